@@ -1,0 +1,87 @@
+// Package cli is the hookcert command line. Each subcommand lives in its own file
+// and registers itself with register in an init function, so the pieces of the
+// binary can be written and tested apart.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes shared by every subcommand; documented in README.md.
+const (
+	ExitOK          = 0 // everything that was asked passed
+	ExitFailed      = 1 // something was judged and failed
+	ExitUsage       = 2 // bad flags or configuration
+	ExitUnreachable = 3 // the target could not be reached or started
+)
+
+// ExitError carries an exit code out of a subcommand.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string {
+	if e.Err == nil {
+		return fmt.Sprintf("exit status %d", e.Code)
+	}
+	return e.Err.Error()
+}
+
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// usageErr marks err as a usage or configuration error (exit 2).
+func usageErr(format string, args ...any) error {
+	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
+}
+
+var subcommands []func() *cobra.Command
+
+// register adds a subcommand constructor; called from init functions.
+func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+
+// NewRoot builds the command tree.
+func NewRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:           "hookcert",
+		Short:         "Certify webhook receivers against their delivery guarantees",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	// Flag parse errors are usage errors (exit 2), as for any other bad input.
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", c.CommandPath(), err)}
+	})
+	for _, f := range subcommands {
+		root.AddCommand(f())
+	}
+	return root
+}
+
+// Main runs the command line and returns the process exit code.
+func Main(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	root := NewRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return ExitOK
+	}
+	fmt.Fprintf(stderr, "hookcert: %v\n", err)
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		return ee.Code
+	}
+	// cobra reports unknown commands and arguments as plain errors.
+	return ExitUsage
+}

@@ -1,0 +1,144 @@
+// Package profiles holds real providers' delivery contracts: how each one shapes,
+// signs and retries a webhook, and what it counts as an acknowledgement.
+//
+// Every fact carries the source it was read in (see ../shared/providers.yaml in the
+// hookcert design material). Where a provider does not document a value the profile
+// says so (a nil pointer or a zero Documented flag) and the caller chooses.
+package profiles
+
+import (
+	"net/http"
+	"time"
+)
+
+// Event is one logical provider event in hookcert's conformance domain. A profile
+// renders it into that provider's envelope; the receiver maps it onto its own domain.
+type Event struct {
+	// Source names the provider (and mode) the event comes from, e.g. "stripe".
+	// Account is the account scope the receiver derives from its endpoint
+	// configuration; it is not trusted from the body.
+	Source  string `json:"source"`
+	Account string `json:"account"`
+	ID      string `json:"id"`
+	// Type is the event type, e.g. "payment_intent.succeeded".
+	Type string `json:"type"`
+	// ObjectID, Version, Amount, Currency and Status describe the business object
+	// the event is about (a payment or a subscription).
+	ObjectID string    `json:"object_id"`
+	Version  int64     `json:"version,omitempty"`
+	Amount   int64     `json:"amount,omitempty"`
+	Currency string    `json:"currency,omitempty"`
+	Status   string    `json:"status,omitempty"`
+	Created  time.Time `json:"created"`
+}
+
+// Key is the event key a safe receiver deduplicates on.
+type Key struct {
+	Source  string `json:"source"`
+	Account string `json:"account"`
+	EventID string `json:"event_id"`
+}
+
+// Key returns the event's (source, account, event_id) key.
+func (e Event) Key() Key { return Key{Source: e.Source, Account: e.Account, EventID: e.ID} }
+
+// Attempt describes one delivery attempt of an event, as a profile needs it to
+// build the request.
+type Attempt struct {
+	// N is the attempt number, 1 for the first delivery.
+	N int
+	// DeliveryID is the per-attempt delivery identifier, where the provider has one.
+	DeliveryID string
+	// SignedAt is the time written into the signature (the attempt's send time, or
+	// an older time for a replay with a stale timestamp).
+	SignedAt time.Time
+}
+
+// AckVerdict is how the provider reads a response.
+type AckVerdict int
+
+const (
+	// Acknowledged: the provider stops delivering this event.
+	Acknowledged AckVerdict = iota
+	// Retry: the provider schedules another attempt.
+	Retry
+	// Stop: the provider gives up on this event without an acknowledgement
+	// (Slack's x-slack-no-retry, Standard Webhooks' 410 Gone, Svix's abort header).
+	Stop
+)
+
+func (v AckVerdict) String() string {
+	switch v {
+	case Acknowledged:
+		return "acknowledged"
+	case Retry:
+		return "retry"
+	case Stop:
+		return "stop"
+	}
+	return "unknown"
+}
+
+// Profile is one provider's delivery contract.
+//
+// Implementations must be safe for concurrent use and deterministic: the same event,
+// attempt and secrets give the same request bytes.
+type Profile interface {
+	// ID is the stable profile name used in configuration, e.g. "stripe".
+	ID() string
+	// Facts returns the documented delivery contract with sources.
+	Facts() Facts
+	// Body renders the event in the provider's envelope. The body does not change
+	// across attempts (providers resend the original payload).
+	Body(ev Event) ([]byte, error)
+	// Headers returns the request headers for one attempt, including the signature
+	// over body made with every secret given (several during a secret roll, where
+	// the provider does that; otherwise the first is used).
+	Headers(ev Event, body []byte, at Attempt, secrets []string) (http.Header, error)
+	// Verdict reads a response the way the provider does.
+	Verdict(status int, header http.Header, body []byte) AckVerdict
+}
+
+// Facts is a provider's documented delivery contract. Pointers are nil where the
+// provider does not document the value; Source fields cite where a value was read.
+type Facts struct {
+	Name        string
+	ContentType string
+	// EventIDHeader or EventIDJSONPath says where the event ID lives.
+	EventIDHeader   string
+	EventIDJSONPath string
+	// DeliveryIDHeader is the per-attempt delivery ID header, if any.
+	DeliveryIDHeader string
+	// Timeout is the per-attempt response timeout; nil when undocumented.
+	Timeout       *time.Duration
+	TimeoutSource string
+	// Tolerance is the signature timestamp tolerance receivers apply; nil when the
+	// scheme signs no timestamp.
+	Tolerance *time.Duration
+	// ResignsOnRetry is true when each attempt gets a new signed timestamp.
+	ResignsOnRetry bool
+	// MultipleSignatures is true when the provider sends one signature per active
+	// secret during a secret roll.
+	MultipleSignatures bool
+	Retry              RetrySchedule
+	// Ordered is nil when the provider says nothing about ordering.
+	Ordered       *bool
+	OrderedSource string
+	// ManualRedeliveryWindow is how long after creation a person can resend an
+	// event (nil when undocumented or unavailable).
+	ManualRedeliveryWindow *time.Duration
+	Sources                []string
+}
+
+// RetrySchedule is the provider's automatic redelivery behaviour.
+type RetrySchedule struct {
+	// Delays lists the wait before each retry, relative to the previous attempt.
+	// Nil when the provider does not publish its intervals.
+	Delays []time.Duration
+	// MaxAttempts counts the first attempt; 0 when undocumented.
+	MaxAttempts int
+	// Horizon is how long after the first attempt automatic retries may still
+	// arrive; nil when undocumented.
+	Horizon *time.Duration
+	Source  string
+}
