@@ -1,0 +1,17 @@
+package scenarios
+
+// capabilityDocs documents every capability a guarantee can need. Declared ones come
+// from the target file's `capabilities`; derived ones are read off its endpoints.
+var capabilityDocs = []struct{ name, doc string }{
+	{"crash", "declared: the harness may SIGKILL and restart the receiver (needs `lifecycle`)"},
+	{"failpoints", "declared: the receiver implements the failpoint protocol (docs/failpoints.md)"},
+	{"lock-gating", "declared: the harness may lock the receiver's event table (`observe.postgres.event_table`) to force races"},
+	{"connection-loss", "declared: the harness may terminate the receiver's database sessions mid-transaction (needs an effect table to gate)"},
+	{"ordering", "declared: the receiver handles versioned updates (`customer.subscription.updated`) and exposes the `object` query"},
+	{"state-machine", "declared: the receiver handles the payment state machine and exposes the `payment` query"},
+	{"domain-constraint", "declared: the receiver credits one payment once whatever the event IDs (`object_effects` query)"},
+	{"multi-account", "derived: two endpoints of one profile with different accounts"},
+	{"multi-source", "derived: two endpoints of different profiles for one account"},
+	{"header-event-id", "derived: an endpoint whose profile carries the event ID in a header, outside the body"},
+	{"signed-timestamp", "derived: an endpoint whose profile signs a timestamp"},
+}

@@ -1,0 +1,217 @@
+package scenarios
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Capability names a feature a target declares in its target file. A guarantee that
+// needs a capability the target does not declare is reported not_applicable.
+type Capability = string
+
+// Guarantee is one documented promise with a stable ID. IDs are never reused or
+// renumbered once published: reports and CI configurations refer to them.
+type Guarantee struct {
+	ID     string `json:"id"`
+	Family string `json:"family"`
+	// Title is a few words for tables; Promise is the one-sentence promise.
+	Title   string `json:"title"`
+	Promise string `json:"promise"`
+	// Why names the failure the promise prevents.
+	Why string `json:"why"`
+	// Needs lists the capabilities the target must declare for the check to apply.
+	Needs []Capability `json:"needs,omitempty"`
+	// Scenarios names the checks (Ginkgo specs) that judge the promise.
+	Scenarios []string `json:"scenarios"`
+	// BrokenBy lists the reference defects expected to make this guarantee fail;
+	// the self-test holds the suite to it.
+	BrokenBy []string `json:"broken_by"`
+}
+
+// Families in report order. RETENTION, INBOX and OUTBOX are reserved.
+var Families = []string{"DEDUP", "ATOMIC", "ACK", "ORDER"}
+
+var catalogue = []Guarantee{
+	{
+		ID: "DEDUP-1", Family: "DEDUP", Title: "Concurrent duplicates",
+		Promise:   "Concurrent copies of one delivery converge on one event row and one effect, and every copy is acknowledged.",
+		Why:       "Providers retry while a first attempt is still running; a check-then-insert receiver applies the event twice.",
+		Scenarios: []string{"16 copies released together (lock-gated when the target allows it)"},
+		BrokenBy:  []string{"check-then-insert", "duplicate-500", "business-first"},
+	},
+	{
+		ID: "DEDUP-2", Family: "DEDUP", Title: "Redelivery after a lost acknowledgement",
+		Promise:   "A redelivery after a lost acknowledgement is acknowledged and changes nothing.",
+		Why:       "The provider never saw the first 2xx, so it sends the event again; a receiver that errors on the duplicate is retried for days.",
+		Scenarios: []string{"first response discarded, redelivered per the profile's schedule"},
+		BrokenBy:  []string{"duplicate-500"},
+	},
+	{
+		ID: "DEDUP-3", Family: "DEDUP", Title: "Account scope",
+		Promise:   "The same event ID under another account is a different event and is applied.",
+		Why:       "Event IDs are unique per provider account at best; a global key silently drops another tenant's event.",
+		Needs:     []Capability{"multi-account"},
+		Scenarios: []string{"one event ID delivered to two accounts' endpoints"},
+		BrokenBy:  []string{"global-event-id"},
+	},
+	{
+		ID: "DEDUP-4", Family: "DEDUP", Title: "Source scope",
+		Promise:   "The same event ID from another source is a different event and is applied.",
+		Why:       "Two providers (or test and live) can produce the same ID; keying on the ID alone drops one of them.",
+		Needs:     []Capability{"multi-source"},
+		Scenarios: []string{"one event ID delivered through two profiles' endpoints"},
+		BrokenBy:  []string{"global-event-id"},
+	},
+	{
+		ID: "DEDUP-5", Family: "DEDUP", Title: "Identical payloads, different IDs",
+		Promise:   "Different event IDs with identical payload text are different events and are both applied.",
+		Why:       "Deduplicating on a hash of the body drops genuinely repeated business events (two equal top-ups).",
+		Needs:     []Capability{"header-event-id"},
+		Scenarios: []string{"two event IDs, byte-identical bodies"},
+		BrokenBy:  []string{"dedupe-by-payload"},
+	},
+	{
+		ID: "DEDUP-6", Family: "DEDUP", Title: "One business operation, one effect",
+		Promise:   "Two different event IDs for one business operation are held to one effect by a domain constraint.",
+		Why:       "Providers sometimes emit two events for one change; the event key alone cannot stop a double credit.",
+		Needs:     []Capability{"domain-constraint"},
+		Scenarios: []string{"two succeeded events for one payment, sequential and concurrent"},
+		BrokenBy:  []string{"no-domain-constraint"},
+	},
+	{
+		ID: "ATOMIC-1", Family: "ATOMIC", Title: "Crash before commit",
+		Promise:   "A crash before commit leaves neither the key nor the change, and a redelivery after restart applies the event once.",
+		Why:       "A key committed apart from its change turns a crash into a lost event; a change committed apart from its key turns it into a double.",
+		Needs:     []Capability{"crash", "failpoints"},
+		Scenarios: []string{"crash at after-insert-before-commit, restart, redeliver"},
+		BrokenBy:  []string{"marker-separate-tx", "business-first"},
+	},
+	{
+		ID: "ATOMIC-2", Family: "ATOMIC", Title: "Failed precondition rolls back",
+		Promise:   "A failed business precondition rolls back the key with the change and answers non-2xx; a later redelivery succeeds.",
+		Why:       "If the key survives the failed attempt, every redelivery is taken for a duplicate and the event is lost.",
+		Needs:     []Capability{"state-machine"},
+		Scenarios: []string{"refund before the payment succeeded, then after"},
+		BrokenBy:  []string{"marker-separate-tx"},
+	},
+	{
+		ID: "ATOMIC-3", Family: "ATOMIC", Title: "Lost database connection",
+		Promise:   "A database connection lost in the middle of the transaction leaves nothing partial, and a redelivery applies the event once.",
+		Why:       "A receiver that committed part of its work in an earlier transaction is left half-done by a network blip.",
+		Needs:     []Capability{"connection-loss"},
+		Scenarios: []string{"effect table gated, receiver's backends terminated mid-transaction, redeliver"},
+		BrokenBy:  []string{"marker-separate-tx"},
+	},
+	{
+		ID: "ATOMIC-4", Family: "ATOMIC", Title: "Commit uncertainty is retryable",
+		Promise:   "When the receiver dies after commit but before answering, the redelivery is acknowledged and applies nothing twice.",
+		Why:       "The provider cannot know the commit happened; the receiver must make its retry harmless.",
+		Needs:     []Capability{"crash", "failpoints"},
+		Scenarios: []string{"crash at after-commit-before-response, restart, redeliver"},
+		BrokenBy:  []string{"duplicate-500"},
+	},
+	{
+		ID: "ACK-1", Family: "ACK", Title: "2xx only after durability",
+		Promise:   "Every acknowledged event is durable: killed right after its 2xx and restarted, the receiver still has it.",
+		Why:       "An acknowledgement sent before the commit tells the provider to stop retrying an event that may be lost.",
+		Needs:     []Capability{"crash"},
+		Scenarios: []string{"kill right after each 2xx (failpoint after-response where declared), restart, observe"},
+		BrokenBy:  []string{"ack-before-commit"},
+	},
+	{
+		ID: "ACK-2", Family: "ACK", Title: "Acknowledgement within the timeout",
+		Promise:   "Under 64 concurrent deliveries every delivery is acknowledged within the profile's timeout.",
+		Why:       "A provider that times out counts the delivery as failed and sends it again, multiplying load exactly when the receiver is slow.",
+		Scenarios: []string{"64 concurrent distinct events on the endpoint with the shortest documented timeout"},
+		BrokenBy:  []string{"slow-ack"},
+	},
+	{
+		ID: "ACK-3", Family: "ACK", Title: "Bad signatures rejected",
+		Promise:   "A delivery with a bad signature, a tampered body, a wrong secret or no signature gets a 4xx and leaves nothing behind.",
+		Why:       "Anyone who knows the URL could otherwise forge events.",
+		Scenarios: []string{"tampered body, wrong secret, missing signature"},
+		BrokenBy:  []string{"skip-signature"},
+	},
+	{
+		ID: "ACK-4", Family: "ACK", Title: "Stale timestamps rejected",
+		Promise:   "A correctly signed delivery whose signed timestamp is outside the profile's tolerance gets a 4xx and leaves nothing behind.",
+		Why:       "Without the recency check a captured delivery can be replayed forever.",
+		Needs:     []Capability{"signed-timestamp"},
+		Scenarios: []string{"replay signed 10 minutes ago"},
+		BrokenBy:  []string{"skip-timestamp-check"},
+	},
+	{
+		ID: "ACK-5", Family: "ACK", Title: "Malformed deliveries rejected",
+		Promise:   "A signed delivery with malformed JSON, no event ID, or an oversized body gets a 4xx and leaves nothing behind.",
+		Why:       "Storing an event without an ID, or reading unbounded bodies, corrupts the key space or exhausts memory.",
+		Scenarios: []string{"malformed JSON, missing event ID, oversized body"},
+		BrokenBy:  []string{"no-input-validation"},
+	},
+	{
+		ID: "ACK-6", Family: "ACK", Title: "Unknown types acknowledged",
+		Promise:   "A valid delivery of an event type the receiver does not handle is acknowledged and changes no business state.",
+		Why:       "Rejecting unknown types makes the provider retry them for days and can get the endpoint disabled.",
+		Scenarios: []string{"a signed event of an unknown type"},
+		BrokenBy:  []string{"reject-unknown-types"},
+	},
+	{
+		ID: "ORDER-1", Family: "ORDER", Title: "Late older update",
+		Promise:   "An older update arriving after a newer one does not regress the object.",
+		Why:       "Providers do not keep order; deduplication alone lets version 2 overwrite version 3.",
+		Needs:     []Capability{"ordering"},
+		Scenarios: []string{"version 3, then version 2"},
+		BrokenBy:  []string{"last-write-wins"},
+	},
+	{
+		ID: "ORDER-2", Family: "ORDER", Title: "Shuffled duplicated stream",
+		Promise:   "A shuffled, duplicated stream of versioned updates ends at the newest version.",
+		Why:       "Retries and parallel delivery interleave versions arbitrarily.",
+		Needs:     []Capability{"ordering"},
+		Scenarios: []string{"versions 1..N duplicated and shuffled by the seed, sent concurrently"},
+		BrokenBy:  []string{"last-write-wins"},
+	},
+	{
+		ID: "ORDER-3", Family: "ORDER", Title: "Invalid transitions refused",
+		Promise:   "A state transition the object's state machine forbids is refused (a late succeeded never undoes a refund).",
+		Why:       "Out-of-order events otherwise move objects backwards in their lifecycle.",
+		Needs:     []Capability{"state-machine"},
+		Scenarios: []string{"created, succeeded, refunded, then a late succeeded"},
+		BrokenBy:  []string{"last-write-wins"},
+	},
+}
+
+// Catalogue returns every guarantee in report order.
+func Catalogue() []Guarantee {
+	out := make([]Guarantee, len(catalogue))
+	copy(out, catalogue)
+	return out
+}
+
+// Lookup finds a guarantee by ID (case-insensitive).
+func Lookup(id string) (Guarantee, error) {
+	for _, g := range catalogue {
+		if strings.EqualFold(g.ID, id) {
+			return g, nil
+		}
+	}
+	ids := make([]string, len(catalogue))
+	for i, g := range catalogue {
+		ids[i] = g.ID
+	}
+	return Guarantee{}, fmt.Errorf("unknown guarantee %q (valid: %s)", id, strings.Join(ids, ", "))
+}
+
+// ExpectedFailures maps each defect to the guarantees it must make fail.
+func ExpectedFailures() map[string][]string {
+	m := map[string][]string{}
+	for _, g := range catalogue {
+		for _, d := range g.BrokenBy {
+			m[d] = append(m[d], g.ID)
+		}
+	}
+	for d := range m {
+		sort.Strings(m[d])
+	}
+	return m
+}

@@ -1,0 +1,53 @@
+package scenarios
+
+import (
+	"bytes"
+	"os"
+	"regexp"
+	"testing"
+)
+
+func TestGuaranteesDocIsCurrent(t *testing.T) {
+	got, err := os.ReadFile("../docs/guarantees.md")
+	if err != nil {
+		t.Fatalf("docs/guarantees.md: %v (run `go generate ./scenarios`)", err)
+	}
+	if !bytes.Equal(got, CatalogueMarkdown()) {
+		t.Fatal("docs/guarantees.md is stale: run `go generate ./scenarios` and commit the result")
+	}
+}
+
+func TestCatalogueIsWellFormed(t *testing.T) {
+	idRe := regexp.MustCompile(`^(DEDUP|ATOMIC|ACK|ORDER|RETENTION|INBOX|OUTBOX)-[1-9][0-9]*$`)
+	known := map[string]bool{}
+	for _, c := range capabilityDocs {
+		known[c.name] = true
+	}
+	seen := map[string]bool{}
+	for _, g := range Catalogue() {
+		if !idRe.MatchString(g.ID) {
+			t.Errorf("%s: ID does not match %s", g.ID, idRe)
+		}
+		if seen[g.ID] {
+			t.Errorf("%s: duplicate ID", g.ID)
+		}
+		seen[g.ID] = true
+		if g.Promise == "" || g.Why == "" || g.Title == "" || len(g.Scenarios) == 0 {
+			t.Errorf("%s: title, promise, why and scenarios are required", g.ID)
+		}
+		if len(g.BrokenBy) == 0 {
+			t.Errorf("%s: no defect is known to break it; a check that cannot be shown to fail tests nothing", g.ID)
+		}
+		for _, n := range g.Needs {
+			if !known[n] {
+				t.Errorf("%s: needs undocumented capability %q", g.ID, n)
+			}
+		}
+	}
+	if _, err := Lookup("dedup-1"); err != nil {
+		t.Errorf("Lookup is case-insensitive: %v", err)
+	}
+	if _, err := Lookup("NOPE-1"); err == nil {
+		t.Error("Lookup(NOPE-1) succeeded")
+	}
+}

@@ -1,0 +1,3 @@
+package scenarios
+
+//go:generate go run ./internal/gendoc ../docs/guarantees.md
