@@ -1,0 +1,450 @@
+package reports
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"flag"
+	"html"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func writeFixture(t *testing.T, r *Results, opts Options) (string, []string) {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "hookcert-report")
+	paths, err := Write(dir, r, opts)
+	if err != nil {
+		t.Fatalf("Write: %v", err)
+	}
+	return dir, paths
+}
+
+func TestGoldenFiles(t *testing.T) {
+	dir, paths := writeFixture(t, fixture(), Options{})
+	want := []string{FileJSON, FileJUnit, FileMarkdown, FileHTML}
+	if len(paths) != len(want) {
+		t.Fatalf("Write returned %d paths, want %d: %v", len(paths), len(want), paths)
+	}
+	for i, name := range want {
+		if paths[i] != filepath.Join(dir, name) {
+			t.Errorf("path %d = %s, want %s", i, paths[i], filepath.Join(dir, name))
+		}
+		got, err := os.ReadFile(paths[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", "golden."+name)
+		if *update {
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		exp, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test ./reports -update to create it)", err)
+		}
+		if !bytes.Equal(got, exp) {
+			t.Errorf("%s differs from %s (run with -update after checking the change):\n%s", name, golden, firstDiff(exp, got))
+		}
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != len(want) {
+		t.Errorf("dir holds %d entries, want %d (temporary files left behind?)", len(entries), len(want))
+	}
+}
+
+func firstDiff(a, b []byte) string {
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := 0; i < len(al) || i < len(bl); i++ {
+		var x, y string
+		if i < len(al) {
+			x = al[i]
+		}
+		if i < len(bl) {
+			y = bl[i]
+		}
+		if x != y {
+			return "line " + strconv.Itoa(i+1) + ":\n  want: " + x + "\n  got:  " + y
+		}
+	}
+	return "(no line differs)"
+}
+
+func TestSecretsNeverWritten(t *testing.T) {
+	const listed = `s3cr3t-T0k&n<"x">`                              // given in Options.Secrets
+	const signing = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"        // not listed: a pattern
+	const dbURL = "postgres://hookcert:hunter2pw@127.0.0.1:5432/db" // password not listed
+	r := fixture()
+	g := &r.Guarantees[0]
+	g.Reason = "signature check failed with secret " + listed
+	g.Evidence = append(g.Evidence, "receiver logged "+listed, "receiver logged key "+signing, "dsn "+dbURL, "dsn host=db password='hunter2pw' user=x")
+	g.Repro += " --database-url " + dbURL
+	s := &g.Scenarios[0]
+	s.Notes = append(s.Notes, "note "+listed)
+	s.Deviations = append(s.Deviations, "deviation "+listed)
+	s.Timeline[0].ErrorClass = "err " + listed
+	s.Timeline[1].Faults = append(s.Timeline[1].Faults, listed)
+	s.Timeline[2].DeliveryID = listed
+	s.Observed[0].Values = []string{listed}
+	r.Target.BaseURL = "http://user:" + listed + "@127.0.0.1:8080"
+	r.Environment["DATABASE_URL"] = dbURL
+	r.Environment[listed] = "key"
+	before := fixtureJSON(t, r)
+
+	dir, paths := writeFixture(t, r, Options{Secrets: []string{listed, ""}})
+	forbidden := []string{
+		listed, html.EscapeString(listed), xmlEscape(listed), `s3cr3t-T0k\u0026n`, "s3cr3t-T0k",
+		signing, "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "hunter2pw",
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range forbidden {
+			if bytes.Contains(data, []byte(f)) {
+				t.Errorf("%s contains secret form %q", filepath.Base(p), f)
+			}
+		}
+		if !bytes.Contains(data, []byte(Redacted)) {
+			t.Errorf("%s has no %s marker: the secrets were dropped rather than redacted?", filepath.Base(p), Redacted)
+		}
+	}
+	// Scrubbing works on a copy: the caller's results keep their values.
+	if after := fixtureJSON(t, r); after != before {
+		t.Error("Write modified its input")
+	}
+	got, err := ReadResults(filepath.Join(dir, FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Target.BaseURL != "http://user:"+Redacted+"@127.0.0.1:8080" {
+		t.Errorf("base_url = %q", got.Target.BaseURL)
+	}
+	if want := "whsec_" + Redacted; !strings.Contains(strings.Join(got.Guarantees[0].Evidence, "\n"), want) {
+		t.Errorf("evidence lacks %q: %q", want, got.Guarantees[0].Evidence)
+	}
+}
+
+func fixtureJSON(t *testing.T, r *Results) string {
+	t.Helper()
+	var b bytes.Buffer
+	// WriteJSON scrubs patterns, so compare with plain encoding of the struct.
+	if err := jsonEncode(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	return b.String()
+}
+
+func xmlEscape(s string) string {
+	var b bytes.Buffer
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+func TestScrubPatterns(t *testing.T) {
+	s := newScrubber([]string{"whsec_abcdefghijkl"})
+	cases := []struct{ in, want string }{
+		{"key whsec_C2FVsBQIhrscChlQIMV+b5sSYspob7oD done", "key whsec_[REDACTED] done"},
+		{"sk whsk_AAAABBBB", "sk whsk_[REDACTED]"},
+		{"postgres://app:pa55@db:5432/x?sslmode=disable", "postgres://app:[REDACTED]@db:5432/x?sslmode=disable"},
+		{"postgresql://app:@db/x", "postgresql://app:[REDACTED]@db/x"},
+		{"postgres://app@db/x", "postgres://app@db/x"}, // no password, nothing to hide
+		{"host=db password=pa55 user=x", "host=db password=[REDACTED] user=x"},
+		{"host=db password='p a s s' user=x", "host=db password=[REDACTED] user=x"},
+		{"bare abcdefghijkl from a lib without prefix", "bare [REDACTED] from a lib without prefix"},
+		{"whsec_... is the format", "whsec_... is the format"},
+		{"http://127.0.0.1:8080/healthz", "http://127.0.0.1:8080/healthz"},
+	}
+	for _, c := range cases {
+		if got := s.scrub(c.in); got != c.want {
+			t.Errorf("scrub(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
+
+// junit mirrors the JUnit XML shape independently of the writer's types.
+type junit struct {
+	Tests    int `xml:"tests,attr"`
+	Failures int `xml:"failures,attr"`
+	Errors   int `xml:"errors,attr"`
+	Skipped  int `xml:"skipped,attr"`
+	Suites   []struct {
+		Name     string `xml:"name,attr"`
+		Tests    int    `xml:"tests,attr"`
+		Failures int    `xml:"failures,attr"`
+		Errors   int    `xml:"errors,attr"`
+		Skipped  int    `xml:"skipped,attr"`
+		Props    []struct {
+			Name  string `xml:"name,attr"`
+			Value string `xml:"value,attr"`
+		} `xml:"properties>property"`
+		Cases []struct {
+			Name    string `xml:"name,attr"`
+			Class   string `xml:"classname,attr"`
+			Failure *struct {
+				Message string `xml:"message,attr"`
+				Body    string `xml:",chardata"`
+			} `xml:"failure"`
+			Error *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"error"`
+			Skipped *struct {
+				Message string `xml:"message,attr"`
+			} `xml:"skipped"`
+		} `xml:"testcase"`
+	} `xml:"testsuite"`
+}
+
+func TestJUnitParsesWithCounts(t *testing.T) {
+	r := fixture()
+	// Characters XML cannot carry, and a CDATA terminator, must not break the file.
+	r.Guarantees[0].Evidence = append(r.Guarantees[0].Evidence, "binary \x00\x1b body ]]> end")
+	var buf bytes.Buffer
+	if err := WriteJUnit(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var j junit
+	if err := xml.Unmarshal(buf.Bytes(), &j); err != nil {
+		t.Fatalf("junit.xml does not parse: %v", err)
+	}
+	if j.Tests != 5 || j.Failures != 1 || j.Errors != 1 || j.Skipped != 1 {
+		t.Errorf("totals tests=%d failures=%d errors=%d skipped=%d, want 5/1/1/1", j.Tests, j.Failures, j.Errors, j.Skipped)
+	}
+	var names []string
+	for _, s := range j.Suites {
+		names = append(names, s.Name)
+		if s.Tests != len(s.Cases) {
+			t.Errorf("suite %s: tests=%d but %d testcases", s.Name, s.Tests, len(s.Cases))
+		}
+	}
+	if want := []string{"DEDUP", "ATOMIC", "ORDER", "INBOX"}; !reflect.DeepEqual(names, want) {
+		t.Errorf("suites %v, want %v", names, want)
+	}
+	dedup := j.Suites[0]
+	if dedup.Tests != 2 || dedup.Failures != 1 {
+		t.Errorf("DEDUP suite tests=%d failures=%d, want 2/1", dedup.Tests, dedup.Failures)
+	}
+	f := dedup.Cases[0].Failure
+	if f == nil {
+		t.Fatal("DEDUP-1 has no <failure>")
+	}
+	if f.Message != r.Guarantees[0].Reason {
+		t.Errorf("failure message %q, want the reason %q", f.Message, r.Guarantees[0].Reason)
+	}
+	for _, e := range r.Guarantees[0].Evidence {
+		e = strings.NewReplacer("\x00", "\uFFFD", "\x1b", "\uFFFD", "\n", "\n  ").Replace(e)
+		if !strings.Contains(f.Body, e) {
+			t.Errorf("failure body lacks evidence %q", e)
+		}
+	}
+	if !strings.Contains(f.Body, r.Guarantees[0].Repro) {
+		t.Error("failure body lacks the repro command")
+	}
+	if dedup.Cases[1].Failure != nil || dedup.Cases[1].Skipped != nil || dedup.Cases[1].Error != nil {
+		t.Error("passed DEDUP-2 carries a failure, error or skipped element")
+	}
+	if e := j.Suites[1].Cases[0].Error; e == nil || e.Message != r.Guarantees[2].Reason {
+		t.Errorf("ATOMIC-1 error = %+v", e)
+	}
+	if s := j.Suites[3].Cases[0].Skipped; s == nil || s.Message != r.Guarantees[4].Reason {
+		t.Errorf("INBOX-1 skipped = %+v", s)
+	}
+	props := map[string]string{}
+	for _, p := range dedup.Props {
+		props[p.Name] = p.Value
+	}
+	if props["seed"] != "42" {
+		t.Errorf("seed property %q", props["seed"])
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	dir, _ := writeFixture(t, fixture(), Options{})
+	got, err := ReadResults(filepath.Join(dir, FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fixture(); !reflect.DeepEqual(got, want) {
+		t.Errorf("round trip changed the results:\ngot  %+v\nwant %+v", got, want)
+	}
+}
+
+func TestReadResultsRejectsBadFiles(t *testing.T) {
+	good := fixtureJSON(t, fixture())
+	cases := []struct {
+		name, content string
+		want          []string // every piece must be in the error
+	}{
+		{"other schema", strings.Replace(good, Schema, "hookcert.results/v9", 1), []string{"schema", `expected "hookcert.results/v1"`, "v9"}},
+		{"no schema", `{"seed": 1}`, []string{"schema", "missing", Schema}},
+		{"not json", `<html>`, []string{"parse results"}},
+		{"bad status", strings.Replace(good, `"status": "passed"`, `"status": "ok"`, 1), []string{"guarantees[1].status", "DEDUP-2", `"ok"`}},
+		{"bad outcome", strings.Replace(good, `"outcome": "unknown"`, `"outcome": "lost"`, 1), []string{"timeline[0].outcome", `"lost"`}},
+		{"summary mismatch", strings.Replace(good, `"passed": 2`, `"passed": 3`, 1), []string{"summary"}},
+		{"unknown field", strings.Replace(good, `"seed"`, `"sede"`, 1), []string{"sede"}},
+		{"empty id", strings.Replace(good, `"id": "ORDER-1"`, `"id": ""`, 1), []string{"guarantees[3].id", "empty"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.content == good {
+				t.Fatal("replacement did not apply; the case tests nothing")
+			}
+			p := filepath.Join(t.TempDir(), "results.json")
+			if err := os.WriteFile(p, []byte(c.content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := ReadResults(p)
+			if err == nil {
+				t.Fatal("ReadResults accepted a bad file")
+			}
+			for _, w := range append(c.want, p) {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+	if _, err := ReadResults(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("ReadResults of a missing file succeeded")
+	}
+}
+
+func TestMarkdownTableCellsEscaped(t *testing.T) {
+	var buf bytes.Buffer
+	r := fixture()
+	r.Guarantees[1].Promise = "a | b\nc <b>bold</b> `x`"
+	if err := WriteMarkdown(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	md := buf.String()
+	rows := 0
+	for _, line := range strings.Split(md, "\n") {
+		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| ID ") {
+			continue
+		}
+		rows++
+		// A row has exactly 5 unescaped pipes: borders plus 3 separators.
+		if n := strings.Count(line, "|") - strings.Count(line, `\|`); n != 5 {
+			t.Errorf("row has %d cell separators, want 5: %s", n, line)
+		}
+	}
+	if rows != len(r.Guarantees) {
+		t.Errorf("%d table rows, want %d", rows, len(r.Guarantees))
+	}
+	if !strings.Contains(md, `a \| b<br>c \<b\>bold\</b\> \`+"`x\\`") {
+		t.Errorf("promise cell not escaped as expected:\n%s", md)
+	}
+	if !strings.HasPrefix(md, "# hookcert certification: FAILED\n") {
+		t.Errorf("headline: %q", strings.SplitN(md, "\n", 2)[0])
+	}
+	// The evidence holding ``` must sit in a longer fence so it cannot end the block.
+	if !strings.Contains(md, "````text\n") {
+		t.Error("evidence with a ``` run is not in a longer fence")
+	}
+	if strings.Contains(md, "## PASS") || strings.Contains(md, "## N/A") {
+		t.Error("sections for passed or not-applicable guarantees")
+	}
+}
+
+func TestHTMLSelfContained(t *testing.T) {
+	var buf bytes.Buffer
+	r := fixture()
+	if err := WriteHTML(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	page := buf.String()
+	for _, bad := range []string{"<script", "<link", "src=", "@import", "url(", `href="http`, "<script>alert(1)"} {
+		if strings.Contains(page, bad) {
+			t.Errorf("page contains %q", bad)
+		}
+	}
+	if !strings.Contains(page, "&lt;script&gt;alert(1)&lt;/script&gt;") {
+		t.Error("evidence with markup is not escaped as text")
+	}
+	attempts := 0
+	for _, g := range r.Guarantees {
+		for _, s := range g.Scenarios {
+			attempts += len(s.Timeline)
+		}
+	}
+	if n := strings.Count(page, `<rect class="bar `); n != attempts {
+		t.Errorf("%d bars, want one per attempt (%d)", n, attempts)
+	}
+	if n := strings.Count(page, "<details "); n != len(r.Guarantees) {
+		t.Errorf("%d collapsible sections, want %d", n, len(r.Guarantees))
+	}
+	if n := strings.Count(page, " open>"); n != 2 {
+		t.Errorf("%d sections open, want 2 (the failed and the errored one)", n)
+	}
+	for _, want := range []string{`class="bar unknown"`, `class="bar unknown open"`, `class="bar fail"`, "lost-ack", "release spread 43µs", "version=3"} {
+		if !strings.Contains(page, want) {
+			t.Errorf("page lacks %q", want)
+		}
+	}
+}
+
+func TestTimelineGeometry(t *testing.T) {
+	tl := newTimeline([]Attempt{
+		{EventID: "e", Attempt: 1, StartNS: 1000, EndNS: 3000, Outcome: OutcomeAcknowledged},
+		{EventID: "e", Attempt: 2, StartNS: 5000, EndNS: 0, Outcome: OutcomeUnknown},
+		{EventID: "e", Attempt: 3, StartNS: 7000, EndNS: 7000, Outcome: OutcomeFailed},
+	})
+	if tl.Rows[0].X != tlLabelW {
+		t.Errorf("first bar starts at %v, want the axis origin %d", tl.Rows[0].X, tlLabelW)
+	}
+	if end := tl.Rows[1].X + tl.Rows[1].W; math.Abs(end-(tlLabelW+tlPlotW)) > 0.01 {
+		t.Errorf("unfinished bar ends at %v, want the axis end %d", end, tlLabelW+tlPlotW)
+	}
+	if tl.Rows[2].W != tlMinBar {
+		t.Errorf("instant attempt width %v, want %d", tl.Rows[2].W, tlMinBar)
+	}
+	if !(tl.Rows[0].X < tl.Rows[1].X && tl.Rows[1].X < tl.Rows[2].X) {
+		t.Error("bars are not in time order on the axis")
+	}
+	if got := tl.Ticks[len(tl.Ticks)-1].X; math.Abs(got-(tlLabelW+tlPlotW)) > 0.01 {
+		t.Errorf("last tick at %v, want the axis end", got)
+	}
+	for _, c := range []struct {
+		ns   int64
+		want string
+	}{{0, "0"}, {850, "850ns"}, {43_000, "43µs"}, {1_500_000, "1.5ms"}, {2_250_000_000, "2.25s"}} {
+		if got := fmtNS(c.ns); got != c.want {
+			t.Errorf("fmtNS(%d) = %q, want %q", c.ns, got, c.want)
+		}
+	}
+	for _, c := range []struct{ span, want int64 }{{6, 1}, {7, 2}, {13, 5}, {250_000_000, 50_000_000}} {
+		if got := niceStep(c.span); got != c.want {
+			t.Errorf("niceStep(%d) = %d, want %d", c.span, got, c.want)
+		}
+	}
+}
+
+func TestWriteRejectsInvalidResults(t *testing.T) {
+	r := fixture()
+	r.Summary.Total = 99
+	if _, err := Write(t.TempDir(), r, Options{}); err == nil || !strings.Contains(err.Error(), "summary") {
+		t.Errorf("Write with inconsistent summary: err = %v", err)
+	}
+	r = fixture()
+	r.Schema = ""
+	if _, err := Write(t.TempDir(), r, Options{}); err != nil {
+		t.Errorf("Write with empty schema: %v", err)
+	}
+}
+
+func jsonEncode(b *bytes.Buffer, r *Results) error {
+	enc := json.NewEncoder(b)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(r)
+}

@@ -1,0 +1,88 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// File names written by Write.
+const (
+	FileJSON     = "results.json"
+	FileJUnit    = "junit.xml"
+	FileMarkdown = "summary.md"
+	FileHTML     = "index.html"
+)
+
+// Options tune Write.
+type Options struct {
+	// Secrets are values that must not appear in any output file (endpoint signing
+	// secrets, database passwords). Every occurrence is replaced by [REDACTED].
+	Secrets []string
+}
+
+// Write renders r into dir (created if needed) as results.json, junit.xml,
+// summary.md and index.html, and returns the paths written. Every string is scrubbed
+// of opts.Secrets and of well-known secret patterns first. An empty r.Schema is taken
+// to mean Schema; any other content must pass Results.Validate. Each file is written
+// to a temporary name and renamed, so a reader never sees half a report.
+func Write(dir string, r *Results, opts Options) ([]string, error) {
+	if r == nil {
+		return nil, fmt.Errorf("write reports: results are nil")
+	}
+	clean := Redact(r, opts.Secrets)
+	if clean.Schema == "" {
+		clean.Schema = Schema
+	}
+	if err := clean.Validate(); err != nil {
+		return nil, fmt.Errorf("write reports: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("write reports: %w", err)
+	}
+	writers := []struct {
+		name  string
+		write func(io.Writer, *Results) error
+	}{
+		{FileJSON, WriteJSON},
+		{FileJUnit, WriteJUnit},
+		{FileMarkdown, WriteMarkdown},
+		{FileHTML, WriteHTML},
+	}
+	var paths []string
+	for _, wr := range writers {
+		var buf bytes.Buffer
+		if err := wr.write(&buf, clean); err != nil {
+			return paths, err
+		}
+		p := filepath.Join(dir, wr.name)
+		if err := writeFileAtomic(p, buf.Bytes()); err != nil {
+			return paths, fmt.Errorf("write %s: %w", p, err)
+		}
+		paths = append(paths, p)
+	}
+	return paths, nil
+}
+
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp) // no-op after a successful rename
+	if _, err := f.Write(data); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
