@@ -1,9 +1,3 @@
-// Package profiles holds real providers' delivery contracts: how each one shapes,
-// signs and retries a webhook, and what it counts as an acknowledgement.
-//
-// Every fact carries the source it was read in (see ../shared/providers.yaml in the
-// hookcert design material). Where a provider does not document a value the profile
-// says so (a nil pointer or a zero Documented flag) and the caller chooses.
 package profiles
 
 import (
@@ -52,6 +46,11 @@ type Attempt struct {
 	// SignedAt is the time written into the signature (the attempt's send time, or
 	// an older time for a replay with a stale timestamp).
 	SignedAt time.Time
+	// RetryReason says why the previous attempt failed, for providers that send it
+	// (Slack's x-slack-retry-reason: http_timeout, too_many_redirects,
+	// connection_failed, ssl_error, http_error, unknown_error). Empty means
+	// unknown_error on a retry; ignored on the first attempt.
+	RetryReason string
 }
 
 // AckVerdict is how the provider reads a response.
@@ -67,6 +66,7 @@ const (
 	Stop
 )
 
+// String returns the verdict's name: acknowledged, retry or stop.
 func (v AckVerdict) String() string {
 	switch v {
 	case Acknowledged:
@@ -107,9 +107,38 @@ type Facts struct {
 	// EventIDHeader or EventIDJSONPath says where the event ID lives.
 	EventIDHeader   string
 	EventIDJSONPath string
+	// EventIDRule explains how the event ID is derived when the provider sends
+	// none (Adyen); empty otherwise. Use EventKey to compute it.
+	EventIDRule string
 	// DeliveryIDHeader is the per-attempt delivery ID header, if any.
-	DeliveryIDHeader string
-	// Timeout is the per-attempt response timeout; nil when undocumented.
+	// DeliveryIDJSONPath is a delivery ID carried in the body (Paddle's
+	// notification_id, one per destination, not per attempt).
+	DeliveryIDHeader   string
+	DeliveryIDJSONPath string
+	// EventTypeHeader or EventTypeJSONPath says where the event type lives.
+	EventTypeHeader   string
+	EventTypeJSONPath string
+	// ObjectJSONPath says where the business object (id, amount, currency,
+	// status, version) lives in the body; "$" when the body is the object.
+	ObjectJSONPath string
+	// AccountLocation describes where the provider puts the account in the
+	// request. Receivers must take the account from endpoint configuration; this
+	// is informational (a receiver may cross-check it).
+	AccountLocation string
+	// SignatureHeader names the header carrying the signature ("" when the
+	// signature lives in the body, as with Adyen). SignatureScheme describes the
+	// exact signed content, key handling and encoding.
+	SignatureHeader string
+	SignatureScheme string
+	// SuccessRule says what the provider counts as an acknowledgement.
+	SuccessRule string
+	// MaxRedirects is how many redirects the provider follows before it counts
+	// the attempt as failed (0: a 3xx is a failure).
+	MaxRedirects int
+	// HonoursRetryAfter is true when the provider takes a Retry-After response
+	// header into account when scheduling the next attempt (see RetryAfter).
+	HonoursRetryAfter bool
+	// Timeout is the per-attempt response timeout; nil: undocumented; the user chooses.
 	Timeout       *time.Duration
 	TimeoutSource string
 	// Tolerance is the signature timestamp tolerance receivers apply; nil when the
@@ -121,24 +150,50 @@ type Facts struct {
 	// secret during a secret roll.
 	MultipleSignatures bool
 	Retry              RetrySchedule
-	// Ordered is nil when the provider says nothing about ordering.
+	// Ordered is nil when the provider says nothing about ordering: undocumented;
+	// the user chooses.
 	Ordered       *bool
 	OrderedSource string
 	// ManualRedeliveryWindow is how long after creation a person can resend an
-	// event (nil when undocumented or unavailable).
+	// event (nil when unavailable, or undocumented; the user chooses).
 	ManualRedeliveryWindow *time.Duration
-	Sources                []string
+	// ManualRedelivery is nil when undocumented, else whether people can resend.
+	ManualRedelivery *bool
+	Sources          []string
+	// Notes carries documented caveats (sandbox schedules, secondary sources).
+	Notes []string
 }
 
 // RetrySchedule is the provider's automatic redelivery behaviour.
 type RetrySchedule struct {
 	// Delays lists the wait before each retry, relative to the previous attempt.
-	// Nil when the provider does not publish its intervals.
+	// Nil when the provider does not publish its intervals: undocumented; the
+	// user chooses (or takes Modelled, see Effective).
 	Delays []time.Duration
-	// MaxAttempts counts the first attempt; 0 when undocumented.
+	// MaxAttempts counts the first attempt; 0: undocumented; the user chooses.
 	MaxAttempts int
 	// Horizon is how long after the first attempt automatic retries may still
-	// arrive; nil when undocumented.
+	// arrive; nil: undocumented; the user chooses.
 	Horizon *time.Duration
 	Source  string
+	// ContinuesUntilHorizon is true when the provider keeps retrying after the
+	// listed Delays until Horizon at an undocumented cadence (Adyen's queue).
+	ContinuesUntilHorizon bool
+	// Modelled is hookcert's MODEL of the schedule where the provider does not
+	// publish its intervals (or not all of them): delays relative to the previous
+	// attempt, fitted to the documented attempt count and horizon. It is not a
+	// published schedule; the engine uses it only when the user chooses none.
+	// Nil when Delays is complete.
+	Modelled  []time.Duration
+	ModelNote string
+}
+
+// Effective returns the delays the engine should use when the user chooses
+// none: the published Delays when complete, otherwise the Modelled ones.
+// modelled reports which one it is.
+func (r RetrySchedule) Effective() (delays []time.Duration, modelled bool) {
+	if r.Modelled != nil {
+		return append([]time.Duration(nil), r.Modelled...), true
+	}
+	return append([]time.Duration(nil), r.Delays...), false
 }

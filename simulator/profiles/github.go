@@ -1,0 +1,131 @@
+package profiles
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// githubUserAgent: real deliveries carry "GitHub-Hookshot/<build hash>"
+// (providers.yaml github.other_headers, secondary: captured requests). The
+// suffix is a build identifier; ours is fixed so requests stay deterministic.
+const githubUserAgent = "GitHub-Hookshot/hookcert"
+
+type githubProfile struct{ base }
+
+func newGitHub() Profile {
+	return githubProfile{base{id: "github", facts: Facts{
+		Name:        "GitHub",
+		ContentType: "application/json", // configurable per hook; JSON chosen (docs.github.com webhook content type)
+		// "If you request a redelivery, the X-GitHub-Delivery header will be the same
+		// as in the original delivery." → it is the event key (best-practices page).
+		EventIDHeader:    "X-GitHub-Delivery",
+		DeliveryIDHeader: "X-GitHub-Delivery",
+		EventTypeHeader:  "X-GitHub-Event",
+		ObjectJSONPath:   "$.object",
+		AccountLocation:  "X-GitHub-Hook-ID and X-GitHub-Hook-Installation-Target-ID headers (hook and its repository/organization/app); hookcert derives both from the account",
+		SignatureHeader:  "X-Hub-Signature-256",
+		SignatureScheme:  "X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>; legacy X-Hub-Signature: sha1=<hex HMAC-SHA1>; key = the secret's UTF-8 bytes; sent only when a secret is configured (docs.github.com validating-webhook-deliveries)",
+		SuccessRule:      "2XX within 10 seconds (docs.github.com best-practices-for-using-webhooks)",
+		Timeout:          dur(10 * time.Second), // "respond with a 2XX response within 10 seconds"
+		TimeoutSource:    "https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks",
+		Tolerance:        nil, // no timestamp is signed
+		ResignsOnRetry:   false,
+		Retry: RetrySchedule{
+			Delays:      []time.Duration{}, // "GitHub does not automatically redeliver failed deliveries."
+			MaxAttempts: 1,
+			Horizon:     dur(0),
+			Source:      "https://docs.github.com/en/webhooks/using-webhooks/handling-failed-webhook-deliveries",
+		},
+		Ordered:                nil, // undocumented; the user chooses
+		OrderedSource:          "undocumented (no ordering statement in the webhook docs read)",
+		ManualRedelivery:       boolp(true),
+		ManualRedeliveryWindow: dur(3 * 24 * time.Hour), // "redeliver webhook deliveries that occurred in the past 3 days" (GHES 3.16+: 7 days)
+		Sources: []string{
+			"https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
+			"https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks",
+			"https://docs.github.com/en/webhooks/testing-and-troubleshooting-webhooks/redelivering-webhooks",
+		},
+		Notes: []string{"Verdict Retry means a failed delivery; GitHub itself never retries (MaxAttempts 1), only manual redelivery resends with the same X-GitHub-Delivery."},
+	}}}
+}
+
+type githubSender struct {
+	Login string `json:"login"`
+	ID    int64  `json:"id"`
+	Type  string `json:"type"`
+}
+
+type githubBody struct {
+	Action string       `json:"action"`
+	Object object       `json:"object"`
+	Sender githubSender `json:"sender"`
+}
+
+// stableNumber derives a positive numeric ID from s, so hook and target IDs
+// are deterministic per account.
+func stableNumber(s string) int64 {
+	h := fnv.New64a()
+	h.Write([]byte(s))
+	return int64(h.Sum64()%900_000_000) + 100_000_000
+}
+
+// Body renders {"action", "object", "sender"}: the action is the last segment of
+// the type (GitHub puts the event name in X-GitHub-Event and the action in
+// $.action, providers.yaml github.other_headers).
+func (p githubProfile) Body(ev Event) ([]byte, error) {
+	if err := checkEvent(p.id, ev, true); err != nil {
+		return nil, err
+	}
+	action := ev.Type
+	if i := strings.LastIndex(action, "."); i >= 0 {
+		action = action[i+1:]
+	}
+	b, err := json.Marshal(githubBody{
+		Action: action,
+		Object: domainObject(ev),
+		Sender: githubSender{Login: "hookcert-simulator[bot]", ID: stableNumber("sender"), Type: "Bot"},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("github: encode body: %w", err)
+	}
+	return b, nil
+}
+
+// Headers: X-GitHub-Delivery is the event ID (stable across redeliveries); the
+// signature uses the first secret only (no overlap mechanism is documented) and
+// is omitted when no secret is configured.
+func (p githubProfile) Headers(ev Event, body []byte, at Attempt, secrets []string) (http.Header, error) {
+	if err := checkAttempt(p.id, at, false); err != nil {
+		return nil, err
+	}
+	if err := checkSecrets(p.id, secrets, false); err != nil {
+		return nil, err
+	}
+	if ev.ID == "" {
+		return nil, fmt.Errorf("github: event.id: must not be empty (it is X-GitHub-Delivery)")
+	}
+	h := http.Header{}
+	h.Set("Content-Type", p.facts.ContentType)
+	h.Set("User-Agent", githubUserAgent)
+	h.Set("X-GitHub-Delivery", ev.ID)
+	h.Set("X-GitHub-Event", ev.Type)
+	h.Set("X-GitHub-Hook-ID", strconv.FormatInt(stableNumber("hook:"+ev.Account), 10))
+	h.Set("X-GitHub-Hook-Installation-Target-Type", "repository")
+	h.Set("X-GitHub-Hook-Installation-Target-ID", strconv.FormatInt(stableNumber("target:"+ev.Account), 10))
+	if len(secrets) > 0 {
+		h.Set("X-Hub-Signature-256", GitHubSignature256(secrets[0], body))
+		h.Set("X-Hub-Signature", GitHubSignature1(secrets[0], body))
+	}
+	return h, nil
+}
+
+// Verdict: 2XX acknowledges; anything else is a failed delivery (which GitHub
+// does not retry on its own: see Facts().Retry).
+func (p githubProfile) Verdict(status int, _ http.Header, _ []byte) AckVerdict {
+	return verdict2xx(status)
+}

@@ -1,0 +1,47 @@
+package profiles
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// registry holds one instance per profile; profiles are immutable values.
+var registry = func() map[string]Profile {
+	m := map[string]Profile{}
+	for _, p := range []Profile{
+		newStripe(), newGitHub(), newShopify(), newStandardWebhooks(), newSvix(),
+		newSlack(), newPaddle(), newAdyen(), newAdyenLegacy(),
+	} {
+		m[p.ID()] = p
+	}
+	return m
+}()
+
+// IDs returns every profile ID, sorted.
+func IDs() []string {
+	ids := make([]string, 0, len(registry))
+	for id := range registry {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	return ids
+}
+
+// All returns every profile, sorted by ID.
+func All() []Profile {
+	ids := IDs()
+	out := make([]Profile, len(ids))
+	for i, id := range ids {
+		out[i] = registry[id]
+	}
+	return out
+}
+
+// Lookup returns the profile with the given ID; the error lists the valid IDs.
+func Lookup(id string) (Profile, error) {
+	if p, ok := registry[id]; ok {
+		return p, nil
+	}
+	return nil, fmt.Errorf("profile %q: unknown; valid profiles: %s", id, strings.Join(IDs(), ", "))
+}
