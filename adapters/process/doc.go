@@ -1,0 +1,6 @@
+// Package process controls a receiver process for crash scenarios: it starts the
+// target's command in its own process group, keeps the last bytes of its output for
+// the report, waits until it answers its readiness URL, and kills it the way a real
+// crash does (SIGKILL to the whole group), stops it gracefully (SIGTERM, then
+// SIGKILL after a grace period) or restarts it with the same specification.
+package process

@@ -1,0 +1,334 @@
+package target
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Capability is a feature a target declares; guarantees that need an undeclared
+// capability are reported as not applicable.
+type Capability string
+
+// The closed list of capabilities (documented in docs/target.md).
+const (
+	// Crash: the harness may SIGKILL and restart the receiver (needs lifecycle).
+	Crash Capability = "crash"
+	// LockGating: the harness may lock the receiver's event table (needs
+	// observe.postgres.event_table).
+	LockGating Capability = "lock-gating"
+	// ConnectionLoss: the harness may terminate the receiver's PostgreSQL sessions
+	// (needs observe.postgres).
+	ConnectionLoss Capability = "connection-loss"
+	// Failpoints: the receiver implements the failpoint protocol (needs failpoints).
+	Failpoints Capability = "failpoints"
+	// Ordering: versioned state updates (needs observe.postgres.queries.object).
+	Ordering Capability = "ordering"
+	// StateMachine: payment state machine (needs observe.postgres.queries.payment).
+	StateMachine Capability = "state-machine"
+	// DomainConstraint: two event IDs for one payment give one effect (needs
+	// observe.postgres.queries.object_effects).
+	DomainConstraint Capability = "domain-constraint"
+	// Retention, Inbox and Outbox are reserved for later versions of the suite.
+	Retention Capability = "retention"
+	Inbox     Capability = "inbox"
+	Outbox    Capability = "outbox"
+)
+
+// Capabilities lists every valid capability in documentation order.
+var Capabilities = []Capability{Crash, LockGating, ConnectionLoss, Failpoints, Ordering,
+	StateMachine, DomainConstraint, Retention, Inbox, Outbox}
+
+// Reserved reports whether c is accepted in a target file but not yet checked by
+// any scenario.
+func Reserved(c Capability) bool { return c == Retention || c == Inbox || c == Outbox }
+
+// Default values applied when a field is omitted.
+const (
+	DefaultReadyTimeout   = 30 * time.Second
+	DefaultStopGrace      = 5 * time.Second
+	DefaultFailpointsPath = "/_hookcert/failpoints"
+)
+
+// Target is a loaded, validated and rendered target file.
+type Target struct {
+	// Name identifies the target in reports.
+	Name string
+	// BaseURL is the receiver's root URL (scheme and host, optional path prefix,
+	// no trailing slash).
+	BaseURL string
+	// Endpoints has one entry per (profile, account).
+	Endpoints []Endpoint
+	// Lifecycle is nil when the harness does not control the process.
+	Lifecycle *Lifecycle
+	// Postgres is how the harness reads the receiver's state.
+	Postgres Postgres
+	// FailpointsPath is the failpoint protocol's path under BaseURL, "" when the
+	// target has no failpoints.
+	FailpointsPath string
+	// Capabilities as declared, in file order.
+	Capabilities []Capability
+	// Source is the file the target was loaded from ("" for Parse).
+	Source string
+}
+
+// Endpoint is where deliveries of one profile for one account go.
+type Endpoint struct {
+	Profile string
+	// Source is the event key's source for deliveries here: the profile unless the
+	// file sets another (e.g. "stripe-test" to tell test from live traffic).
+	Source  string
+	Account string
+	Path    string
+	Secret  Secret
+	// SecretEnv names the environment variable the secret was read from ("" when
+	// the secret was inline).
+	SecretEnv string
+}
+
+// Lifecycle is how the harness starts and stops the receiver process.
+type Lifecycle struct {
+	Command []string
+	// Env is added to (and overrides) the harness's environment. Its values may
+	// carry credentials (a database URL), so it prints them redacted.
+	Env          Env
+	Dir          string
+	ReadyPath    string
+	ReadyTimeout time.Duration
+	StopGrace    time.Duration
+}
+
+// Env is a set of environment variables whose values never print: fmt, JSON and
+// slog show the names with "[redacted]" values. Index it to use a value.
+type Env map[string]string
+
+func (e Env) redacted() map[string]string {
+	m := make(map[string]string, len(e))
+	for k := range e {
+		m[k] = redacted
+	}
+	return m
+}
+
+// Format implements fmt.Formatter with redacted values.
+func (e Env) Format(f fmt.State, verb rune) { fmt.Fprintf(f, "%v", e.redacted()) }
+
+// MarshalJSON implements json.Marshaler with redacted values.
+func (e Env) MarshalJSON() ([]byte, error) { return json.Marshal(e.redacted()) }
+
+// LogValue implements slog.LogValuer with redacted values.
+func (e Env) LogValue() slog.Value { return slog.AnyValue(e.redacted()) }
+
+// Postgres is the PostgreSQL observer configuration.
+type Postgres struct {
+	// URL is the receiver's database; a Secret because it may carry a password.
+	URL Secret
+	// EventTable is the table holding the receiver's event keys ("" if not given),
+	// optionally schema-qualified.
+	EventTable string
+	Queries    Queries
+}
+
+// Queries are the observer's SQL queries. Bound parameters: $1 source, $2 account,
+// $3 event ID, $4 object ID; a query may use any subset.
+type Queries struct {
+	// EventRows counts the stored keys of one event (required).
+	EventRows string
+	// Effects counts the business effects of one event (required).
+	Effects string
+	// ObjectEffects counts the business effects on one object (domain-constraint).
+	ObjectEffects string
+	// Object returns (version, status) of a versioned object (ordering).
+	Object string
+	// Payment returns (status) of a payment (state-machine).
+	Payment string
+}
+
+// Named returns the configured queries by their file names, omitting empty ones.
+func (q Queries) Named() map[string]string {
+	m := map[string]string{}
+	for _, e := range q.list() {
+		if e.sql != "" {
+			m[e.name] = e.sql
+		}
+	}
+	return m
+}
+
+type namedQuery struct {
+	name, sql string
+	needs     int // the parameter the query must reference
+}
+
+func (q Queries) list() []namedQuery {
+	return []namedQuery{
+		{"event_rows", q.EventRows, 3},
+		{"effects", q.Effects, 3},
+		{"object_effects", q.ObjectEffects, 4},
+		{"object", q.Object, 4},
+		{"payment", q.Payment, 4},
+	}
+}
+
+// Vars are the template variables available in target file strings.
+type Vars struct {
+	// DatabaseURL is the database the harness prepared for the receiver.
+	DatabaseURL string
+	// ListenAddr is host:port the receiver should listen on.
+	ListenAddr string
+	// Port is ListenAddr's port; derived from ListenAddr when empty.
+	Port string
+	// BaseURL defaults to the rendered base_url, so lifecycle env can use it.
+	BaseURL string
+}
+
+// Has reports whether the target declares c.
+func (t *Target) Has(c Capability) bool {
+	for _, d := range t.Capabilities {
+		if d == c {
+			return true
+		}
+	}
+	return false
+}
+
+// Endpoint returns the endpoint of (profile, account).
+func (t *Target) Endpoint(profile, account string) (Endpoint, bool) {
+	for _, e := range t.Endpoints {
+		if e.Profile == profile && e.Account == account {
+			return e, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+// EndpointsFor returns the endpoints of a profile in file order.
+func (t *Target) EndpointsFor(profile string) []Endpoint {
+	var out []Endpoint
+	for _, e := range t.Endpoints {
+		if e.Profile == profile {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// Profiles returns the distinct profiles of the endpoints, sorted.
+func (t *Target) Profiles() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range t.Endpoints {
+		if !seen[e.Profile] {
+			seen[e.Profile] = true
+			out = append(out, e.Profile)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// URL joins BaseURL and a path starting with "/".
+func (t *Target) URL(path string) string { return t.BaseURL + path }
+
+// CheckProfiles reports endpoints whose profile is not in known (the simulator's
+// profile registry, which this package does not import).
+func (t *Target) CheckProfiles(known []string) error {
+	ok := map[string]bool{}
+	for _, k := range known {
+		ok[k] = true
+	}
+	sorted := append([]string(nil), known...)
+	sort.Strings(sorted)
+	var errs []error
+	for i, e := range t.Endpoints {
+		if !ok[e.Profile] {
+			errs = append(errs, &FieldError{Path: fmt.Sprintf("target.endpoints[%d].profile", i),
+				Rule: fmt.Sprintf("unknown profile %q (valid: %s)", e.Profile, strings.Join(sorted, ", "))})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Load reads and validates a target file.
+func Load(path string, vars Vars) (*Target, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("target file: %w", err)
+	}
+	t, err := Parse(data, vars)
+	if err != nil {
+		return nil, fmt.Errorf("target file %s: %w", path, err)
+	}
+	t.Source = path
+	return t, nil
+}
+
+// Parse decodes and validates a target file's content. All validation errors are
+// returned together; each is a *FieldError.
+func Parse(data []byte, vars Vars) (*Target, error) {
+	var doc rawDoc
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, errIOEOF) {
+			return nil, &FieldError{Path: "target", Rule: "required (the file is empty)"}
+		}
+		return nil, explainYAML(err)
+	}
+	var root yaml.Node
+	// The same bytes decoded once more as a node tree, to give validation errors
+	// a line number; it cannot fail where the strict decode succeeded.
+	_ = yaml.Unmarshal(data, &root)
+	v := &validator{root: &root, vars: vars}
+	t := v.build(&doc)
+	if err := errors.Join(v.errs...); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// FieldError is one validation error: the field path, the rule, and the line of
+// the field (or of its closest present parent) when known.
+type FieldError struct {
+	Path string
+	Rule string
+	Line int
+}
+
+func (e *FieldError) Error() string {
+	if e.Line > 0 {
+		return fmt.Sprintf("%s: %s (line %d)", e.Path, e.Rule, e.Line)
+	}
+	return fmt.Sprintf("%s: %s", e.Path, e.Rule)
+}
+
+// redactURL hides a password in a URL or key=value connection string.
+func redactURL(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
+		if q := u.Query(); q.Has("password") {
+			q.Set("password", "xxxxx")
+			u.RawQuery = q.Encode()
+		}
+		return u.Redacted()
+	}
+	if strings.Contains(s, "password=") {
+		var parts []string
+		for _, f := range strings.Fields(s) {
+			if strings.HasPrefix(f, "password=") {
+				f = "password=xxxxx"
+			}
+			parts = append(parts, f)
+		}
+		return strings.Join(parts, " ")
+	}
+	return s
+}

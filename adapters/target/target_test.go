@@ -1,0 +1,283 @@
+package target
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+const full = `target:
+  name: reference
+  base_url: http://{{.ListenAddr}}
+  endpoints:
+    - {profile: stripe, account: acct_A, path: /webhooks/stripe/acct_A, secret: whsec_inline_AAAA}
+    - {profile: stripe, account: acct_B, path: /webhooks/stripe/acct_B, secret_env: HOOKCERT_TEST_SECRET_B}
+    - {profile: github, source: github-test, account: org_1, path: /webhooks/github/org_1, secret: gh_inline_CCCC}
+  lifecycle:
+    command: [./bin/hookcert, reference, serve, --listen, "{{.ListenAddr}}"]
+    env: {DATABASE_URL: "{{.DatabaseURL}}", PUBLIC_URL: "{{.BaseURL}}"}
+    dir: .
+    ready: {http: /healthz, timeout: 10s}
+  observe:
+    postgres:
+      url: "{{.DatabaseURL}}"
+      event_table: public.processed_webhook_events
+      queries:
+        event_rows: SELECT count(*) FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3
+        effects:    SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND event_id=$3
+        object_effects: SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND object_id=$4
+        object:     SELECT version, status FROM subscriptions WHERE account_id=$2 AND object_id=$4
+        payment:    SELECT status FROM payments WHERE source=$1 AND account_id=$2 AND payment_id=$4
+  failpoints: {}
+  capabilities: [crash, lock-gating, connection-loss, failpoints, ordering, state-machine, domain-constraint]
+`
+
+var testVars = Vars{DatabaseURL: "postgres://app:s3cretpw@127.0.0.1:5432/rx?sslmode=disable", ListenAddr: "127.0.0.1:18080"}
+
+func TestParseFull(t *testing.T) {
+	t.Setenv("HOOKCERT_TEST_SECRET_B", "whsec_env_BBBB")
+	tg, err := Parse([]byte(full), testVars)
+	if err != nil {
+		t.Fatalf("Parse: %v", err)
+	}
+	if tg.BaseURL != "http://127.0.0.1:18080" {
+		t.Errorf("BaseURL = %q", tg.BaseURL)
+	}
+	e, ok := tg.Endpoint("stripe", "acct_B")
+	if !ok || e.Secret.Reveal() != "whsec_env_BBBB" || e.SecretEnv != "HOOKCERT_TEST_SECRET_B" {
+		t.Errorf("endpoint acct_B = %+v, %v (secret %q)", e, ok, e.Secret.Reveal())
+	}
+	if e.Source != "stripe" {
+		t.Errorf("default source = %q, want the profile", e.Source)
+	}
+	if g, _ := tg.Endpoint("github", "org_1"); g.Source != "github-test" {
+		t.Errorf("github source = %q", g.Source)
+	}
+	if _, ok := tg.Endpoint("stripe", "acct_C"); ok {
+		t.Error("found an endpoint that is not configured")
+	}
+	if got := tg.URL(e.Path); got != "http://127.0.0.1:18080/webhooks/stripe/acct_B" {
+		t.Errorf("URL = %q", got)
+	}
+	if got := tg.Profiles(); !reflect.DeepEqual(got, []string{"github", "stripe"}) {
+		t.Errorf("Profiles = %v", got)
+	}
+	if n := len(tg.EndpointsFor("stripe")); n != 2 {
+		t.Errorf("EndpointsFor(stripe) = %d endpoints", n)
+	}
+	l := tg.Lifecycle
+	if l == nil || l.Command[4] != "127.0.0.1:18080" || l.Env["DATABASE_URL"] != testVars.DatabaseURL ||
+		l.Env["PUBLIC_URL"] != "http://127.0.0.1:18080" || l.ReadyPath != "/healthz" ||
+		l.ReadyTimeout != 10*time.Second || l.StopGrace != DefaultStopGrace {
+		t.Errorf("lifecycle = %+v", l)
+	}
+	if tg.Postgres.URL.Reveal() != testVars.DatabaseURL || tg.Postgres.EventTable != "public.processed_webhook_events" {
+		t.Errorf("postgres = %v %q", tg.Postgres.URL, tg.Postgres.EventTable)
+	}
+	if tg.FailpointsPath != DefaultFailpointsPath {
+		t.Errorf("FailpointsPath = %q", tg.FailpointsPath)
+	}
+	if !tg.Has(Crash) || !tg.Has(DomainConstraint) || tg.Has(Inbox) {
+		t.Errorf("Has: capabilities = %v", tg.Capabilities)
+	}
+	if err := tg.CheckProfiles([]string{"stripe"}); err == nil || !strings.Contains(err.Error(), `target.endpoints[2].profile: unknown profile "github" (valid: stripe)`) {
+		t.Errorf("CheckProfiles = %v", err)
+	}
+}
+
+func TestLoadFile(t *testing.T) {
+	t.Setenv("HOOKCERT_TEST_SECRET_B", "whsec_env_BBBB")
+	p := filepath.Join(t.TempDir(), "target.yaml")
+	if err := os.WriteFile(p, []byte(full), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg, err := Load(p, testVars)
+	if err != nil || tg.Source != p {
+		t.Fatalf("Load = %v, %v", tg, err)
+	}
+	_, err = Load(filepath.Join(t.TempDir(), "missing.yaml"), testVars)
+	if !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Load(missing) = %v, want ErrNotExist", err)
+	}
+}
+
+// TestAllErrorsAtOnce: one file with many mistakes reports each of them, with field
+// path, rule and line.
+func TestAllErrorsAtOnce(t *testing.T) {
+	src := `target:
+  base_url: ftp://example
+  endpoints:
+    - {profile: stripe, account: acct_A, path: /a, secret: whsec_x}
+    - {profile: stripe, account: acct_B, path: b}
+    - {profile: stripe, account: acct_A, path: /a, secret: s, secret_env: X}
+  observe:
+    postgres:
+      url: "{{.Nope}}"
+      event_table: "x; drop table y"
+      queries:
+        event_rows: SELECT count(*) FROM t WHERE source=$1 AND account_id=$2 AND event_id=$3
+        effects: SELECT count(*) FROM t WHERE event_id=$3 AND z=$5
+        object: SELECT 1 FROM t WHERE account_id=$2
+  capabilities: [crash, ordering, x, lock-gating, ordering, state-machine]
+`
+	_, err := Parse([]byte(src), Vars{})
+	if err == nil {
+		t.Fatal("no error")
+	}
+	want := []string{
+		"target.name: required (line 1)",
+		`target.base_url: must be an http:// or https:// URL (got "ftp://example") (line 2)`,
+		`target.endpoints[1].path: must start with "/" (got "b") (line 5)`,
+		"target.endpoints[1].secret: required (or secret_env) (line 5)",
+		"target.endpoints[2].secret: set only one of secret and secret_env (line 6)",
+		`target.endpoints[2]: duplicate endpoint for profile "stripe" and account "acct_A" (also target.endpoints[0]) (line 6)`,
+		`target.endpoints[2].path: duplicate path "/a" (also target.endpoints[0])`,
+		"target.observe.postgres.url: unknown template variable {{.Nope}} (valid: BaseURL, DatabaseURL, ListenAddr, Port) (line 9)",
+		"target.observe.postgres.event_table: must be a table name or schema.table",
+		"target.observe.postgres.queries.effects: must use only parameters $1..$4 ($1 source, $2 account, $3 event ID, $4 object ID): parameter $5 is out of range $1..$4 (line 13)",
+		"target.observe.postgres.queries.object: must reference $4 (the object ID) (line 14)",
+		`target.capabilities[0]: capability "crash" needs target.lifecycle, which is missing (line 15)`,
+		`target.capabilities[2]: unknown capability "x" (valid: crash, lock-gating, connection-loss, failpoints, ordering, state-machine, domain-constraint, retention, inbox, outbox)`,
+		`target.capabilities[4]: duplicate capability "ordering" (also target.capabilities[1])`,
+		`target.capabilities[5]: capability "state-machine" needs target.observe.postgres.queries.payment, which is missing`,
+	}
+	msg := err.Error()
+	for _, w := range want {
+		if !strings.Contains(msg, w) {
+			t.Errorf("missing error %q", w)
+		}
+	}
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Error("errors are not *FieldError")
+	}
+	if n := len(err.(interface{ Unwrap() []error }).Unwrap()); n != len(want) {
+		t.Errorf("%d errors, want %d:\n%s", n, len(want), msg)
+	}
+	if strings.Contains(msg, "whsec_x") {
+		t.Error("an error message contains a secret")
+	}
+}
+
+func TestUnknownFieldsAndShape(t *testing.T) {
+	cases := map[string]struct{ src, want string }{
+		"unknown field": {"target:\n  name: x\n  bse_url: http://h\n",
+			`line 3: unknown field "bse_url" in target (valid: base_url, capabilities, endpoints, failpoints, lifecycle, name, observe)`},
+		"unknown query": {"target:\n  observe:\n    postgres:\n      queries:\n        events: SELECT 1\n",
+			`line 5: unknown field "events" in target.observe.postgres.queries`},
+		"unknown top": {"targets: {}\n", `line 1: unknown field "targets" in (top level)`},
+		"empty":       {"", "target: required (the file is empty)"},
+		"bad yaml":    {"target: [\n", "invalid YAML"},
+		"no observe":  {"target:\n  name: x\n", "target.observe.postgres: required"},
+		"lock-gating without table": {"target:\n  capabilities: [lock-gating]\n",
+			`target.capabilities[0]: capability "lock-gating" needs target.observe.postgres.event_table, which is missing (line 2)`},
+		"bad duration": {"target:\n  lifecycle: {command: [x], ready: {http: /h, timeout: soon}}\n",
+			`target.lifecycle.ready.timeout: must be a duration like 30s or 1m (got "soon") (line 2)`},
+		"unset var": {"target:\n  base_url: http://{{.ListenAddr}}\n",
+			"target.base_url: template variable {{.ListenAddr}} is not set by the harness for this run (line 2)"},
+		"secret env unset": {"target:\n  endpoints: [{profile: stripe, account: a, path: /p, secret_env: HOOKCERT_TEST_UNSET_VAR}]\n",
+			"target.endpoints[0].secret_env: environment variable HOOKCERT_TEST_UNSET_VAR is not set or empty (line 2)"},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse([]byte(c.src), Vars{})
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Errorf("err = %v\nwant it to contain %q", err, c.want)
+			}
+		})
+	}
+}
+
+// TestSecretsNeverPrinted prints the loaded target every usual way and looks for
+// any secret value or the database password.
+func TestSecretsNeverPrinted(t *testing.T) {
+	t.Setenv("HOOKCERT_TEST_SECRET_B", "whsec_env_BBBB")
+	tg, err := Parse([]byte(full), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	fmt.Fprintf(&out, "%v %+v %#v %s %q %x %d\n", tg, *tg, *tg, tg.Endpoints, tg.Endpoints[0].Secret, tg.Endpoints[0].Secret, tg.Endpoints[0].Secret)
+	fmt.Fprintln(&out, tg.Postgres.URL, tg.Endpoints[1])
+	fmt.Fprintf(&out, "%v %+v %#v %s\n", tg.Lifecycle, *tg.Lifecycle, *tg.Lifecycle, tg.Lifecycle.Env)
+	j, _ := json.Marshal(tg)
+	out.Write(j)
+	sj, _ := json.Marshal(tg.Summary())
+	out.Write(sj)
+	out.WriteString(tg.Summary().String())
+	slog.New(slog.NewJSONHandler(&out, nil)).Info("t", "secret", tg.Endpoints[0].Secret, "target", tg)
+	slog.New(slog.NewTextHandler(&out, nil)).Info("t", "secret", tg.Endpoints[1].Secret)
+	for _, s := range []string{"whsec_inline_AAAA", "whsec_env_BBBB", "gh_inline_CCCC", "s3cretpw"} {
+		if strings.Contains(out.String(), s) {
+			t.Errorf("secret %q printed in:\n%s", s, out.String())
+		}
+	}
+	if !strings.Contains(out.String(), "[redacted]") || !strings.Contains(string(sj), `"secret_from":"env:HOOKCERT_TEST_SECRET_B"`) {
+		t.Errorf("unexpected rendering:\n%s", out.String())
+	}
+	if got := tg.Summary().DatabaseURL; got != "postgres://app:xxxxx@127.0.0.1:5432/rx?sslmode=disable" {
+		t.Errorf("summary DatabaseURL = %q", got)
+	}
+	if got := redactURL("host=h password=pw user=u"); got != "host=h password=xxxxx user=u" {
+		t.Errorf("redactURL(dsn) = %q", got)
+	}
+	if got := redactURL("postgres://h/db?password=pw"); strings.Contains(got, "pw") {
+		t.Errorf("redactURL(query) = %q", got)
+	}
+}
+
+func TestCompactParams(t *testing.T) {
+	cases := []struct {
+		in, out string
+		used    []int
+	}{
+		{"SELECT version, status FROM s WHERE account_id=$2 AND object_id=$4",
+			"SELECT version, status FROM s WHERE account_id=$1 AND object_id=$2", []int{2, 4}},
+		{"SELECT count(*) FROM t WHERE a=$3 AND b='$1' AND c=\"$2x\" AND d=$$ $9 $$ AND e=$q$ $7 $q$ -- $5\n AND f=$3 /* $6 */",
+			"SELECT count(*) FROM t WHERE a=$1 AND b='$1' AND c=\"$2x\" AND d=$$ $9 $$ AND e=$q$ $7 $q$ -- $5\n AND f=$1 /* $6 */", []int{3}},
+		{"SELECT 'it''s $2', $1", "SELECT 'it''s $2', $1", []int{1}},
+		{"SELECT 1", "SELECT 1", nil},
+	}
+	for _, c := range cases {
+		out, used, err := CompactParams(c.in)
+		if err != nil || out != c.out || !reflect.DeepEqual(used, c.used) {
+			t.Errorf("CompactParams(%q) = %q, %v, %v; want %q, %v", c.in, out, used, err, c.out, c.used)
+		}
+	}
+	for _, bad := range []string{"SELECT $0", "SELECT $5", "SELECT 'open", "SELECT /* open", "SELECT $a$ open"} {
+		if _, _, err := CompactParams(bad); err == nil {
+			t.Errorf("CompactParams(%q): no error", bad)
+		}
+	}
+}
+
+// TestDocumentedExample keeps docs/target.md honest: its complete example loads.
+func TestDocumentedExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/target.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	example, _, ok2 := strings.Cut(rest, "```")
+	if !ok || !ok2 {
+		t.Fatal("no yaml example in docs/target.md")
+	}
+	t.Setenv("STRIPE_SECRET_ACCT_B", "whsec_test_secret_acct_B")
+	tg, err := Parse([]byte(example), testVars)
+	if err != nil {
+		t.Fatalf("documented example: %v", err)
+	}
+	for _, c := range Capabilities {
+		if !Reserved(c) && !tg.Has(c) {
+			t.Errorf("the example does not declare %s", c)
+		}
+	}
+}

@@ -1,0 +1,503 @@
+package target
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"text/template"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+var (
+	// slugRE: profile names and capabilities are lower-case slugs.
+	slugRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]*$`)
+	// envNameRE: POSIX environment variable names.
+	envNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+	// identRE: one PostgreSQL identifier part of event_table (quoted verbatim later).
+	identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,62}$`)
+	// noEntryRE extracts the variable name from text/template's missingkey error.
+	noEntryRE = regexp.MustCompile(`no entry for key "([^"]*)"`)
+)
+
+// varNames are the template variables, sorted, for error messages.
+var varNames = []string{"BaseURL", "DatabaseURL", "ListenAddr", "Port"}
+
+type validator struct {
+	root *yaml.Node
+	vars Vars
+	errs []error
+}
+
+// fail records a FieldError at path segs.
+func (v *validator) fail(segs []any, format string, args ...any) {
+	v.errs = append(v.errs, &FieldError{Path: pathString(segs), Rule: fmt.Sprintf(format, args...), Line: lineOf(v.root, segs)})
+}
+
+func pathString(segs []any) string {
+	var b strings.Builder
+	for i, s := range segs {
+		switch k := s.(type) {
+		case string:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(k)
+		case int:
+			fmt.Fprintf(&b, "[%d]", k)
+		}
+	}
+	return b.String()
+}
+
+func at(base []any, more ...any) []any {
+	out := make([]any, 0, len(base)+len(more))
+	return append(append(out, base...), more...)
+}
+
+// render expands template variables in s; ok is false when it recorded an error.
+func (v *validator) render(segs []any, s string) (string, bool) {
+	if !strings.Contains(s, "{{") {
+		return s, true
+	}
+	tpl, err := template.New(pathString(segs)).Option("missingkey=error").Parse(s)
+	if err != nil {
+		v.fail(segs, "bad template: %v", err)
+		return "", false
+	}
+	data := map[string]string{}
+	for k, val := range map[string]string{"BaseURL": v.vars.BaseURL, "DatabaseURL": v.vars.DatabaseURL,
+		"ListenAddr": v.vars.ListenAddr, "Port": v.vars.Port} {
+		if val != "" {
+			data[k] = val
+		}
+	}
+	var b strings.Builder
+	if err := tpl.Execute(&b, data); err != nil {
+		m := noEntryRE.FindStringSubmatch(err.Error())
+		switch {
+		case m == nil:
+			v.fail(segs, "bad template: %v", err)
+		case contains(varNames, m[1]):
+			v.fail(segs, "template variable {{.%s}} is not set by the harness for this run", m[1])
+		default:
+			v.fail(segs, "unknown template variable {{.%s}} (valid: %s)", m[1], strings.Join(varNames, ", "))
+		}
+		return "", false
+	}
+	return b.String(), true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) duration(segs []any, s string, def time.Duration, allowZero bool) time.Duration {
+	if s == "" {
+		return def
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		v.fail(segs, "must be a duration like 30s or 1m (got %q)", s)
+		return def
+	}
+	if d < 0 || (d == 0 && !allowZero) {
+		v.fail(segs, "must be positive (got %s)", s)
+	}
+	return d
+}
+
+// path checks a URL path field: starts with "/", no query or fragment.
+func (v *validator) path(segs []any, s string, required bool) string {
+	if s == "" {
+		if required {
+			v.fail(segs, "required")
+		}
+		return ""
+	}
+	r, ok := v.render(segs, s)
+	if !ok {
+		return ""
+	}
+	if !strings.HasPrefix(r, "/") {
+		v.fail(segs, "must start with \"/\" (got %q)", r)
+	} else if strings.ContainsAny(r, "?# \t") {
+		v.fail(segs, "must be a plain path without query, fragment or spaces (got %q)", r)
+	}
+	return r
+}
+
+func (v *validator) build(doc *rawDoc) *Target {
+	if doc.Target == nil {
+		v.fail([]any{"target"}, "required (the file's top-level key)")
+		return nil
+	}
+	rt := doc.Target
+	base := []any{"target"}
+	if v.vars.Port == "" && v.vars.ListenAddr != "" {
+		if _, p, err := net.SplitHostPort(v.vars.ListenAddr); err == nil {
+			v.vars.Port = p
+		}
+	}
+	t := &Target{Name: rt.Name}
+	if t.Name == "" {
+		v.fail(at(base, "name"), "required")
+	}
+
+	// base_url first: the rendered value becomes {{.BaseURL}} for the other fields.
+	if rt.BaseURL == "" {
+		v.fail(at(base, "base_url"), "required")
+	} else if strings.Contains(rt.BaseURL, ".BaseURL") {
+		v.fail(at(base, "base_url"), "cannot use {{.BaseURL}} (it is this field)")
+	} else if r, ok := v.render(at(base, "base_url"), rt.BaseURL); ok {
+		u, err := url.Parse(r)
+		switch {
+		case err != nil:
+			v.fail(at(base, "base_url"), "must be a URL: %v", err)
+		case u.Scheme != "http" && u.Scheme != "https":
+			v.fail(at(base, "base_url"), "must be an http:// or https:// URL (got %q)", r)
+		case u.Host == "":
+			v.fail(at(base, "base_url"), "must have a host (got %q)", r)
+		case u.RawQuery != "" || u.Fragment != "" || u.User != nil:
+			v.fail(at(base, "base_url"), "must not have credentials, a query or a fragment")
+		default:
+			t.BaseURL = strings.TrimRight(r, "/")
+			if v.vars.BaseURL == "" {
+				v.vars.BaseURL = t.BaseURL
+			}
+		}
+	}
+
+	v.endpoints(t, rt.Endpoints)
+	v.lifecycle(t, rt.Lifecycle)
+	v.observe(t, rt.Observe)
+	if rt.Failpoints != nil {
+		p := rt.Failpoints.Path
+		if p == "" {
+			p = DefaultFailpointsPath
+		}
+		t.FailpointsPath = v.path(at(base, "failpoints", "path"), p, true)
+	}
+	v.capabilities(t, rt)
+	return t
+}
+
+func (v *validator) endpoints(t *Target, eps []rawEndpoint) {
+	base := []any{"target", "endpoints"}
+	if len(eps) == 0 {
+		v.fail(base, "at least one endpoint is required")
+		return
+	}
+	byScope := map[[2]string]int{}
+	byPath := map[string]int{}
+	for i, re := range eps {
+		p := at(base, i)
+		e := Endpoint{Profile: re.Profile, Source: re.Source, Account: re.Account, SecretEnv: re.SecretEnv}
+		if e.Source == "" {
+			e.Source = re.Profile
+		} else if !slugRE.MatchString(e.Source) {
+			v.fail(at(p, "source"), "must be a lower-case name like stripe or stripe-test (got %q)", re.Source)
+		}
+		if re.Profile == "" {
+			v.fail(at(p, "profile"), "required")
+		} else if !slugRE.MatchString(re.Profile) {
+			v.fail(at(p, "profile"), "must be a lower-case name like stripe or standard-webhooks (got %q)", re.Profile)
+		}
+		if re.Account == "" {
+			v.fail(at(p, "account"), "required")
+		} else if strings.ContainsAny(re.Account, " \t\n") {
+			v.fail(at(p, "account"), "must not contain whitespace")
+		}
+		e.Path = v.path(at(p, "path"), re.Path, true)
+		switch {
+		case re.Secret != "" && re.SecretEnv != "":
+			v.fail(at(p, "secret"), "set only one of secret and secret_env")
+		case re.Secret != "":
+			e.Secret = NewSecret(re.Secret)
+		case re.SecretEnv != "":
+			if !envNameRE.MatchString(re.SecretEnv) {
+				v.fail(at(p, "secret_env"), "must be an environment variable name (got %q)", re.SecretEnv)
+			} else if val, ok := os.LookupEnv(re.SecretEnv); !ok || val == "" {
+				v.fail(at(p, "secret_env"), "environment variable %s is not set or empty", re.SecretEnv)
+			} else {
+				e.Secret = NewSecret(val)
+			}
+		default:
+			v.fail(at(p, "secret"), "required (or secret_env)")
+		}
+		if re.Profile != "" && re.Account != "" {
+			k := [2]string{re.Profile, re.Account}
+			if j, dup := byScope[k]; dup {
+				v.fail(p, "duplicate endpoint for profile %q and account %q (also target.endpoints[%d])", re.Profile, re.Account, j)
+			} else {
+				byScope[k] = i
+			}
+		}
+		if e.Path != "" {
+			if j, dup := byPath[e.Path]; dup {
+				v.fail(at(p, "path"), "duplicate path %q (also target.endpoints[%d]): the account scope comes from the endpoint", e.Path, j)
+			} else {
+				byPath[e.Path] = i
+			}
+		}
+		t.Endpoints = append(t.Endpoints, e)
+	}
+}
+
+func (v *validator) lifecycle(t *Target, rl *rawLifecycle) {
+	if rl == nil {
+		return
+	}
+	base := []any{"target", "lifecycle"}
+	l := &Lifecycle{Env: Env{}}
+	if len(rl.Command) == 0 {
+		v.fail(at(base, "command"), "required (the program and its arguments)")
+	}
+	for i, a := range rl.Command {
+		if i == 0 && a == "" {
+			v.fail(at(base, "command", 0), "the program must not be empty")
+		}
+		r, _ := v.render(at(base, "command", i), a)
+		l.Command = append(l.Command, r)
+	}
+	keys := make([]string, 0, len(rl.Env))
+	for k := range rl.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !envNameRE.MatchString(k) {
+			v.fail(at(base, "env", k), "must be an environment variable name")
+			continue
+		}
+		r, _ := v.render(at(base, "env", k), rl.Env[k])
+		l.Env[k] = r
+	}
+	if rl.Dir != "" {
+		l.Dir, _ = v.render(at(base, "dir"), rl.Dir)
+	}
+	if rl.Ready == nil {
+		v.fail(at(base, "ready"), "required (ready.http: the path that answers 2xx once the receiver is ready)")
+	} else {
+		l.ReadyPath = v.path(at(base, "ready", "http"), rl.Ready.HTTP, true)
+		l.ReadyTimeout = v.duration(at(base, "ready", "timeout"), rl.Ready.Timeout, DefaultReadyTimeout, false)
+	}
+	l.StopGrace = v.duration(at(base, "stop_grace"), rl.StopGrace, DefaultStopGrace, true)
+	t.Lifecycle = l
+}
+
+func (v *validator) observe(t *Target, ro *rawObserve) {
+	base := []any{"target", "observe", "postgres"}
+	if ro == nil || ro.Postgres == nil {
+		v.fail(base, "required (the harness judges guarantees from the receiver's state)")
+		return
+	}
+	rp := ro.Postgres
+	switch {
+	case rp.URL != "" && rp.URLEnv != "":
+		v.fail(at(base, "url"), "set only one of url and url_env")
+	case rp.URL != "":
+		if r, ok := v.render(at(base, "url"), rp.URL); ok {
+			t.Postgres.URL = NewSecret(r)
+		}
+	case rp.URLEnv != "":
+		if !envNameRE.MatchString(rp.URLEnv) {
+			v.fail(at(base, "url_env"), "must be an environment variable name (got %q)", rp.URLEnv)
+		} else if val, ok := os.LookupEnv(rp.URLEnv); !ok || val == "" {
+			v.fail(at(base, "url_env"), "environment variable %s is not set or empty", rp.URLEnv)
+		} else {
+			t.Postgres.URL = NewSecret(val)
+		}
+	default:
+		v.fail(at(base, "url"), "required (or url_env)")
+	}
+	if rp.EventTable != "" {
+		parts := strings.Split(rp.EventTable, ".")
+		ok := len(parts) <= 2
+		for _, p := range parts {
+			ok = ok && identRE.MatchString(p)
+		}
+		if !ok {
+			v.fail(at(base, "event_table"), "must be a table name or schema.table of letters, digits and _ (got %q)", rp.EventTable)
+		} else {
+			t.Postgres.EventTable = rp.EventTable
+		}
+	}
+	if rp.Queries == nil {
+		v.fail(at(base, "queries"), "required (at least event_rows and effects)")
+		return
+	}
+	q := Queries{EventRows: rp.Queries.EventRows, Effects: rp.Queries.Effects,
+		ObjectEffects: rp.Queries.ObjectEffects, Object: rp.Queries.Object, Payment: rp.Queries.Payment}
+	for _, nq := range q.list() {
+		p := at(base, "queries", nq.name)
+		if strings.TrimSpace(nq.sql) == "" {
+			if nq.name == "event_rows" || nq.name == "effects" {
+				v.fail(p, "required")
+			}
+			continue
+		}
+		used, err := QueryParams(nq.sql)
+		if err != nil {
+			v.fail(p, "must use only parameters $1..$%d ($1 source, $2 account, $3 event ID, $4 object ID): %v", MaxParam, err)
+			continue
+		}
+		if !containsInt(used, nq.needs) {
+			v.fail(p, "must reference $%d (the %s)", nq.needs, ParamNames[nq.needs-1])
+		}
+	}
+	t.Postgres.Queries = q
+}
+
+func containsInt(list []int, n int) bool {
+	for _, x := range list {
+		if x == n {
+			return true
+		}
+	}
+	return false
+}
+
+func (v *validator) capabilities(t *Target, rt *rawTarget) {
+	base := []any{"target", "capabilities"}
+	valid := make([]string, len(Capabilities))
+	for i, c := range Capabilities {
+		valid[i] = string(c)
+	}
+	seen := map[Capability]int{}
+	for i, s := range rt.Capabilities {
+		p := at(base, i)
+		c := Capability(s)
+		if !contains(valid, s) {
+			v.fail(p, "unknown capability %q (valid: %s)", s, strings.Join(valid, ", "))
+			continue
+		}
+		if j, dup := seen[c]; dup {
+			v.fail(p, "duplicate capability %q (also target.capabilities[%d])", s, j)
+			continue
+		}
+		seen[c] = i
+		t.Capabilities = append(t.Capabilities, c)
+		var pg *rawPostgres
+		if rt.Observe != nil {
+			pg = rt.Observe.Postgres
+		}
+		missing := ""
+		switch c {
+		case Crash:
+			if rt.Lifecycle == nil {
+				missing = "target.lifecycle"
+			}
+		case LockGating:
+			if pg == nil || pg.EventTable == "" {
+				missing = "target.observe.postgres.event_table"
+			}
+		case ConnectionLoss:
+			if pg == nil {
+				missing = "target.observe.postgres"
+			}
+		case Failpoints:
+			if rt.Failpoints == nil {
+				missing = "target.failpoints"
+			}
+		case Ordering:
+			if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
+				missing = "target.observe.postgres.queries.object"
+			}
+		case StateMachine:
+			if pg == nil || pg.Queries == nil || pg.Queries.Payment == "" {
+				missing = "target.observe.postgres.queries.payment"
+			}
+		case DomainConstraint:
+			if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
+				missing = "target.observe.postgres.queries.object_effects"
+			}
+		}
+		if missing != "" {
+			v.fail(p, "capability %q needs %s, which is missing", s, missing)
+		}
+	}
+}
+
+// Summary is a target description safe to print in reports: no secret values,
+// database passwords replaced by "xxxxx", lifecycle env given by names only.
+type Summary struct {
+	Name         string            `json:"name"`
+	Source       string            `json:"source,omitempty"`
+	BaseURL      string            `json:"base_url"`
+	Endpoints    []EndpointSummary `json:"endpoints"`
+	Command      []string          `json:"command,omitempty"`
+	EnvNames     []string          `json:"env_names,omitempty"`
+	DatabaseURL  string            `json:"database_url"`
+	EventTable   string            `json:"event_table,omitempty"`
+	Queries      map[string]string `json:"queries"`
+	Failpoints   string            `json:"failpoints,omitempty"`
+	Capabilities []Capability      `json:"capabilities"`
+}
+
+// EndpointSummary describes an endpoint without its secret.
+type EndpointSummary struct {
+	Profile string `json:"profile"`
+	Source  string `json:"source"`
+	Account string `json:"account"`
+	URL     string `json:"url"`
+	// SecretFrom is "inline" or "env:NAME".
+	SecretFrom string `json:"secret_from"`
+}
+
+// Summary returns the redacted description of t.
+func (t *Target) Summary() Summary {
+	s := Summary{Name: t.Name, Source: t.Source, BaseURL: t.BaseURL, DatabaseURL: redactURL(t.Postgres.URL.Reveal()),
+		EventTable: t.Postgres.EventTable, Queries: t.Postgres.Queries.Named(), Failpoints: t.FailpointsPath,
+		Capabilities: t.Capabilities}
+	for _, e := range t.Endpoints {
+		from := "inline"
+		if e.SecretEnv != "" {
+			from = "env:" + e.SecretEnv
+		}
+		s.Endpoints = append(s.Endpoints, EndpointSummary{Profile: e.Profile, Source: e.Source, Account: e.Account, URL: t.URL(e.Path), SecretFrom: from})
+	}
+	if t.Lifecycle != nil {
+		for _, a := range t.Lifecycle.Command {
+			s.Command = append(s.Command, redactURL(a))
+		}
+		for k := range t.Lifecycle.Env {
+			s.EnvNames = append(s.EnvNames, k)
+		}
+		sort.Strings(s.EnvNames)
+	}
+	return s
+}
+
+// String renders the summary on one line per field, for logs.
+func (s Summary) String() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "target %s at %s\n", s.Name, s.BaseURL)
+	for _, e := range s.Endpoints {
+		fmt.Fprintf(&b, "  endpoint %s/%s %s (secret %s)\n", e.Profile, e.Account, e.URL, e.SecretFrom)
+	}
+	if len(s.Command) > 0 {
+		fmt.Fprintf(&b, "  command %s (env: %s)\n", strings.Join(s.Command, " "), strings.Join(s.EnvNames, ", "))
+	}
+	fmt.Fprintf(&b, "  postgres %s", s.DatabaseURL)
+	if s.EventTable != "" {
+		fmt.Fprintf(&b, " event_table=%s", s.EventTable)
+	}
+	b.WriteString("\n")
+	caps := make([]string, len(s.Capabilities))
+	for i, c := range s.Capabilities {
+		caps[i] = string(c)
+	}
+	fmt.Fprintf(&b, "  capabilities %s\n", strings.Join(caps, ", "))
+	return b.String()
+}
