@@ -27,6 +27,11 @@ type rawTarget struct {
 	Observe      *rawObserve    `yaml:"observe"`
 	Failpoints   *rawFailpoints `yaml:"failpoints"`
 	Capabilities []string       `yaml:"capabilities"`
+	Limits       *rawLimits     `yaml:"limits"`
+}
+
+type rawLimits struct {
+	MaxBodyBytes int `yaml:"max_body_bytes"`
 }
 
 type rawEndpoint struct {
@@ -56,10 +61,11 @@ type rawObserve struct {
 }
 
 type rawPostgres struct {
-	URL        string      `yaml:"url"`
-	URLEnv     string      `yaml:"url_env"`
-	EventTable string      `yaml:"event_table"`
-	Queries    *rawQueries `yaml:"queries"`
+	URL         string      `yaml:"url"`
+	URLEnv      string      `yaml:"url_env"`
+	EventTable  string      `yaml:"event_table"`
+	EffectTable string      `yaml:"effect_table"`
+	Queries     *rawQueries `yaml:"queries"`
 }
 
 type rawQueries struct {

@@ -57,6 +57,9 @@ const (
 	DefaultReadyTimeout   = 30 * time.Second
 	DefaultStopGrace      = 5 * time.Second
 	DefaultFailpointsPath = "/_hookcert/failpoints"
+	// DefaultMaxBodyBytes is the body limit assumed when limits.max_body_bytes is
+	// absent: 1 MiB, the reference receiver's default.
+	DefaultMaxBodyBytes = 1 << 20
 )
 
 // Target is a loaded, validated and rendered target file.
@@ -77,6 +80,9 @@ type Target struct {
 	FailpointsPath string
 	// Capabilities as declared, in file order.
 	Capabilities []Capability
+	// MaxBodyBytes is the largest body the receiver accepts (DefaultMaxBodyBytes
+	// when the file does not say).
+	MaxBodyBytes int
 	// Source is the file the target was loaded from ("" for Parse).
 	Source string
 }
@@ -135,7 +141,10 @@ type Postgres struct {
 	// EventTable is the table holding the receiver's event keys ("" if not given),
 	// optionally schema-qualified.
 	EventTable string
-	Queries    Queries
+	// EffectTable is the table the receiver writes its business effect to ("" if
+	// not given); the harness locks it to stop the receiver mid-transaction.
+	EffectTable string
+	Queries     Queries
 }
 
 // Queries are the observer's SQL queries. Bound parameters: $1 source, $2 account,

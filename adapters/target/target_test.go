@@ -30,6 +30,7 @@ const full = `target:
     postgres:
       url: "{{.DatabaseURL}}"
       event_table: public.processed_webhook_events
+      effect_table: ledger_entries
       queries:
         event_rows: SELECT count(*) FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3
         effects:    SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND event_id=$3
@@ -122,6 +123,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
     postgres:
       url: "{{.Nope}}"
       event_table: "x; drop table y"
+      effect_table: "ledger-entries"
       queries:
         event_rows: SELECT count(*) FROM t WHERE source=$1 AND account_id=$2 AND event_id=$3
         effects: SELECT count(*) FROM t WHERE event_id=$3 AND z=$5
@@ -142,9 +144,10 @@ func TestAllErrorsAtOnce(t *testing.T) {
 		`target.endpoints[2].path: duplicate path "/a" (also target.endpoints[0])`,
 		"target.observe.postgres.url: unknown template variable {{.Nope}} (valid: BaseURL, DatabaseURL, ListenAddr, Port) (line 9)",
 		"target.observe.postgres.event_table: must be a table name or schema.table",
-		"target.observe.postgres.queries.effects: must use only parameters $1..$4 ($1 source, $2 account, $3 event ID, $4 object ID): parameter $5 is out of range $1..$4 (line 13)",
-		"target.observe.postgres.queries.object: must reference $4 (the object ID) (line 14)",
-		`target.capabilities[0]: capability "crash" needs target.lifecycle, which is missing (line 15)`,
+		"target.observe.postgres.effect_table: must be a table name or schema.table",
+		"target.observe.postgres.queries.effects: must use only parameters $1..$4 ($1 source, $2 account, $3 event ID, $4 object ID): parameter $5 is out of range $1..$4 (line 14)",
+		"target.observe.postgres.queries.object: must reference $4 (the object ID) (line 15)",
+		`target.capabilities[0]: capability "crash" needs target.lifecycle, which is missing (line 16)`,
 		`target.capabilities[2]: unknown capability "x" (valid: crash, lock-gating, connection-loss, failpoints, ordering, state-machine, domain-constraint, retention, inbox, outbox)`,
 		`target.capabilities[4]: duplicate capability "ordering" (also target.capabilities[1])`,
 		`target.capabilities[5]: capability "state-machine" needs target.observe.postgres.queries.payment, which is missing`,
@@ -170,7 +173,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 func TestUnknownFieldsAndShape(t *testing.T) {
 	cases := map[string]struct{ src, want string }{
 		"unknown field": {"target:\n  name: x\n  bse_url: http://h\n",
-			`line 3: unknown field "bse_url" in target (valid: base_url, capabilities, endpoints, failpoints, lifecycle, name, observe)`},
+			`line 3: unknown field "bse_url" in target (valid: base_url, capabilities, endpoints, failpoints, lifecycle, limits, name, observe)`},
 		"unknown query": {"target:\n  observe:\n    postgres:\n      queries:\n        events: SELECT 1\n",
 			`line 5: unknown field "events" in target.observe.postgres.queries`},
 		"unknown top": {"targets: {}\n", `line 1: unknown field "targets" in (top level)`},

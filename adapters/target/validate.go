@@ -189,6 +189,14 @@ func (v *validator) build(doc *rawDoc) *Target {
 		t.FailpointsPath = v.path(at(base, "failpoints", "path"), p, true)
 	}
 	v.capabilities(t, rt)
+	t.MaxBodyBytes = DefaultMaxBodyBytes
+	if rt.Limits != nil && rt.Limits.MaxBodyBytes != 0 {
+		if rt.Limits.MaxBodyBytes < 1024 {
+			v.fail(at(base, "limits", "max_body_bytes"), "must be at least 1024 (got %d)", rt.Limits.MaxBodyBytes)
+		} else {
+			t.MaxBodyBytes = rt.Limits.MaxBodyBytes
+		}
+	}
 	return t
 }
 
@@ -333,6 +341,13 @@ func (v *validator) observe(t *Target, ro *rawObserve) {
 			t.Postgres.EventTable = rp.EventTable
 		}
 	}
+	if rp.EffectTable != "" {
+		if !tableNameOK(rp.EffectTable) {
+			v.fail(at(base, "effect_table"), "must be a table name or schema.table of letters, digits and _ (got %q)", rp.EffectTable)
+		} else {
+			t.Postgres.EffectTable = rp.EffectTable
+		}
+	}
 	if rp.Queries == nil {
 		v.fail(at(base, "queries"), "required (at least event_rows and effects)")
 		return
@@ -403,8 +418,8 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 				missing = "target.observe.postgres.event_table"
 			}
 		case ConnectionLoss:
-			if pg == nil {
-				missing = "target.observe.postgres"
+			if pg == nil || pg.EffectTable == "" {
+				missing = "target.observe.postgres.effect_table"
 			}
 		case Failpoints:
 			if rt.Failpoints == nil {
@@ -500,4 +515,13 @@ func (s Summary) String() string {
 	}
 	fmt.Fprintf(&b, "  capabilities %s\n", strings.Join(caps, ", "))
 	return b.String()
+}
+
+func tableNameOK(name string) bool {
+	parts := strings.Split(name, ".")
+	ok := len(parts) <= 2
+	for _, p := range parts {
+		ok = ok && identRE.MatchString(p)
+	}
+	return ok
 }
