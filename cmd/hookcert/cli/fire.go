@@ -1,0 +1,249 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+func init() { register(newFireCmd) }
+
+// fireMaxRows bounds the attempt table; the full record goes to --history.
+const fireMaxRows = 40
+
+type fireFlags struct {
+	profile, url, secret, account                  string
+	eventType, eventID, objectID, currency, status string
+	amount, version, seed                          int64
+	copies, maxAttempts, oversize                  int
+	lostAck, history                               string
+	retry, tamper, wrongSecret, missingSig         bool
+	missingID, malformed                           bool
+	timeScale                                      float64
+	timeout, stale                                 time.Duration
+	retryDelays                                    []time.Duration
+}
+
+func newFireCmd() *cobra.Command {
+	var f fireFlags
+	cmd := &cobra.Command{
+		Use:   "fire",
+		Short: "Deliver one event to a receiver the way a provider would, with faults",
+		Long: `fire delivers one event to a webhook receiver as the chosen provider profile
+would: signed, optionally as N concurrent copies released together, with faults
+(lost acknowledgement, tampered body, wrong secret, stale timestamp, …), and
+optionally followed through the provider's retry schedule on a compressed clock
+(--time-scale 3600 = one provider hour per real second; signatures always carry
+the real send time).
+
+The secret comes from --secret or the HOOKCERT_SECRET environment variable (so
+it stays out of shell history); it is never printed.
+
+Exit status: 0 when every delivery ended acknowledged, 1 otherwise, 2 on usage
+errors, 3 when the receiver could not be reached at all.`,
+		Example: `  HOOKCERT_SECRET=whsec_... hookcert fire --profile stripe \
+    --url http://127.0.0.1:8080/webhooks/stripe/acct_A \
+    --event-type payment_intent.succeeded --copies 16 --lost-ack --retry --time-scale 3600`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runFire(cmd, &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.profile, "profile", "", "provider profile ("+strings.Join(profiles.IDs(), ", ")+")")
+	fl.StringVar(&f.url, "url", "", "receiver endpoint URL for this profile and account")
+	fl.StringVar(&f.secret, "secret", "", "signing secret (default: env HOOKCERT_SECRET)")
+	fl.StringVar(&f.account, "account", "acct_A", "account scope of the endpoint")
+	fl.StringVar(&f.eventType, "event-type", "payment_intent.succeeded", "event type")
+	fl.StringVar(&f.eventID, "event-id", "", "event ID (default: generated from --seed in the provider's format)")
+	fl.StringVar(&f.objectID, "object-id", "", "business object ID (default: generated from --seed)")
+	fl.Int64Var(&f.amount, "amount", 1000, "object amount in minor units")
+	fl.StringVar(&f.currency, "currency", "usd", "object currency")
+	fl.StringVar(&f.status, "status", "", "object status")
+	fl.Int64Var(&f.version, "version", 0, "object version (versioned updates)")
+	fl.Int64Var(&f.seed, "seed", 0, "seed for IDs and jitter (default: from the clock, printed)")
+	fl.IntVar(&f.copies, "copies", 1, "concurrent copies released together over pre-opened connections (1-1024)")
+	fl.StringVar(&f.lostAck, "lost-ack", "", "lose the acknowledgement: close (default when given bare) or discard")
+	fl.Lookup("lost-ack").NoOptDefVal = simulator.LostAckClose
+	fl.BoolVar(&f.retry, "retry", false, "follow the profile's retry schedule until acknowledged, stopped or exhausted")
+	fl.Float64Var(&f.timeScale, "time-scale", 3600, "provider seconds per real second for retry waits")
+	fl.DurationVar(&f.timeout, "timeout", 0, "per-attempt response timeout (default: the profile's, else 15s)")
+	fl.DurationSliceVar(&f.retryDelays, "retry-delays", nil, "retry delays in provider time, e.g. 5s,5m,30m (default: the profile's)")
+	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "cap on attempts per delivery, first included (default: the schedule's)")
+	fl.StringVar(&f.history, "history", "", "write the history as JSON Lines to this file")
+	fl.BoolVar(&f.tamper, "tamper", false, "send a body that differs from the signed one")
+	fl.BoolVar(&f.wrongSecret, "wrong-secret", false, "sign with a secret the receiver does not hold")
+	fl.BoolVar(&f.missingSig, "missing-signature", false, "drop the signature")
+	fl.BoolVar(&f.missingID, "missing-id", false, "drop the event ID")
+	fl.BoolVar(&f.malformed, "malformed-json", false, "send truncated JSON, signed correctly")
+	fl.IntVar(&f.oversize, "oversize", 0, "pad the body to this many bytes, signed correctly")
+	fl.DurationVar(&f.stale, "stale-timestamp", 0, "sign with a timestamp this far in the past")
+	return cmd
+}
+
+func (f *fireFlags) validate() error {
+	switch {
+	case f.profile == "":
+		return usageErr("--profile is required (one of %s)", strings.Join(profiles.IDs(), ", "))
+	case f.url == "":
+		return usageErr("--url is required")
+	case f.copies < 1 || f.copies > simulator.MaxCopies:
+		return usageErr("--copies must be between 1 and %d, got %d", simulator.MaxCopies, f.copies)
+	case f.lostAck != "" && f.lostAck != simulator.LostAckClose && f.lostAck != simulator.LostAckDiscard:
+		return usageErr("--lost-ack must be close or discard, got %q", f.lostAck)
+	case f.timeScale <= 0:
+		return usageErr("--time-scale must be greater than 0, got %g", f.timeScale)
+	case f.timeout < 0:
+		return usageErr("--timeout must not be negative")
+	case f.stale < 0:
+		return usageErr("--stale-timestamp must not be negative")
+	case f.oversize < 0:
+		return usageErr("--oversize must not be negative")
+	case f.maxAttempts < 0:
+		return usageErr("--max-attempts must not be negative")
+	case f.eventType == "":
+		return usageErr("--event-type must not be empty")
+	}
+	return nil
+}
+
+func runFire(cmd *cobra.Command, f *fireFlags) error {
+	if err := f.validate(); err != nil {
+		return err
+	}
+	p, err := profiles.Lookup(f.profile)
+	if err != nil {
+		return usageErr("--profile: %v", err)
+	}
+	if f.secret == "" {
+		f.secret = os.Getenv("HOOKCERT_SECRET")
+	}
+	if f.secret == "" {
+		return usageErr("--secret or env HOOKCERT_SECRET is required")
+	}
+	if !cmd.Flags().Changed("seed") {
+		f.seed = time.Now().UnixNano()
+	}
+	r, err := simulator.NewRunner(simulator.Target{URL: f.url, Profile: p, Secrets: []string{f.secret}, Account: f.account},
+		simulator.Options{})
+	if err != nil {
+		return usageErr("--url: %v", err)
+	}
+	defer r.Close()
+	plan := &simulator.Plan{
+		Name: "fire", Seed: f.seed, TimeScale: f.timeScale, Timeout: simulator.Duration(f.timeout), MaxAttempts: f.maxAttempts,
+		Events: []simulator.EventSpec{{Name: "event", ID: f.eventID, Type: f.eventType, ObjectID: f.objectID,
+			Amount: f.amount, Currency: f.currency, Status: f.status, Version: f.version}},
+		Steps: []simulator.Step{{Event: "event", Copies: f.copies, Retry: f.retry, Faults: simulator.Faults{
+			LostAck: f.lostAck, Tamper: f.tamper, WrongSecret: f.wrongSecret, MissingSignature: f.missingSig,
+			MissingID: f.missingID, MalformedJSON: f.malformed, OversizeBytes: f.oversize,
+			StaleBy: simulator.Duration(f.stale)}}},
+	}
+	for _, d := range f.retryDelays {
+		plan.RetryDelays = append(plan.RetryDelays, simulator.Duration(d))
+	}
+	if err := plan.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
+	h, runErr := r.Run(cmd.Context(), plan)
+	if h == nil {
+		return usageErr("%v", runErr)
+	}
+	printFire(cmd.OutOrStdout(), h, f.copies)
+	if f.history != "" {
+		if err := writeHistory(f.history, h); err != nil {
+			return &ExitError{Code: ExitFailed, Err: err}
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "history: %s\n", f.history)
+	}
+	if runErr != nil {
+		return &ExitError{Code: ExitFailed, Err: runErr}
+	}
+	if unreachable(h) {
+		return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("receiver %s unreachable: every attempt failed to connect", h.Meta.TargetURL)}
+	}
+	if !h.AllAcknowledged() {
+		bad := 0
+		for _, d := range h.Deliveries() {
+			if d.Final != simulator.OutcomeAcknowledged {
+				bad++
+			}
+		}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d deliveries did not end acknowledged", bad, len(h.Deliveries()))}
+	}
+	return nil
+}
+
+func unreachable(h *simulator.History) bool {
+	for _, a := range h.Attempts {
+		if a.ErrorClass != simulator.ErrClassRefused {
+			return false
+		}
+	}
+	return len(h.Attempts) > 0
+}
+
+func writeHistory(path string, h *simulator.History) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("--history: %w", err)
+	}
+	if err := h.WriteJSONL(f); err != nil {
+		f.Close()
+		return fmt.Errorf("--history: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("--history: %w", err)
+	}
+	return nil
+}
+
+func printFire(w io.Writer, h *simulator.History, copies int) {
+	key := ""
+	if len(h.Attempts) > 0 {
+		key = h.Attempts[0].Key.EventID + " (" + h.Attempts[0].EventType + ")"
+	}
+	fmt.Fprintf(w, "profile %s  target %s  seed %d  event %s\n", h.Meta.Profile, h.Meta.TargetURL, h.Meta.Seed, key)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COPY\tATTEMPT\tSTART\tTOOK\tSTATUS\tOUTCOME\tERROR\tFAULTS")
+	for i, a := range h.Attempts {
+		if i == fireMaxRows {
+			fmt.Fprintf(tw, "… %d more attempts (see --history)\n", len(h.Attempts)-fireMaxRows)
+			break
+		}
+		status := "-"
+		if a.Status != 0 {
+			status = fmt.Sprint(a.Status)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%v\t%v\t%s\t%s\t%s\t%s\n", a.Copy, a.Attempt,
+			time.Duration(a.StartNS).Round(time.Microsecond), a.Duration().Round(time.Microsecond),
+			status, a.Outcome, dash(a.ErrorClass), dash(strings.Join(a.Faults, ",")))
+	}
+	tw.Flush()
+	c := h.OutcomeCounts()
+	fmt.Fprintf(w, "attempts %d: acknowledged %d, failed %d, unknown %d\n", len(h.Attempts),
+		c[simulator.OutcomeAcknowledged], c[simulator.OutcomeFailed], c[simulator.OutcomeUnknown])
+	acked := 0
+	for _, d := range h.Deliveries() {
+		if d.Final == simulator.OutcomeAcknowledged {
+			acked++
+		}
+	}
+	fmt.Fprintf(w, "deliveries %d: %d ended acknowledged\n", len(h.Deliveries()), acked)
+	for _, rel := range h.Releases {
+		fmt.Fprintf(w, "release: %d of %d copies released, send spread %v\n", rel.Released, copies, time.Duration(rel.SpreadNS))
+	}
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,100 @@
+package simulator
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+func TestClosedIdleConnectionIsNotReused(t *testing.T) {
+	rc := newReceiver(t, nil)
+	r := newTestRunner(t, rc.srv.URL, testProfile{})
+	ctx := context.Background()
+	if a, _ := r.Send(ctx, testEvent(), SendOptions{}); a.Outcome != OutcomeAcknowledged {
+		t.Fatalf("first send: %+v", a)
+	}
+	// The receiver drops its keep-alive connections (restart, idle timeout).
+	rc.srv.CloseClientConnections()
+	time.Sleep(20 * time.Millisecond)
+	a, _ := r.Send(ctx, testEvent(), SendOptions{})
+	if a.Outcome != OutcomeAcknowledged || rc.count() != 2 {
+		t.Fatalf("send after the receiver closed the pooled connection: %+v (receiver saw %d)", a, rc.count())
+	}
+}
+
+func TestKeepAliveReusesConnection(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	r := newTestRunner(t, srv.URL, testProfile{})
+	for i := 0; i < 20; i++ {
+		if a, _ := r.Send(context.Background(), testEvent(), SendOptions{}); a.Outcome != OutcomeAcknowledged {
+			t.Fatalf("send %d: %+v", i, a)
+		}
+	}
+	if conns.Load() > 1 {
+		t.Fatalf("20 sequential sends opened %d connections, want 1 kept alive", conns.Load())
+	}
+}
+
+func TestTLSTarget(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	defer srv.Close()
+	cfg := srv.Client().Transport.(*http.Transport).TLSClientConfig
+	r, err := NewRunner(Target{URL: srv.URL, Profile: testProfile{}, Secrets: []string{testSecret}, TLSConfig: cfg}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, _ := r.Send(context.Background(), testEvent(), SendOptions{})
+	recs, rel, _ := r.SendCopies(context.Background(), testEvent(), 4, SendOptions{})
+	for _, x := range append(recs, a) {
+		if x.Outcome != OutcomeAcknowledged {
+			t.Fatalf("TLS delivery: %+v", x)
+		}
+	}
+	if rel.Released != 4 {
+		t.Fatalf("release: %+v", rel)
+	}
+	// Without the test CA the handshake fails: error class tls, nothing written.
+	bad, _ := NewRunner(Target{URL: srv.URL, Profile: testProfile{}, Secrets: []string{testSecret}}, Options{})
+	defer bad.Close()
+	b, _ := bad.Send(context.Background(), testEvent(), SendOptions{})
+	if b.ErrorClass != ErrClassTLS || b.Outcome != OutcomeFailed {
+		t.Fatalf("untrusted certificate: %+v", b)
+	}
+}
+
+func TestDeliverFollowsSchedule(t *testing.T) {
+	rc := newReceiver(t, func(w http.ResponseWriter, n int, s seen) {
+		if n < 3 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.Write([]byte("ok"))
+	})
+	r := newTestRunner(t, rc.srv.URL, testProfile{delays: []time.Duration{time.Minute, time.Minute, time.Minute}})
+	recs, err := r.Deliver(context.Background(), testEvent(), SendOptions{}, Clock{Scale: 6000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 3 || recs[2].Outcome != OutcomeAcknowledged || recs[1].Outcome != OutcomeFailed || recs[1].Attempt != 2 {
+		t.Fatalf("attempts: %+v", recs)
+	}
+	if recs[0].DeliveryID == recs[1].DeliveryID {
+		t.Fatal("retries reuse the delivery ID")
+	}
+	var _ profiles.Profile = testProfile{}
+}

@@ -1,0 +1,72 @@
+// Package simulator is hookcert's provider simulator: it delivers events to a
+// webhook receiver over real HTTP the way a provider does on a bad day, and records
+// every attempt in a History.
+//
+// A Plan (Go value or YAML file) lists events and the deliveries of them: how many
+// copies are released together by a barrier over pre-opened connections, which
+// faults are injected (lost acknowledgement, provider timeout, tampered body, wrong
+// secret, missing headers, malformed JSON, oversized body, stale or fresh replays),
+// and whether the provider's retry schedule is followed until acknowledgement. Every
+// random choice (event IDs, delivery IDs, shuffles, jitter) comes from the plan's
+// seed, so one seed always gives the same plan.
+//
+// # Time
+//
+// Retry schedules run on a compressible clock: TimeScale is how many provider
+// seconds pass per real second (3600 = one provider hour per real second, so a
+// three-day Stripe-like schedule runs in about 72 real seconds). Only the waits
+// between attempts are compressed. Signatures always carry the real wall-clock send
+// time, because the receiver's clock is real and would reject a compressed
+// timestamp; per-attempt response timeouts are real durations too, because they
+// bound the receiver's real processing.
+//
+// # Outcomes
+//
+// Every attempt ends in one of three outcomes, as in Jepsen histories:
+// acknowledged (the provider saw a response it counts as success), failed (the
+// provider saw a failure, or the request was never fully written), unknown (the
+// request was written in full but the answer was lost or never came: the receiver
+// may or may not have processed it).
+//
+// # Concurrent copies
+//
+// SendCopies and plan steps with copies > 1 open one connection per copy first,
+// write every copy's request except its final byte, then release: one loop
+// writes the last byte on each connection. A receiver must read the whole body
+// before it can verify and process a delivery, so all copies become
+// processable within microseconds of each other. The send spread (first to
+// last final-byte write) is recorded in the history's ReleaseRecord; the
+// benchmark in simulator/benchmark measures the spread as the receiver sees it.
+//
+// # Wire behaviour
+//
+// The simulator speaks HTTP/1.1 (TLS for https URLs) over its own connections:
+// keep-alive for single attempts, with a liveness probe before reusing an idle
+// connection so a receiver that closed or crashed never turns into a spurious
+// "unknown"; no proxy; redirects are never followed (a 3xx is the response, as
+// providers treat it); responses are read to at most Options.ResponseReadLimit
+// bytes (longer bodies are cut and recorded with error class too_large) and
+// every attempt ends by its timeout.
+//
+// # Plans in YAML
+//
+//	name: lost-ack-then-replay
+//	seed: 42
+//	time_scale: 3600          # one provider hour per real second
+//	timeout: 10s              # per attempt, real time (default: the profile's)
+//	retry_delays: [5s, 5m]    # only where the profile publishes none
+//	events:
+//	  - {name: pay, type: payment_intent.succeeded, amount: 1000}
+//	steps:
+//	  - {name: first, event: pay, copies: 16, faults: {lost_ack: close}, retry: true}
+//	  - {event: pay, wait: 24h, replay: {of: first, original_timestamp: true}}
+//
+// Fault fields: lost_ack (close|discard), tamper, wrong_secret,
+// missing_signature, missing_id, malformed_json, oversize_bytes, stale_by.
+// VersionedStream builds a seeded, shuffled and duplicated stream of versioned
+// updates of one object to append to a plan.
+//
+// Runner executes plans; Runner.Send and Runner.SendCopies are the single-delivery
+// calls the conformance suite uses. Histories are written and read as JSON Lines
+// so a stored run can be re-checked later.
+package simulator

@@ -1,0 +1,297 @@
+package simulator
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// Outcome is what an attempt is known to have achieved, in Jepsen's three values.
+type Outcome string
+
+const (
+	// OutcomeAcknowledged: the provider got a response it counts as success.
+	OutcomeAcknowledged Outcome = "acknowledged"
+	// OutcomeFailed: the provider got a failure response, or the request was never
+	// fully written, so the receiver cannot have processed it.
+	OutcomeFailed Outcome = "failed"
+	// OutcomeUnknown: the request was written in full but the answer was lost or
+	// never came (lost acknowledgement, timeout, reset after writing).
+	OutcomeUnknown Outcome = "unknown"
+)
+
+// Error classes recorded in AttemptRecord.ErrorClass.
+const (
+	ErrClassTimeout  = "timeout"
+	ErrClassReset    = "reset"
+	ErrClassRefused  = "refused"
+	ErrClassTLS      = "tls"
+	ErrClassTooLarge = "too_large"
+	ErrClassOther    = "other"
+)
+
+// ExcerptLimit bounds the response body excerpt kept in a record.
+const ExcerptLimit = 512
+
+// AttemptRecord is one HTTP delivery attempt as it happened.
+type AttemptRecord struct {
+	Key       profiles.Key `json:"key"`
+	EventType string       `json:"event_type"`
+	// Step is the plan step index (or the caller's label for Send/SendCopies).
+	Step int `json:"step"`
+	// Attempt is the provider's attempt number, 1 for the first delivery.
+	Attempt int `json:"attempt"`
+	// Copy is the copy index within a barrier release (0 when there is one copy).
+	Copy       int    `json:"copy"`
+	DeliveryID string `json:"delivery_id,omitempty"`
+	// StartNS and EndNS are monotonic nanoseconds since the run started.
+	StartNS int64 `json:"start_ns"`
+	EndNS   int64 `json:"end_ns"`
+	// VirtualNS is the provider-clock offset of the start since the run started
+	// (StartNS × TimeScale).
+	VirtualNS int64     `json:"virtual_ns"`
+	WallStart time.Time `json:"wall_start"`
+	// SignedAt is the timestamp the signature carries (may be old for stale replays).
+	SignedAt  time.Time `json:"signed_at"`
+	BytesSent int64     `json:"bytes_sent"`
+	// Status is the HTTP status, 0 when no response was read.
+	Status          int    `json:"status"`
+	ResponseExcerpt string `json:"response_excerpt,omitempty"`
+	ErrorClass      string `json:"error_class,omitempty"`
+	// Error is the transport error text (never contains secrets: the simulator
+	// only reports network errors and its own messages).
+	Error   string   `json:"error,omitempty"`
+	Faults  []string `json:"faults,omitempty"`
+	Verdict string   `json:"verdict"`
+	Outcome Outcome  `json:"outcome"`
+	// RetryAfterNS is the Retry-After the response asked for, when present.
+	RetryAfterNS int64 `json:"retry_after_ns,omitempty"`
+}
+
+// Duration returns the attempt's real duration.
+func (a AttemptRecord) Duration() time.Duration { return time.Duration(a.EndNS - a.StartNS) }
+
+// ReleaseRecord describes one barrier release of several copies of a delivery.
+type ReleaseRecord struct {
+	Step    int          `json:"step"`
+	Attempt int          `json:"attempt"`
+	Key     profiles.Key `json:"key"`
+	Copies  int          `json:"copies"`
+	// Released counts the copies whose connection was open when the barrier fell.
+	Released int `json:"released"`
+	// SpreadNS is max − min of the instants the copies finished writing their
+	// request (the final byte), in nanoseconds.
+	SpreadNS int64 `json:"spread_ns"`
+	// StartNS is when the barrier fell, ns since the run started.
+	StartNS int64 `json:"start_ns"`
+}
+
+// RunMeta describes a run. It never holds a secret.
+type RunMeta struct {
+	Seed      int64     `json:"seed"`
+	Profile   string    `json:"profile"`
+	TargetURL string    `json:"target_url"`
+	Plan      string    `json:"plan,omitempty"`
+	TimeScale float64   `json:"time_scale"`
+	Started   time.Time `json:"started"`
+}
+
+// History is everything that happened in a run.
+type History struct {
+	Meta     RunMeta         `json:"meta"`
+	Attempts []AttemptRecord `json:"attempts"`
+	Releases []ReleaseRecord `json:"releases"`
+}
+
+// recorder appends records from concurrent goroutines. Attempts are kept in
+// fixed-size chunks so a long run never copies its whole history to grow it.
+type recorder struct {
+	mu     sync.Mutex
+	h      History // Meta and Releases; Attempts live in chunks
+	chunks [][]AttemptRecord
+}
+
+const recorderChunk = 1024
+
+func (r *recorder) attempt(a AttemptRecord) {
+	r.mu.Lock()
+	n := len(r.chunks)
+	if n == 0 || len(r.chunks[n-1]) == recorderChunk {
+		r.chunks = append(r.chunks, make([]AttemptRecord, 0, recorderChunk))
+		n++
+	}
+	r.chunks[n-1] = append(r.chunks[n-1], a)
+	r.mu.Unlock()
+}
+
+func (r *recorder) release(rel ReleaseRecord) {
+	r.mu.Lock()
+	r.h.Releases = append(r.h.Releases, rel)
+	r.mu.Unlock()
+}
+
+// snapshot returns a copy sorted by start time, so concurrent appends give a
+// stable, readable order.
+func (r *recorder) snapshot() *History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := History{Meta: r.h.Meta}
+	for _, c := range r.chunks {
+		h.Attempts = append(h.Attempts, c...)
+	}
+	h.Releases = append([]ReleaseRecord(nil), r.h.Releases...)
+	sort.SliceStable(h.Attempts, func(i, j int) bool { return h.Attempts[i].StartNS < h.Attempts[j].StartNS })
+	return &h
+}
+
+// OutcomeCounts counts attempts per outcome.
+func (h *History) OutcomeCounts() map[Outcome]int {
+	m := map[Outcome]int{}
+	for _, a := range h.Attempts {
+		m[a.Outcome]++
+	}
+	return m
+}
+
+// DeliveryResult is the final state of one delivery chain: one copy of one step's
+// event, followed through its retries.
+type DeliveryResult struct {
+	Step     int          `json:"step"`
+	Copy     int          `json:"copy"`
+	Key      profiles.Key `json:"key"`
+	Attempts int          `json:"attempts"`
+	Final    Outcome      `json:"final"`
+}
+
+// Deliveries groups attempts by (step, copy, key) and reports each chain's last
+// outcome, ordered by step then copy.
+func (h *History) Deliveries() []DeliveryResult {
+	type k struct {
+		step, copy int
+		key        profiles.Key
+	}
+	idx := map[k]int{}
+	var out []DeliveryResult
+	last := map[k]int{}
+	for _, a := range h.Attempts {
+		kk := k{a.Step, a.Copy, a.Key}
+		i, ok := idx[kk]
+		if !ok {
+			i = len(out)
+			idx[kk] = i
+			out = append(out, DeliveryResult{Step: a.Step, Copy: a.Copy, Key: a.Key})
+		}
+		out[i].Attempts++
+		if a.Attempt >= last[kk] {
+			last[kk] = a.Attempt
+			out[i].Final = a.Outcome
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Step != out[j].Step {
+			return out[i].Step < out[j].Step
+		}
+		return out[i].Copy < out[j].Copy
+	})
+	return out
+}
+
+// AllAcknowledged reports whether every delivery chain ended acknowledged (false
+// for an empty history).
+func (h *History) AllAcknowledged() bool {
+	d := h.Deliveries()
+	if len(d) == 0 {
+		return false
+	}
+	for _, r := range d {
+		if r.Final != OutcomeAcknowledged {
+			return false
+		}
+	}
+	return true
+}
+
+// jsonLine is one line of the JSON Lines form: a kind tag and one record.
+type jsonLine struct {
+	Kind    string         `json:"kind"`
+	Meta    *RunMeta       `json:"meta,omitempty"`
+	Attempt *AttemptRecord `json:"attempt,omitempty"`
+	Release *ReleaseRecord `json:"release,omitempty"`
+}
+
+// WriteJSONL writes the history as JSON Lines: one "meta" line, then one line per
+// attempt and per release.
+func (h *History) WriteJSONL(w io.Writer) error {
+	bw := bufio.NewWriter(w)
+	enc := json.NewEncoder(bw)
+	meta := h.Meta
+	if err := enc.Encode(jsonLine{Kind: "meta", Meta: &meta}); err != nil {
+		return fmt.Errorf("write history meta: %w", err)
+	}
+	for i := range h.Attempts {
+		if err := enc.Encode(jsonLine{Kind: "attempt", Attempt: &h.Attempts[i]}); err != nil {
+			return fmt.Errorf("write history attempt %d: %w", i, err)
+		}
+	}
+	for i := range h.Releases {
+		if err := enc.Encode(jsonLine{Kind: "release", Release: &h.Releases[i]}); err != nil {
+			return fmt.Errorf("write history release %d: %w", i, err)
+		}
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write history: %w", err)
+	}
+	return nil
+}
+
+// ReadJSONL loads a history written by WriteJSONL. Unknown fields and kinds are
+// errors naming the line, so a corrupt or foreign file is not half-read silently.
+func ReadJSONL(r io.Reader) (*History, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	h := &History{}
+	line, sawMeta := 0, false
+	for sc.Scan() {
+		line++
+		b := sc.Bytes()
+		if len(b) == 0 {
+			continue
+		}
+		var l jsonLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			return nil, fmt.Errorf("history line %d: %w", line, err)
+		}
+		switch l.Kind {
+		case "meta":
+			if l.Meta == nil {
+				return nil, fmt.Errorf("history line %d: kind meta without a meta object", line)
+			}
+			h.Meta, sawMeta = *l.Meta, true
+		case "attempt":
+			if l.Attempt == nil {
+				return nil, fmt.Errorf("history line %d: kind attempt without an attempt object", line)
+			}
+			h.Attempts = append(h.Attempts, *l.Attempt)
+		case "release":
+			if l.Release == nil {
+				return nil, fmt.Errorf("history line %d: kind release without a release object", line)
+			}
+			h.Releases = append(h.Releases, *l.Release)
+		default:
+			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, attempt, release", line, l.Kind)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read history: %w", err)
+	}
+	if !sawMeta {
+		return nil, fmt.Errorf("read history: no meta line")
+	}
+	return h, nil
+}

@@ -1,0 +1,450 @@
+package simulator
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// MaxCopies bounds the copies of one barrier release (one connection each).
+const MaxCopies = 1024
+
+// Duration is a time.Duration that reads and writes as a Go duration string
+// ("5m", "250ms") in YAML and JSON.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// UnmarshalYAML reads a duration string such as "90s".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return fmt.Errorf("line %d: duration must be a string like \"5m\": %w", n.Line, err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("line %d: duration %q: %w", n.Line, s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// MarshalYAML writes the duration as a string.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads a duration string.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("duration must be a string like \"5m\": %w", err)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("duration %q: %w", s, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Lost-acknowledgement modes (Faults.LostAck).
+const (
+	// LostAckClose writes the whole request, then closes the connection without
+	// reading the response.
+	LostAckClose = "close"
+	// LostAckDiscard reads and records the response, then treats it as lost.
+	LostAckDiscard = "discard"
+)
+
+// Faults are the faults injected into one delivery. The zero value is a clean
+// delivery.
+type Faults struct {
+	// LostAck is "", "close" or "discard"; the outcome is unknown and, with retry,
+	// the provider redelivers per its schedule.
+	LostAck string `yaml:"lost_ack,omitempty" json:"lost_ack,omitempty"`
+	// Tamper sends a body that differs from the signed one.
+	Tamper bool `yaml:"tamper,omitempty" json:"tamper,omitempty"`
+	// WrongSecret signs with a secret of the same shape that the receiver does not hold.
+	WrongSecret bool `yaml:"wrong_secret,omitempty" json:"wrong_secret,omitempty"`
+	// MissingSignature drops every header that carries the signature.
+	MissingSignature bool `yaml:"missing_signature,omitempty" json:"missing_signature,omitempty"`
+	// MissingID drops the event ID (header or body field, per the profile's facts),
+	// re-signing the body when the ID lives in it.
+	MissingID bool `yaml:"missing_id,omitempty" json:"missing_id,omitempty"`
+	// MalformedJSON sends a truncated, correctly signed body.
+	MalformedJSON bool `yaml:"malformed_json,omitempty" json:"malformed_json,omitempty"`
+	// OversizeBytes pads the (valid, correctly signed) JSON body to this many bytes.
+	OversizeBytes int `yaml:"oversize_bytes,omitempty" json:"oversize_bytes,omitempty"`
+	// StaleBy signs with a timestamp this far in the past.
+	StaleBy Duration `yaml:"stale_by,omitempty" json:"stale_by,omitempty"`
+}
+
+// List names the faults that are set, for the history.
+func (f Faults) List() []string {
+	var out []string
+	if f.LostAck != "" {
+		out = append(out, "lost_ack:"+f.LostAck)
+	}
+	if f.Tamper {
+		out = append(out, "tamper")
+	}
+	if f.WrongSecret {
+		out = append(out, "wrong_secret")
+	}
+	if f.MissingSignature {
+		out = append(out, "missing_signature")
+	}
+	if f.MissingID {
+		out = append(out, "missing_id")
+	}
+	if f.MalformedJSON {
+		out = append(out, "malformed_json")
+	}
+	if f.OversizeBytes > 0 {
+		out = append(out, fmt.Sprintf("oversize:%d", f.OversizeBytes))
+	}
+	if f.StaleBy > 0 {
+		out = append(out, "stale_by:"+f.StaleBy.D().String())
+	}
+	return out
+}
+
+func (f Faults) validate(field string) error {
+	switch f.LostAck {
+	case "", LostAckClose, LostAckDiscard:
+	default:
+		return fmt.Errorf("%s.lost_ack must be one of \"close\", \"discard\" or empty, got %q", field, f.LostAck)
+	}
+	if f.OversizeBytes < 0 || f.OversizeBytes > 256<<20 {
+		return fmt.Errorf("%s.oversize_bytes must be between 0 and %d", field, 256<<20)
+	}
+	if f.StaleBy < 0 {
+		return fmt.Errorf("%s.stale_by must not be negative", field)
+	}
+	return nil
+}
+
+// EventSpec describes one logical event of a plan. Empty ID means "generate from
+// the seed"; empty Account means the target's account.
+type EventSpec struct {
+	Name     string `yaml:"name" json:"name"`
+	ID       string `yaml:"id,omitempty" json:"id,omitempty"`
+	Account  string `yaml:"account,omitempty" json:"account,omitempty"`
+	Type     string `yaml:"type" json:"type"`
+	ObjectID string `yaml:"object_id,omitempty" json:"object_id,omitempty"`
+	Version  int64  `yaml:"version,omitempty" json:"version,omitempty"`
+	Amount   int64  `yaml:"amount,omitempty" json:"amount,omitempty"`
+	Currency string `yaml:"currency,omitempty" json:"currency,omitempty"`
+	Status   string `yaml:"status,omitempty" json:"status,omitempty"`
+}
+
+// Replay makes a step resend an earlier step's delivery.
+type Replay struct {
+	// Of is the name of the earlier step whose event is resent.
+	Of string `yaml:"of" json:"of"`
+	// OriginalTimestamp resends with the original signed timestamp (stale by now);
+	// false re-signs with the current time (fresh).
+	OriginalTimestamp bool `yaml:"original_timestamp,omitempty" json:"original_timestamp,omitempty"`
+}
+
+// Step is one delivery of an event: Copies copies released together, with faults,
+// optionally followed through the provider's retry schedule. Steps run in order;
+// a step starts after Wait (provider time) once the previous step's first attempt
+// ended; retries run in the background so later steps interleave with them.
+type Step struct {
+	Name  string `yaml:"name,omitempty" json:"name,omitempty"`
+	Event string `yaml:"event" json:"event"`
+	// Wait is the provider-time pause before this step (compressed by TimeScale).
+	Wait   Duration `yaml:"wait,omitempty" json:"wait,omitempty"`
+	Copies int      `yaml:"copies,omitempty" json:"copies,omitempty"`
+	Faults Faults   `yaml:"faults,omitempty" json:"faults,omitempty"`
+	// Retry follows the profile's schedule until acknowledgement, a stop verdict or
+	// exhaustion. Faults apply to the first attempt only; retries are clean.
+	Retry bool `yaml:"retry,omitempty" json:"retry,omitempty"`
+	// Timeout overrides the per-attempt response timeout (real time).
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	Replay  *Replay  `yaml:"replay,omitempty" json:"replay,omitempty"`
+}
+
+// Plan is what the simulator will do. Load one from YAML with ParsePlan or
+// LoadPlanFile, or build it in Go.
+type Plan struct {
+	Name   string      `yaml:"name,omitempty" json:"name,omitempty"`
+	Seed   int64       `yaml:"seed" json:"seed"`
+	Events []EventSpec `yaml:"events" json:"events"`
+	Steps  []Step      `yaml:"steps" json:"steps"`
+	// TimeScale is provider seconds per real second for waits (0 or 1: real time).
+	TimeScale float64 `yaml:"time_scale,omitempty" json:"time_scale,omitempty"`
+	// Timeout overrides the profile's per-attempt timeout for every step.
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	// RetryDelays replaces the profile's retry delays; required in effect where the
+	// profile publishes none, otherwise DefaultRetryDelays is used.
+	RetryDelays []Duration `yaml:"retry_delays,omitempty" json:"retry_delays,omitempty"`
+	// MaxAttempts caps attempts per delivery (first attempt included); 0 = schedule.
+	MaxAttempts int `yaml:"max_attempts,omitempty" json:"max_attempts,omitempty"`
+	// Jitter spreads each retry delay uniformly by ±Jitter (0 ≤ Jitter < 1), seeded.
+	Jitter float64 `yaml:"jitter,omitempty" json:"jitter,omitempty"`
+	// HonourRetryAfter overrides whether a Retry-After response header sets the
+	// next wait; nil follows the profile (see RetryAfterHonourer).
+	HonourRetryAfter *bool `yaml:"honour_retry_after,omitempty" json:"honour_retry_after,omitempty"`
+}
+
+// ParsePlan reads a YAML plan; unknown fields are errors.
+func ParsePlan(b []byte) (*Plan, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	dec.KnownFields(true)
+	var p Plan
+	if err := dec.Decode(&p); err != nil {
+		return nil, fmt.Errorf("parse plan: %w", err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	return &p, nil
+}
+
+// LoadPlanFile reads and validates a YAML plan file.
+func LoadPlanFile(path string) (*Plan, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load plan: %w", err)
+	}
+	p, err := ParsePlan(b)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return p, nil
+}
+
+// Validate checks the plan; errors name the field and the rule.
+func (p *Plan) Validate() error {
+	if len(p.Events) == 0 {
+		return fmt.Errorf("plan: events must list at least one event")
+	}
+	if len(p.Steps) == 0 {
+		return fmt.Errorf("plan: steps must list at least one step")
+	}
+	if p.TimeScale < 0 {
+		return fmt.Errorf("plan: time_scale must be 0 or positive, got %g", p.TimeScale)
+	}
+	if p.Timeout < 0 {
+		return fmt.Errorf("plan: timeout must not be negative")
+	}
+	if p.MaxAttempts < 0 {
+		return fmt.Errorf("plan: max_attempts must not be negative")
+	}
+	if p.Jitter < 0 || p.Jitter >= 1 {
+		return fmt.Errorf("plan: jitter must be in [0, 1), got %g", p.Jitter)
+	}
+	for i, d := range p.RetryDelays {
+		if d < 0 {
+			return fmt.Errorf("plan: retry_delays[%d] must not be negative", i)
+		}
+	}
+	names := map[string]bool{}
+	for i, e := range p.Events {
+		f := fmt.Sprintf("plan: events[%d]", i)
+		if e.Name == "" {
+			return fmt.Errorf("%s.name is required", f)
+		}
+		if names[e.Name] {
+			return fmt.Errorf("%s.name %q must be unique", f, e.Name)
+		}
+		names[e.Name] = true
+		if e.Type == "" {
+			return fmt.Errorf("%s.type is required", f)
+		}
+		if e.Version < 0 {
+			return fmt.Errorf("%s.version must not be negative", f)
+		}
+	}
+	steps := map[string]int{}
+	for i, s := range p.Steps {
+		f := fmt.Sprintf("plan: steps[%d]", i)
+		if s.Replay == nil && !names[s.Event] {
+			return fmt.Errorf("%s.event %q must name an entry of events", f, s.Event)
+		}
+		if s.Replay != nil {
+			j, ok := steps[s.Replay.Of]
+			if !ok {
+				return fmt.Errorf("%s.replay.of %q must name an earlier step", f, s.Replay.Of)
+			}
+			if s.Event != "" && s.Event != p.Steps[j].Event {
+				return fmt.Errorf("%s.event must be empty or equal to the replayed step's event", f)
+			}
+		}
+		if s.Copies < 0 || s.Copies > MaxCopies {
+			return fmt.Errorf("%s.copies must be between 1 and %d (0 means 1)", f, MaxCopies)
+		}
+		if s.Wait < 0 {
+			return fmt.Errorf("%s.wait must not be negative", f)
+		}
+		if s.Timeout < 0 {
+			return fmt.Errorf("%s.timeout must not be negative", f)
+		}
+		if err := s.Faults.validate(f + ".faults"); err != nil {
+			return err
+		}
+		if s.Name != "" {
+			if _, dup := steps[s.Name]; dup {
+				return fmt.Errorf("%s.name %q must be unique", f, s.Name)
+			}
+			steps[s.Name] = i
+		}
+	}
+	return nil
+}
+
+// seededRand returns a deterministic generator for (seed, stream).
+func seededRand(seed int64, stream string) *rand.Rand {
+	h := sha256.Sum256([]byte(fmt.Sprintf("%d/%s", seed, stream)))
+	return rand.New(rand.NewPCG(binary.LittleEndian.Uint64(h[:8]), binary.LittleEndian.Uint64(h[8:16])))
+}
+
+// splitmix is a tiny deterministic RandSource for per-attempt IDs, which are
+// made on the hot path (seededRand's SHA-256 and PCG cost more than the rest of
+// an ID).
+type splitmix uint64
+
+func (s *splitmix) Uint64() uint64 {
+	*s += 0x9e3779b97f4a7c15
+	z := uint64(*s)
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// idHash hashes seed and parts (strings and integers) with FNV-1a 128.
+func idHash(seed int64, parts ...any) [16]byte {
+	h := fnv.New128a()
+	var b [20]byte
+	h.Write(strconv.AppendInt(b[:0], seed, 10))
+	for _, p := range parts {
+		h.Write([]byte{'/'})
+		switch v := p.(type) {
+		case string:
+			h.Write([]byte(v))
+		case int:
+			h.Write(strconv.AppendInt(b[:0], int64(v), 10))
+		case int64:
+			h.Write(strconv.AppendInt(b[:0], v, 10))
+		default:
+			fmt.Fprint(h, v)
+		}
+	}
+	var out [16]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// derivedID is a deterministic 96-bit hex ID for (seed, parts).
+func derivedID(seed int64, parts ...any) string {
+	h := idHash(seed, parts...)
+	return hex.EncodeToString(h[:12])
+}
+
+// NewEventID returns the seeded event ID for event index i, in the provider's
+// format where profiles.NewEventID knows it (evt_… for Stripe, msg_… for
+// Standard Webhooks, a GUID for GitHub, …), else evt_ + 24 hex digits.
+func NewEventID(seed int64, profileID string, i int) string {
+	h := idHash(seed, "event", i)
+	sm := splitmix(binary.LittleEndian.Uint64(h[:8]))
+	if id, err := profiles.NewEventID(profileID, &sm); err == nil {
+		return id
+	}
+	return "evt_" + derivedID(seed, "event", i)
+}
+
+// NewDeliveryID returns the seeded per-attempt delivery ID for the given parts
+// (event, step, copy, attempt), in the provider's format where
+// profiles.NewDeliveryID knows one, else dlv_ + 24 hex digits.
+func NewDeliveryID(seed int64, profileID string, parts ...any) string {
+	h := idHash(seed, append([]any{"delivery"}, parts...)...)
+	if profileID == "shopify" {
+		// The one profile with a per-attempt delivery ID of its own shape.
+		sm := splitmix(binary.LittleEndian.Uint64(h[:8]))
+		if id, err := profiles.NewDeliveryID(profileID, &sm); err == nil {
+			return id
+		}
+	}
+	return "dlv_" + hex.EncodeToString(h[:12])
+}
+
+// ResolvedPlan is a plan with every seeded choice made: concrete events.
+type ResolvedPlan struct {
+	Plan   Plan
+	Events map[string]profiles.Event
+}
+
+// Resolve fixes the plan's events for a profile and account: generated IDs, the
+// created time (the run's start), defaults. Same seed, same result.
+func (p *Plan) Resolve(profileID, account string, created time.Time) (*ResolvedPlan, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	rp := &ResolvedPlan{Plan: *p, Events: map[string]profiles.Event{}}
+	for i, e := range p.Events {
+		ev := profiles.Event{
+			Source: profileID, Account: e.Account, ID: e.ID, Type: e.Type,
+			ObjectID: e.ObjectID, Version: e.Version, Amount: e.Amount,
+			Currency: e.Currency, Status: e.Status, Created: created.UTC().Truncate(time.Second),
+		}
+		if ev.Account == "" {
+			ev.Account = account
+		}
+		if ev.ID == "" {
+			ev.ID = NewEventID(p.Seed, profileID, i)
+		}
+		if ev.ObjectID == "" {
+			if profileID == "adyen" || profileID == "adyen-legacy" {
+				// Adyen's object ID is the pspReference (conformance-domain.md).
+				ev.ObjectID = profiles.NewAdyenPSPReference(seededRand(p.Seed, fmt.Sprintf("object/%d", i)))
+			} else {
+				ev.ObjectID = "obj_" + derivedID(p.Seed, "object", i)[:16]
+			}
+		}
+		if ev.Currency == "" && ev.Amount != 0 {
+			ev.Currency = "usd"
+		}
+		rp.Events[e.Name] = ev
+	}
+	return rp, nil
+}
+
+// VersionedStream builds a seeded stream of versioned updates for one object:
+// versions 1..n of a customer.subscription.updated event (one event ID each), and
+// steps that deliver every version once plus dups extra duplicates of random
+// versions, all shuffled. The newest version is n. Append the results to a plan.
+func VersionedStream(seed int64, prefix, objectID string, n, dups int) ([]EventSpec, []Step) {
+	rng := seededRand(seed, "versioned/"+prefix+"/"+objectID)
+	events := make([]EventSpec, n)
+	var steps []Step
+	for v := 1; v <= n; v++ {
+		name := fmt.Sprintf("%s-v%d", prefix, v)
+		events[v-1] = EventSpec{
+			Name: name, Type: "customer.subscription.updated", ObjectID: objectID,
+			Version: int64(v), Status: "active",
+		}
+		steps = append(steps, Step{Event: name})
+	}
+	for i := 0; i < dups && n > 0; i++ {
+		steps = append(steps, Step{Event: events[rng.IntN(n)].Name})
+	}
+	rng.Shuffle(len(steps), func(i, j int) { steps[i], steps[j] = steps[j], steps[i] })
+	return events, steps
+}

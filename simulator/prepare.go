@@ -1,0 +1,203 @@
+package simulator
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// prepared is one attempt's request, faults applied.
+type prepared struct {
+	body     []byte
+	header   http.Header
+	signedAt time.Time
+	faults   []string
+}
+
+// prepare renders ev for attempt at with faults f. at.SignedAt must be set.
+func prepare(p profiles.Profile, secrets []string, ev profiles.Event, at profiles.Attempt, f Faults) (*prepared, error) {
+	facts := p.Facts()
+	signSecrets := secrets
+	if f.WrongSecret {
+		signSecrets = wrongSecrets(secrets)
+	}
+	var body []byte
+	var err error
+	if bs, ok := p.(profiles.BodySigner); ok && !f.MissingSignature {
+		// The signature lives in the body (Adyen); without the fault it is signed.
+		body, err = bs.SignedBody(ev, signSecrets)
+	} else {
+		body, err = p.Body(ev)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("render %s body for event %s: %w", p.ID(), ev.ID, err)
+	}
+	if f.MissingID {
+		switch {
+		case facts.EventIDJSONPath != "":
+			if body, err = deleteJSONPath(body, facts.EventIDJSONPath); err != nil {
+				return nil, fmt.Errorf("faults.missing_id: %w", err)
+			}
+		case facts.EventIDHeader == "":
+			return nil, fmt.Errorf("faults.missing_id: profile %s has no event ID header or body field to remove", p.ID())
+		}
+	}
+	if f.MalformedJSON {
+		// Truncation keeps the bytes realistic while making the JSON invalid; the
+		// truncated bytes are what gets signed.
+		if len(body) < 2 {
+			return nil, fmt.Errorf("faults.malformed_json: body of %d bytes is too short to truncate", len(body))
+		}
+		body = body[:len(body)-1]
+	}
+	if f.OversizeBytes > 0 {
+		if body, err = padJSON(body, f.OversizeBytes); err != nil {
+			return nil, fmt.Errorf("faults.oversize_bytes: %w", err)
+		}
+	}
+	h, err := p.Headers(ev, body, at, signSecrets)
+	if err != nil {
+		return nil, fmt.Errorf("sign %s attempt %d of event %s: %w", p.ID(), at.N, ev.ID, err)
+	}
+	if f.MissingSignature {
+		// The signature headers are exactly those that change with the secret;
+		// profiles are deterministic, so everything else is equal.
+		other, err := p.Headers(ev, body, at, wrongSecrets(signSecrets))
+		if err != nil {
+			return nil, fmt.Errorf("faults.missing_signature: %w", err)
+		}
+		for k, v := range h {
+			if strings.Join(other[k], "\x00") != strings.Join(v, "\x00") {
+				h.Del(k)
+			}
+		}
+	}
+	if f.MissingID && facts.EventIDHeader != "" {
+		h.Del(facts.EventIDHeader)
+	}
+	if h.Get("Content-Type") == "" {
+		ct := facts.ContentType
+		if ct == "" {
+			ct = "application/json"
+		}
+		h.Set("Content-Type", ct)
+	}
+	if h.Get("User-Agent") == "" {
+		h.Set("User-Agent", "hookcert-simulator")
+	}
+	sent := body
+	if f.Tamper {
+		sent = tamper(body)
+	}
+	return &prepared{body: sent, header: h, signedAt: at.SignedAt, faults: f.List()}, nil
+}
+
+// wrongSecrets returns secrets of the same shape (prefix, alphabet, length) that
+// differ in their first significant character, so a profile still parses them
+// (e.g. whsec_ + base64) but the signature no longer verifies.
+func wrongSecrets(secrets []string) []string {
+	out := make([]string, len(secrets))
+	for i, s := range secrets {
+		b := []byte(s)
+		start := strings.LastIndexByte(s, '_') + 1
+		for j := start; j < len(b); j++ {
+			if c, ok := swapAlnum(b[j]); ok {
+				b[j] = c
+				break
+			}
+		}
+		out[i] = string(b)
+	}
+	if len(out) == 0 {
+		out = []string{"hookcert-wrong-secret"}
+	}
+	return out
+}
+
+// swapAlnum pairs characters within their class (a↔b, …, 0↔1, …) so hex stays
+// hex and base64 stays base64.
+func swapAlnum(c byte) (byte, bool) {
+	switch {
+	case c >= 'a' && c <= 'z':
+		return 'a' + ((c - 'a') ^ 1), true
+	case c >= 'A' && c <= 'Z':
+		return 'A' + ((c - 'A') ^ 1), true
+	case c >= '0' && c <= '9':
+		return '0' + ((c - '0') ^ 1), true
+	}
+	return c, false
+}
+
+// tamper changes the first digit of the body (usually an amount or a timestamp),
+// or appends a space when there is none: the sent bytes differ from the signed.
+func tamper(body []byte) []byte {
+	out := append([]byte(nil), body...)
+	for i, c := range out {
+		if c >= '0' && c <= '9' {
+			out[i], _ = swapAlnum(c)
+			return out
+		}
+	}
+	return append(out, ' ')
+}
+
+// padJSON grows a JSON object body to exactly n bytes with a padding field, or
+// with trailing whitespace when the body is not an object.
+func padJSON(body []byte, n int) ([]byte, error) {
+	const pre = `{"hookcert_padding":"`
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 2 && trimmed[0] == '{' {
+		overhead := len(pre) + len(`",`) + len(trimmed) - 1
+		if n < overhead {
+			return nil, fmt.Errorf("must be at least %d for this body (got %d)", overhead, n)
+		}
+		var b bytes.Buffer
+		b.Grow(n)
+		b.WriteString(pre)
+		b.Write(bytes.Repeat([]byte{'x'}, n-overhead))
+		b.WriteString(`",`)
+		b.Write(trimmed[1:])
+		return b.Bytes(), nil
+	}
+	if n < len(body) {
+		return nil, fmt.Errorf("must be at least the body size %d (got %d)", len(body), n)
+	}
+	return append(append([]byte(nil), body...), bytes.Repeat([]byte{' '}, n-len(body))...), nil
+}
+
+// deleteJSONPath removes a simple dotted path ("$.id", "$.data.id") from a JSON
+// object body. Numbers keep their text.
+func deleteJSONPath(body []byte, path string) ([]byte, error) {
+	parts := strings.Split(strings.TrimPrefix(strings.TrimPrefix(path, "$"), "."), ".")
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var root map[string]any
+	if err := dec.Decode(&root); err != nil {
+		return nil, fmt.Errorf("body is not a JSON object: %w", err)
+	}
+	m := root
+	for i, p := range parts {
+		if i == len(parts)-1 {
+			if _, ok := m[p]; !ok {
+				return nil, fmt.Errorf("path %s not found in body", path)
+			}
+			delete(m, p)
+			break
+		}
+		next, ok := m[p].(map[string]any)
+		if !ok {
+			return nil, fmt.Errorf("path %s not found in body", path)
+		}
+		m = next
+	}
+	out, err := json.Marshal(root)
+	if err != nil {
+		return nil, fmt.Errorf("re-encode body: %w", err)
+	}
+	return out, nil
+}

@@ -1,0 +1,324 @@
+package simulator
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// DefaultResponseReadLimit bounds how much of a response body is read.
+const DefaultResponseReadLimit = 64 << 10
+
+// maxResponseHeaderBytes bounds response headers.
+const maxResponseHeaderBytes = 64 << 10
+
+// Target is the receiver endpoint a runner delivers to.
+type Target struct {
+	// URL is the endpoint for this profile and account.
+	URL     string
+	Profile profiles.Profile
+	// Secrets sign deliveries (several during a secret roll). Never logged.
+	Secrets []string
+	// Account is the account scope of the endpoint, used for events that do not
+	// name one.
+	Account string
+	// TLSConfig is used for https URLs (nil: system roots).
+	TLSConfig *tls.Config
+}
+
+// Options tune a runner.
+type Options struct {
+	// ResponseReadLimit bounds the bytes read of each response body (default 64 KiB);
+	// a longer body is cut and recorded with error class too_large.
+	ResponseReadLimit int64
+}
+
+// Runner delivers events to one target and records what happened. It is safe for
+// concurrent use. Close releases its idle connections.
+type Runner struct {
+	target Target
+	u      *url.URL
+	opts   Options
+	pool   *connPool
+	start  time.Time
+	rec    *recorder
+	clock  Clock
+}
+
+// NewRunner checks the target and builds a runner. Errors name the field.
+func NewRunner(t Target, o Options) (*Runner, error) {
+	if t.Profile == nil {
+		return nil, fmt.Errorf("target.profile is required")
+	}
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return nil, fmt.Errorf("target.url: %w", err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("target.url must be an absolute http or https URL, got scheme %q host %q", u.Scheme, u.Host)
+	}
+	if o.ResponseReadLimit <= 0 {
+		o.ResponseReadLimit = DefaultResponseReadLimit
+	}
+	r := &Runner{target: t, u: u, opts: o, start: time.Now(), pool: &connPool{max: MaxCopies}}
+	r.rec = &recorder{h: History{Meta: r.meta(0, "", 0)}}
+	return r, nil
+}
+
+// Close releases idle connections.
+func (r *Runner) Close() { r.pool.closeAll() }
+
+// History returns what Send, SendCopies and Deliver recorded so far (Run returns
+// its own history).
+func (r *Runner) History() *History { return r.rec.snapshot() }
+
+// Started is the instant the runner's monotonic clock counts from.
+func (r *Runner) Started() time.Time { return r.start }
+
+func (r *Runner) meta(seed int64, plan string, scale float64) RunMeta {
+	u := *r.u
+	u.User = nil // userinfo may carry credentials
+	u.RawQuery, u.ForceQuery = "", false
+	return RunMeta{Seed: seed, Profile: r.target.Profile.ID(), TargetURL: u.String(), Plan: plan,
+		TimeScale: scale, Started: r.start.UTC()}
+}
+
+func (r *Runner) since() int64 { return int64(time.Since(r.start)) }
+
+// SendOptions shape one attempt.
+type SendOptions struct {
+	// Attempt is the attempt number (default 1).
+	Attempt int
+	// DeliveryID is the per-attempt delivery ID (default derived from event and attempt).
+	DeliveryID string
+	Faults     Faults
+	// Timeout is the response timeout (default: profile facts, then DefaultTimeout).
+	Timeout time.Duration
+	// SignedAt is the signed timestamp (default now; Faults.StaleBy is subtracted).
+	SignedAt time.Time
+	// Step and Copy label the record (a caller's own numbering; 0 by default).
+	Step int
+	Copy int
+}
+
+func (r *Runner) timeoutFor(o time.Duration) time.Duration {
+	if o > 0 {
+		return o
+	}
+	if f := r.target.Profile.Facts(); f.Timeout != nil && *f.Timeout > 0 {
+		return *f.Timeout
+	}
+	return DefaultTimeout
+}
+
+func (r *Runner) attemptFor(ev profiles.Event, o *SendOptions) profiles.Attempt {
+	if o.Attempt <= 0 {
+		o.Attempt = 1
+	}
+	if o.DeliveryID == "" {
+		o.DeliveryID = NewDeliveryID(0, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, o.Step, o.Copy, o.Attempt)
+	}
+	at := profiles.Attempt{N: o.Attempt, DeliveryID: o.DeliveryID, SignedAt: o.SignedAt}
+	if at.SignedAt.IsZero() {
+		at.SignedAt = time.Now()
+	}
+	at.SignedAt = at.SignedAt.Add(-o.Faults.StaleBy.D())
+	return at
+}
+
+// Send makes one attempt of one event and returns its record (also kept in the
+// runner's History). The error is for bad input only; delivery failures are
+// recorded outcomes.
+func (r *Runner) Send(ctx context.Context, ev profiles.Event, o SendOptions) (AttemptRecord, error) {
+	at := r.attemptFor(ev, &o)
+	if err := o.Faults.validate("faults"); err != nil {
+		return AttemptRecord{}, err
+	}
+	p, err := prepare(r.target.Profile, r.target.Secrets, ev, at, o.Faults)
+	if err != nil {
+		return AttemptRecord{}, err
+	}
+	rec := r.single(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout), o.Step, o.Copy, r.clock)
+	r.rec.attempt(rec)
+	return rec, nil
+}
+
+// SendCopies makes n copies of one attempt, released together by a barrier over
+// pre-opened connections, and returns their records and the release.
+func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o SendOptions) ([]AttemptRecord, ReleaseRecord, error) {
+	if n < 1 || n > MaxCopies {
+		return nil, ReleaseRecord{}, fmt.Errorf("copies must be between 1 and %d, got %d", MaxCopies, n)
+	}
+	at := r.attemptFor(ev, &o)
+	if err := o.Faults.validate("faults"); err != nil {
+		return nil, ReleaseRecord{}, err
+	}
+	p, err := prepare(r.target.Profile, r.target.Secrets, ev, at, o.Faults)
+	if err != nil {
+		return nil, ReleaseRecord{}, err
+	}
+	recs, rel := r.copies(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout), o.Step, n, r.clock)
+	for _, a := range recs {
+		r.rec.attempt(a)
+	}
+	r.rec.release(rel)
+	return recs, rel, nil
+}
+
+// Deliver sends one event and follows the profile's retry schedule (no plan
+// overrides) until acknowledgement, a stop verdict or exhaustion, waiting on
+// clock. Faults apply to the first attempt only. It returns every attempt.
+func (r *Runner) Deliver(ctx context.Context, ev profiles.Event, o SendOptions, clock Clock) ([]AttemptRecord, error) {
+	first, err := r.Send(ctx, ev, o)
+	if err != nil {
+		return nil, err
+	}
+	sched := ScheduleFor(r.target.Profile, nil)
+	c := chain{r: r, rec: r.rec, ev: ev, sched: sched, clock: clock, step: first.Step, copy: first.Copy,
+		timeout: r.timeoutFor(o.Timeout), seed: 0}
+	out := append([]AttemptRecord{first}, c.follow(ctx, first)...)
+	return out, nil
+}
+
+// chain follows one delivery's retries.
+type chain struct {
+	r       *Runner
+	rec     *recorder
+	ev      profiles.Event
+	sched   Schedule
+	clock   Clock
+	step    int
+	copy    int
+	timeout time.Duration
+	seed    int64
+}
+
+// follow makes the retries after first and returns their records (also recorded).
+func (c chain) follow(ctx context.Context, first AttemptRecord) []AttemptRecord {
+	var out []AttemptRecord
+	rng := seededRand(c.seed, fmt.Sprintf("retry/%d/%d/%s", c.step, c.copy, c.ev.ID))
+	resign := c.r.target.Profile.Facts().ResignsOnRetry
+	last := first
+	for {
+		if last.Outcome == OutcomeAcknowledged || last.Verdict == profiles.Stop.String() {
+			return out
+		}
+		elapsed := time.Duration(last.VirtualNS - first.VirtualNS)
+		wait, ok := c.sched.Next(last.Attempt+1, elapsed, time.Duration(last.RetryAfterNS), rng)
+		if !ok {
+			return out
+		}
+		// The wait counts from the end of the previous attempt, as providers
+		// schedule the next try after seeing the failure.
+		if err := c.clock.Sleep(ctx, wait); err != nil {
+			return out
+		}
+		n := last.Attempt + 1
+		o := SendOptions{Attempt: n, Step: c.step, Copy: c.copy,
+			DeliveryID: NewDeliveryID(c.seed, c.r.target.Profile.ID(), c.ev.Source, c.ev.Account, c.ev.ID, c.step, c.copy, n)}
+		if !resign {
+			// Providers that do not re-sign resend the original signature.
+			o.SignedAt = first.SignedAt
+		}
+		at := c.r.attemptFor(c.ev, &o)
+		p, err := prepare(c.r.target.Profile, c.r.target.Secrets, c.ev, at, Faults{})
+		if err != nil {
+			return out
+		}
+		last = c.r.single(ctx, c.ev, at, p, "", c.timeout, c.step, c.copy, c.clock)
+		c.rec.attempt(last)
+		out = append(out, last)
+		if ctx.Err() != nil {
+			return out
+		}
+	}
+}
+
+// Run executes a plan and returns its history. Cancelling ctx stops the run
+// promptly; the history so far is returned with ctx's error.
+func (r *Runner) Run(ctx context.Context, plan *Plan) (*History, error) {
+	rp, err := plan.Resolve(r.target.Profile.ID(), r.target.Account, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	clock := Clock{Scale: plan.TimeScale}
+	rec := &recorder{h: History{Meta: r.meta(plan.Seed, plan.Name, clock.scale())}}
+	sched := ScheduleFor(r.target.Profile, plan)
+	var wg sync.WaitGroup
+	firsts := map[string]AttemptRecord{} // step name → its first attempt (copy 0)
+	for i, s := range plan.Steps {
+		if err := clock.Sleep(ctx, s.Wait.D()); err != nil {
+			break
+		}
+		evName := s.Event
+		o := SendOptions{Step: i, Faults: s.Faults}
+		if s.Replay != nil {
+			orig := firsts[s.Replay.Of]
+			evName = plan.Steps[stepIndex(plan, s.Replay.Of)].Event
+			if s.Replay.OriginalTimestamp {
+				o.SignedAt = orig.SignedAt
+			}
+		}
+		ev := rp.Events[evName]
+		o.DeliveryID = NewDeliveryID(plan.Seed, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, i, 0, 1)
+		timeout := s.Timeout.D()
+		if timeout == 0 {
+			timeout = plan.Timeout.D()
+		}
+		timeout = r.timeoutFor(timeout)
+		at := r.attemptFor(ev, &o)
+		p, err := prepare(r.target.Profile, r.target.Secrets, ev, at, s.Faults)
+		if err != nil {
+			wg.Wait()
+			return rec.snapshot(), fmt.Errorf("plan: steps[%d]: %w", i, err)
+		}
+		n := max(s.Copies, 1)
+		var recs []AttemptRecord
+		if n == 1 {
+			recs = []AttemptRecord{r.single(ctx, ev, at, p, s.Faults.LostAck, timeout, i, 0, clock)}
+		} else {
+			var rel ReleaseRecord
+			recs, rel = r.copies(ctx, ev, at, p, s.Faults.LostAck, timeout, i, n, clock)
+			rec.release(rel)
+		}
+		for _, a := range recs {
+			rec.attempt(a)
+		}
+		if s.Name != "" {
+			firsts[s.Name] = recs[0]
+		}
+		if s.Retry {
+			for _, a := range recs {
+				c := chain{r: r, rec: rec, ev: ev, sched: sched, clock: clock, step: i, copy: a.Copy, timeout: timeout, seed: plan.Seed}
+				wg.Add(1)
+				go func(a AttemptRecord) {
+					defer wg.Done()
+					c.follow(ctx, a)
+				}(a)
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	wg.Wait()
+	h := rec.snapshot()
+	if err := ctx.Err(); err != nil {
+		return h, fmt.Errorf("run %q: %w", plan.Name, err)
+	}
+	return h, nil
+}
+
+func stepIndex(p *Plan, name string) int {
+	for i, s := range p.Steps {
+		if s.Name == name {
+			return i
+		}
+	}
+	return -1
+}
