@@ -1,10 +1,96 @@
 package scenarios
 
-import "sync"
+import (
+	"context"
+	"sync"
+	"time"
 
-// Env is everything the scenarios need to reach one target.
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// Env is everything the scenarios need to reach one target. The harness builds it
+// from a target file (see cmd/hookcert); tests may build it by hand. Optional parts
+// are nil when the target does not offer them, and the guarantees that need them
+// are reported not applicable.
 type Env struct {
-	Seed int64
+	// RunID namespaces every event and object ID of this run, so a run never
+	// collides with old data or with another run against the same receiver.
+	RunID string
+	Seed  int64
+	// Endpoints are the target's delivery endpoints.
+	Endpoints []Endpoint
+	// Capabilities the target declares.
+	Capabilities []string
+	// Observer reads the receiver's state (required).
+	Observer Observer
+	// Controller kills and restarts the receiver (capability crash).
+	Controller Controller
+	// Failpoints arms the receiver's failpoints (capability failpoints).
+	Failpoints Failpoints
+	// DB forces races and connection loss in the receiver's database
+	// (capabilities lock-gating and connection-loss).
+	DB DBFaults
+	// EventTable and EffectTable are the tables the harness may lock.
+	EventTable  string
+	EffectTable string
+	// MaxBodyBytes is the body size the receiver documents as its limit.
+	MaxBodyBytes int
+	// TimeScale compresses providers' retry schedules (provider seconds per real
+	// second).
+	TimeScale float64
+}
+
+// Endpoint is one delivery endpoint of the target.
+type Endpoint struct {
+	Profile profiles.Profile
+	// Source is the event key's source for deliveries here (the profile ID unless
+	// the target file says otherwise).
+	Source  string
+	Account string
+	URL     string
+	Secrets []string
+}
+
+// Observer reads the receiver's state through the target's queries. Optional
+// queries return ErrNotConfigured-wrapping errors when absent.
+type Observer interface {
+	EventRows(ctx context.Context, k profiles.Key) (int, error)
+	Effects(ctx context.Context, k profiles.Key) (int, error)
+	ObjectEffects(ctx context.Context, source, account, objectID string) (int, error)
+	Object(ctx context.Context, source, account, objectID string) (version int64, status string, found bool, err error)
+	Payment(ctx context.Context, source, account, objectID string) (status string, found bool, err error)
+}
+
+// Controller crashes and restarts the receiver.
+type Controller interface {
+	// Kill sends SIGKILL and waits for the process to be gone.
+	Kill() error
+	// WaitExit waits for a process that is crashing by itself (a failpoint).
+	WaitExit(ctx context.Context) error
+	// Restart starts the receiver again and waits until it is ready.
+	Restart(ctx context.Context) error
+}
+
+// Failpoints arms the receiver's failpoints (docs/failpoints.md).
+type Failpoints interface {
+	Arm(ctx context.Context, point, eventID, action string) error
+	Reset(ctx context.Context) error
+}
+
+// DBFaults forces races and connection loss in the receiver's database.
+type DBFaults interface {
+	// Hold locks table in SHARE mode until the gate is released.
+	Hold(ctx context.Context, table string) (Gate, error)
+	// TerminateInTransaction terminates the receiver's sessions that are inside a
+	// transaction and returns their pids.
+	TerminateInTransaction(ctx context.Context) ([]int, error)
+}
+
+// Gate is a held table lock.
+type Gate interface {
+	// Waiters counts the receiver's sessions waiting on the lock.
+	Waiters(ctx context.Context) (int, error)
+	Release(ctx context.Context) error
 }
 
 var (
@@ -22,4 +108,100 @@ func currentEnv() *Env {
 	envMu.Lock()
 	defer envMu.Unlock()
 	return envCur
+}
+
+// has reports whether the target has a capability, declared or derived, and why
+// not when it does not.
+func (e *Env) has(c Capability) (bool, string) {
+	switch c {
+	case "multi-account":
+		if _, _, ok := e.sameProfileTwoAccounts(); ok {
+			return true, ""
+		}
+		return false, "the target has no two endpoints of one profile with different accounts"
+	case "multi-source":
+		if _, _, ok := e.twoProfilesOneAccount(); ok {
+			return true, ""
+		}
+		return false, "the target has no two endpoints of different profiles for one account"
+	case "header-event-id":
+		if _, ok := e.endpointWhere(func(ep Endpoint) bool { return ep.Profile.Facts().EventIDHeader != "" }); ok {
+			return true, ""
+		}
+		return false, "no endpoint's profile carries the event ID in a header"
+	case "signed-timestamp":
+		if _, ok := e.endpointWhere(signsTimestamp); ok {
+			return true, ""
+		}
+		return false, "no endpoint's profile signs a timestamp"
+	}
+	for _, d := range e.Capabilities {
+		if d == c {
+			switch {
+			case c == "crash" && e.Controller == nil:
+				return false, "capability crash is declared but the target has no lifecycle"
+			case c == "failpoints" && e.Failpoints == nil:
+				return false, "capability failpoints is declared but no failpoint client is configured"
+			case (c == "lock-gating" || c == "connection-loss") && e.DB == nil:
+				return false, "capability " + c + " is declared but observe.postgres is not configured"
+			}
+			return true, ""
+		}
+	}
+	return false, "the target does not declare capability " + c
+}
+
+func signsTimestamp(ep Endpoint) bool {
+	t := ep.Profile.Facts().Tolerance
+	return t != nil && *t > 0
+}
+
+func (e *Env) endpointWhere(pred func(Endpoint) bool) (Endpoint, bool) {
+	for _, ep := range e.Endpoints {
+		if pred(ep) {
+			return ep, true
+		}
+	}
+	return Endpoint{}, false
+}
+
+func (e *Env) sameProfileTwoAccounts() (Endpoint, Endpoint, bool) {
+	for i, a := range e.Endpoints {
+		for _, b := range e.Endpoints[i+1:] {
+			if a.Profile.ID() == b.Profile.ID() && a.Account != b.Account {
+				return a, b, true
+			}
+		}
+	}
+	return Endpoint{}, Endpoint{}, false
+}
+
+func (e *Env) twoProfilesOneAccount() (Endpoint, Endpoint, bool) {
+	for i, a := range e.Endpoints {
+		for _, b := range e.Endpoints[i+1:] {
+			if a.source() != b.source() && a.Account == b.Account && eventIDCompatible(a, b) {
+				return a, b, true
+			}
+		}
+	}
+	return Endpoint{}, Endpoint{}, false
+}
+
+// eventIDCompatible: both profiles let the harness choose the event ID (Adyen derives
+// it from the payment, so one ID cannot be sent through both).
+func eventIDCompatible(a, b Endpoint) bool {
+	return a.Profile.Facts().EventIDRule == "" && b.Profile.Facts().EventIDRule == ""
+}
+
+// shortestTimeout returns the endpoint whose profile documents the shortest
+// acknowledgement timeout.
+func (e *Env) shortestTimeout() (Endpoint, time.Duration, bool) {
+	var best Endpoint
+	var bestT time.Duration
+	for _, ep := range e.Endpoints {
+		if t := ep.Profile.Facts().Timeout; t != nil && *t > 0 && (bestT == 0 || *t < bestT) {
+			best, bestT = ep, *t
+		}
+	}
+	return best, bestT, bestT > 0
 }

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios"
+)
+
+func init() { register(newCertifyCmd) }
+
+// suiteFlags are the flags every command that runs the suite shares.
+type suiteFlags struct {
+	reportDir    string
+	seed         int64
+	labelFilter  string
+	focus        []string
+	timeScale    float64
+	verbose      bool
+	databaseURL  string
+	keepDatabase bool
+}
+
+func (f *suiteFlags) add(cmd *cobra.Command) {
+	fl := cmd.Flags()
+	fl.StringVar(&f.reportDir, "report-dir", "hookcert-report", "where results.json, junit.xml, summary.md, index.html and history.jsonl go")
+	fl.Int64Var(&f.seed, "seed", 0, "seed for spec order and every plan (0: random, printed)")
+	fl.StringVar(&f.labelFilter, "label-filter", "", `Ginkgo label filter, e.g. "DEDUP || ATOMIC-1"`)
+	fl.StringSliceVar(&f.focus, "focus", nil, "run only scenarios whose text matches these regular expressions")
+	fl.Float64Var(&f.timeScale, "time-scale", scenarios.DefaultTimeScale, "provider seconds per real second for retry schedules")
+	fl.BoolVar(&f.verbose, "verbose", false, "stream every scenario's progress")
+	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL for targets that use {{.DatabaseURL}} (default: $HOOKCERT_DATABASE_URL, else provisioned)")
+	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
+}
+
+func (f *suiteFlags) validate() error {
+	if f.timeScale < 1 {
+		return usageErr("--time-scale must be at least 1 (got %g)", f.timeScale)
+	}
+	if f.seed == 0 {
+		f.seed = time.Now().UnixNano() % 1_000_000
+	}
+	return nil
+}
+
+func (f *suiteFlags) options(w io.Writer, repro func(id string) string) scenarios.CertifyOptions {
+	return scenarios.CertifyOptions{
+		DatabaseURL: f.databaseURL, KeepDatabase: f.keepDatabase, ReportDir: f.reportDir,
+		Run:       scenarios.RunOptions{Seed: f.seed, LabelFilter: f.labelFilter, Focus: f.focus, Verbose: f.verbose},
+		TimeScale: f.timeScale, Repro: repro, Stdout: w,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+}
+
+func newCertifyCmd() *cobra.Command {
+	var f suiteFlags
+	var config string
+	cmd := &cobra.Command{
+		Use:   "certify --config TARGET.yaml",
+		Short: "Certify a receiver described by a target file",
+		Long: `Certify runs the guarantee suite against the receiver described by a target file
+(docs/target.md) and writes the reports. Exit status: 0 every applicable guarantee
+passed, 1 some failed, 2 usage or configuration error, 3 the target could not be
+reached or started.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if config == "" {
+				return usageErr("--config is required (a target file, see docs/target.md)")
+			}
+			if err := f.validate(); err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			opts := f.options(out, func(id string) string {
+				return fmt.Sprintf("hookcert repro %s --seed %d --config %s", id, f.seed, config)
+			})
+			opts.ConfigPath = config
+			return runCertify(cmd.Context(), out, opts)
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "target file (YAML, see docs/target.md)")
+	f.add(cmd)
+	return cmd
+}
+
+// runCertify runs a certification and maps its result to an exit status.
+func runCertify(ctx context.Context, out io.Writer, opts scenarios.CertifyOptions) error {
+	start := time.Now()
+	fmt.Fprintf(out, "seed %d\n", opts.Run.Seed)
+	res, err := scenarios.Certify(ctx, opts)
+	switch {
+	case errors.Is(err, scenarios.ErrConfig):
+		return &ExitError{Code: ExitUsage, Err: err}
+	case errors.Is(err, scenarios.ErrUnreachable):
+		return &ExitError{Code: ExitUnreachable, Err: err}
+	case err != nil:
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	printSummary(out, res)
+	if opts.ReportDir != "" {
+		fmt.Fprintf(out, "reports: %s/{results.json,junit.xml,summary.md,index.html,history.jsonl}\n", strings.TrimRight(opts.ReportDir, "/"))
+	}
+	fmt.Fprintf(out, "wall time %s\n", time.Since(start).Round(100*time.Millisecond))
+	if res.Summary.Failed > 0 || res.Summary.Error > 0 {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d guarantee(s) failed, %d could not be judged", res.Summary.Failed, res.Summary.Error)}
+	}
+	return nil
+}
+
+func printSummary(out io.Writer, res *reports.Results) {
+	fmt.Fprintln(out)
+	for _, g := range res.Guarantees {
+		line := fmt.Sprintf("  %-5s %-9s %s", g.Status.Label(), g.ID, g.Title)
+		if g.Status != reports.StatusPassed && g.Reason != "" {
+			line += " — " + g.Reason
+		}
+		fmt.Fprintln(out, line)
+	}
+	s := res.Summary
+	fmt.Fprintf(out, "\n%s: %d passed, %d failed, %d not applicable, %d error\n", s.Verdict(), s.Passed, s.Failed, s.NotApplicable, s.Error)
+}
