@@ -1,0 +1,173 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/reference"
+)
+
+func init() { register(newReferenceCmd) }
+
+func newReferenceCmd() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "reference",
+		Short: "The reference webhook receiver (see docs/reference.md)",
+		Args:  cobra.NoArgs,
+	}
+	cmd.AddCommand(newReferenceServeCmd(), newReferenceDefectsCmd())
+	return cmd
+}
+
+func newReferenceDefectsCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "defects",
+		Short: "List the defects the reference receiver can be started with",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, d := range reference.Defects() {
+				fmt.Fprintf(cmd.OutOrStdout(), "%-22s %s\n", d.Name, d.Description)
+			}
+			return nil
+		},
+	}
+}
+
+type referenceServeFlags struct {
+	listen, databaseURL, config, logFormat string
+	defects                                []string
+	enableFailpoints, keepDatabase         bool
+	maxBodyBytes                           int64
+	tolerance                              time.Duration
+}
+
+func newReferenceServeCmd() *cobra.Command {
+	var f referenceServeFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the reference receiver until SIGINT or SIGTERM",
+		Long: `Serve runs the reference receiver: the endpoints from --config (or the documented
+default set, printed with its public TEST secrets), /healthz, /metrics and, with
+--enable-failpoints, /_hookcert/failpoints. PostgreSQL comes from --database-url,
+else $HOOKCERT_DATABASE_URL, else is provisioned automatically (a container where a
+Docker engine answers, else local PostgreSQL binaries) and dropped on exit.
+
+Defects (--defect, repeatable) break the receiver on purpose; see
+"hookcert reference defects". On SIGINT/SIGTERM in-flight deliveries finish first.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runReferenceServe(cmd, f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on")
+	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL (default $HOOKCERT_DATABASE_URL, else provisioned automatically)")
+	fl.StringVar(&f.config, "config", "", "endpoints YAML file (default: the documented test endpoints)")
+	fl.StringArrayVar(&f.defects, "defect", nil, "activate a named defect (repeatable): "+strings.Join(reference.DefectNames(), ", "))
+	fl.BoolVar(&f.enableFailpoints, "enable-failpoints", false, "mount /_hookcert/failpoints (testing only: lets anyone who can reach it crash the receiver)")
+	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", reference.DefaultMaxBodyBytes, "largest accepted request body; larger gets 413")
+	fl.DurationVar(&f.tolerance, "tolerance", 0, "signed-timestamp tolerance (default: each profile's documented value, 5m for stripe, standard-webhooks, svix)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep an automatically provisioned database on exit")
+	return cmd
+}
+
+func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
+	if err := reference.ValidateDefects(f.defects); err != nil {
+		return usageErr("--defect: %v", err)
+	}
+	if f.maxBodyBytes <= 0 {
+		return usageErr("--max-body-bytes: must be positive, got %d", f.maxBodyBytes)
+	}
+	if f.tolerance < 0 {
+		return usageErr("--tolerance: must not be negative, got %s", f.tolerance)
+	}
+	var logHandler slog.Handler
+	switch f.logFormat {
+	case "text":
+		logHandler = slog.NewTextHandler(cmd.ErrOrStderr(), nil)
+	case "json":
+		logHandler = slog.NewJSONHandler(cmd.ErrOrStderr(), nil)
+	default:
+		return usageErr("--log-format: must be text or json, got %q", f.logFormat)
+	}
+	log := slog.New(logHandler)
+
+	var endpoints []reference.Endpoint
+	if f.config != "" {
+		cfg, err := reference.LoadConfig(f.config)
+		if err != nil {
+			return usageErr("--config: %v", err)
+		}
+		endpoints = cfg.Endpoints
+	} else {
+		endpoints = reference.DefaultEndpoints()
+		printDefaultEndpoints(cmd.OutOrStdout(), endpoints)
+	}
+
+	ctx := cmd.Context()
+	dbURL := f.databaseURL
+	switch {
+	case dbURL != "":
+		log.Info("database from --database-url", "url", pgprovision.Redact(dbURL))
+	case pgprovision.URLFromEnv() != "":
+		dbURL = pgprovision.URLFromEnv()
+		log.Info("database from $"+pgprovision.EnvDatabaseURL, "url", pgprovision.Redact(dbURL))
+	default:
+		db, cleanup, err := pgprovision.Provision(ctx, pgprovision.Options{KeepDatabase: f.keepDatabase, NamePrefix: "hookcert_ref", Logger: log})
+		if err != nil {
+			return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("no database: %w", err)}
+		}
+		defer func() {
+			// The serve context is cancelled by now; cleanup needs its own.
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+			if err := cleanup(cctx); err != nil {
+				log.Warn("database cleanup failed", "err", err)
+			}
+		}()
+		log.Info("database provisioned automatically", "method", db.Method, "server", db.Server, "database", db.Name, "kept_on_exit", f.keepDatabase)
+		dbURL = db.URL
+	}
+
+	srv, err := reference.Open(ctx, dbURL, reference.Options{
+		Endpoints:        endpoints,
+		Defects:          f.defects,
+		EnableFailpoints: f.enableFailpoints,
+		MaxBodyBytes:     f.maxBodyBytes,
+		Tolerance:        f.tolerance,
+		Logger:           log,
+	})
+	if err != nil {
+		if errors.Is(err, reference.ErrUnreachable) {
+			return &ExitError{Code: ExitUnreachable, Err: err}
+		}
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	defer srv.Close()
+	ln, err := net.Listen("tcp", f.listen)
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("--listen: %w", err)}
+	}
+	if err := srv.Serve(ctx, ln); err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	return nil
+}
+
+// printDefaultEndpoints prints the default endpoints WITH their secrets: they are
+// public test values from providers' docs, and a user needs them to sign requests.
+func printDefaultEndpoints(w io.Writer, eps []reference.Endpoint) {
+	fmt.Fprintln(w, "No --config: serving the default endpoints. Their secrets are PUBLIC TEST SECRETS")
+	fmt.Fprintln(w, "from providers' documentation (TEST ONLY, never for real traffic):")
+	for _, e := range eps {
+		fmt.Fprintf(w, "  %-36s profile=%-17s account=%-7s secret=%s\n", e.Path, e.Profile, e.Account, e.Secret)
+	}
+}

@@ -1,0 +1,87 @@
+package reference
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Defect names. Each is a faithful copy of a real-world mistake; see Defects.
+const (
+	DefectCheckThenInsert    = "check-then-insert"
+	DefectDuplicate500       = "duplicate-500"
+	DefectMarkerSeparateTx   = "marker-separate-tx"
+	DefectBusinessFirst      = "business-first"
+	DefectDedupeByPayload    = "dedupe-by-payload"
+	DefectGlobalEventID      = "global-event-id"
+	DefectLastWriteWins      = "last-write-wins"
+	DefectAckBeforeCommit    = "ack-before-commit"
+	DefectSkipSignature      = "skip-signature"
+	DefectSkipTimestampCheck = "skip-timestamp-check"
+)
+
+// DefectInfo names one defect and says in one line what it gets wrong.
+type DefectInfo struct {
+	Name        string
+	Description string
+}
+
+var defectTable = map[string]string{
+	DefectCheckThenInsert:    "SELECT whether the key exists, then a plain INSERT; the unique key index is dropped, so concurrent copies all insert and all apply",
+	DefectDuplicate500:       "plain INSERT without ON CONFLICT; a duplicate's unique violation is answered with 500, so the provider retries forever",
+	DefectMarkerSeparateTx:   "the key is committed in its own transaction before the business change; a crash or failure in between loses the event",
+	DefectBusinessFirst:      "the business change is committed first and the key recorded in a second transaction; a crash in between applies the event twice on redelivery",
+	DefectDedupeByPayload:    "deduplicates on a SHA-256 of the raw body instead of the event ID; distinct events with identical bodies are dropped",
+	DefectGlobalEventID:      "checks the event ID alone, ignoring source and account; the same ID under another account is dropped",
+	DefectLastWriteWins:      "no version check and no payment state machine; a late older update overwrites a newer one",
+	DefectAckBeforeCommit:    "the 2xx is written and flushed before the commit; a crash after the ack loses an acknowledged event",
+	DefectSkipSignature:      "the signature is not checked; forged and tampered deliveries are accepted",
+	DefectSkipTimestampCheck: "the signed timestamp's tolerance is not enforced; old signed deliveries can be replayed",
+}
+
+// Defects lists every defect with its one-line description, sorted by name.
+func Defects() []DefectInfo {
+	out := make([]DefectInfo, 0, len(defectTable))
+	for n, d := range defectTable {
+		out = append(out, DefectInfo{Name: n, Description: d})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// DefectNames returns the valid defect names, sorted.
+func DefectNames() []string {
+	var names []string
+	for _, d := range Defects() {
+		names = append(names, d.Name)
+	}
+	return names
+}
+
+// ValidateDefects checks that every name is a known defect and that no two
+// defects change the same step in conflicting ways.
+func ValidateDefects(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if _, ok := defectTable[n]; !ok {
+			return fmt.Errorf("defect %q: unknown; valid defects: %s", n, strings.Join(DefectNames(), ", "))
+		}
+		seen[n] = true
+	}
+	// These each replace how the key is recorded; two at once has no single meaning.
+	var keyModes []string
+	for _, n := range []string{DefectCheckThenInsert, DefectDuplicate500, DefectMarkerSeparateTx,
+		DefectBusinessFirst, DefectGlobalEventID, DefectAckBeforeCommit} {
+		if seen[n] {
+			keyModes = append(keyModes, n)
+		}
+	}
+	if len(keyModes) > 1 {
+		return fmt.Errorf("defects %s: at most one of them may be active (each replaces the transaction structure)", strings.Join(keyModes, ", "))
+	}
+	return nil
+}
+
+type defectSet map[string]bool
+
+func (d defectSet) has(name string) bool { return d[name] }

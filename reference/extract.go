@@ -1,0 +1,115 @@
+package reference
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"unicode/utf8"
+
+	"github.com/hookcert/hookcert/reference/store"
+)
+
+// maxEventIDLen bounds event IDs; real providers' IDs are far shorter.
+const maxEventIDLen = 255
+
+// badRequest is a delivery that is authentic but unusable: 400 with Reason.
+type badRequest struct {
+	Reason string
+	Detail string
+}
+
+func (e *badRequest) Error() string { return e.Reason + ": " + e.Detail }
+
+// businessObject is the conformance domain's object (docs/conformance-domain.md).
+type businessObject struct {
+	ID       string `json:"id"`
+	Amount   int64  `json:"amount"`
+	Currency string `json:"currency"`
+	Status   string `json:"status"`
+	Version  int64  `json:"version"`
+}
+
+// extract reads the event ID, type and business object where the endpoint's
+// profile puts them (docs/conformance-domain.md, "Where each profile puts the
+// fields"). The key's source and account come from the endpoint.
+func extract(ep Endpoint, h http.Header, body []byte) (store.Event, error) {
+	if !json.Valid(body) {
+		return store.Event{}, &badRequest{"malformed_json", "body is not well-formed JSON"}
+	}
+	var (
+		id, typ string
+		obj     json.RawMessage
+	)
+	switch ep.Profile {
+	case "stripe":
+		var env struct {
+			ID   string `json:"id"`
+			Type string `json:"type"`
+			Data struct {
+				Object json.RawMessage `json:"object"`
+			} `json:"data"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			return store.Event{}, &badRequest{"malformed_json", "envelope: " + err.Error()}
+		}
+		id, typ, obj = env.ID, env.Type, env.Data.Object
+	case "standard-webhooks", "svix":
+		var env struct {
+			Type string          `json:"type"`
+			Data json.RawMessage `json:"data"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			return store.Event{}, &badRequest{"malformed_json", "envelope: " + err.Error()}
+		}
+		hdr := "webhook-id"
+		if ep.Profile == "svix" {
+			hdr = "svix-id"
+		}
+		id, typ, obj = h.Get(hdr), env.Type, env.Data
+	case "github":
+		var env struct {
+			Object json.RawMessage `json:"object"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			return store.Event{}, &badRequest{"malformed_json", "envelope: " + err.Error()}
+		}
+		id, typ, obj = h.Get("X-GitHub-Delivery"), h.Get("X-GitHub-Event"), env.Object
+	case "shopify":
+		id, typ, obj = h.Get("X-Shopify-Event-Id"), h.Get("X-Shopify-Topic"), body
+	default:
+		return store.Event{}, fmt.Errorf("profile %q: no field mapping", ep.Profile)
+	}
+	switch {
+	case id == "":
+		return store.Event{}, &badRequest{"missing_event_id", "no event ID where profile " + ep.Profile + " puts it"}
+	case len(id) > maxEventIDLen || !utf8.ValidString(id) || bytes.IndexByte([]byte(id), 0) >= 0:
+		return store.Event{}, &badRequest{"invalid_event_id", fmt.Sprintf("event ID must be valid UTF-8 of at most %d bytes", maxEventIDLen)}
+	case typ == "":
+		return store.Event{}, &badRequest{"missing_event_type", "no event type where profile " + ep.Profile + " puts it"}
+	}
+	ev := store.Event{
+		Key:     store.Key{Source: ep.KeySource(), AccountID: ep.Account, EventID: id},
+		Type:    typ,
+		Payload: body,
+	}
+	if !store.Handled(typ) {
+		// Unknown types are acknowledged and recorded; their object is not read.
+		return ev, nil
+	}
+	var o businessObject
+	if len(obj) == 0 || bytes.Equal(obj, []byte("null")) {
+		return store.Event{}, &badRequest{"missing_object", "event type " + typ + " needs a business object"}
+	}
+	if err := json.Unmarshal(obj, &o); err != nil {
+		return store.Event{}, &badRequest{"invalid_object", err.Error()}
+	}
+	if o.ID == "" {
+		return store.Event{}, &badRequest{"missing_object_id", "business object has no id"}
+	}
+	if typ == store.TypeSubscriptionUpdated && o.Version < 0 {
+		return store.Event{}, &badRequest{"invalid_object", "subscription version must not be negative"}
+	}
+	ev.ObjectID, ev.Amount, ev.Currency, ev.Status, ev.Version = o.ID, o.Amount, o.Currency, o.Status, o.Version
+	return ev, nil
+}

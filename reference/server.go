@@ -1,0 +1,317 @@
+package reference
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/hookcert/hookcert/reference/signature"
+	"github.com/hookcert/hookcert/reference/store"
+)
+
+// Defaults of Options.
+const (
+	DefaultMaxBodyBytes    = 1 << 20
+	DefaultDBTimeout       = 30 * time.Second
+	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultMaxConns is the pool size Open uses when the URL sets none: enough for
+	// a burst of concurrent duplicates to reach the database together, which is
+	// what the database must arbitrate.
+	DefaultMaxConns = 32
+)
+
+// ErrUnreachable marks an Open error caused by the database not answering.
+var ErrUnreachable = errors.New("database unreachable")
+
+// Options configure a Server. The zero value of every field but Endpoints is usable.
+type Options struct {
+	// Endpoints to serve; nil means DefaultEndpoints().
+	Endpoints []Endpoint
+	// Defects to activate (names from Defects()).
+	Defects []string
+	// EnableFailpoints mounts the failpoint control surface under /_hookcert/failpoints.
+	EnableFailpoints bool
+	// Crash is what an armed crash failpoint calls; nil means SIGKILL of this process.
+	Crash func()
+	// MaxBodyBytes limits request bodies (413 above it); 0 means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Tolerance for signed timestamps; 0 means each profile's documented default.
+	Tolerance time.Duration
+	// DBTimeout bounds the database work of one delivery; 0 means DefaultDBTimeout.
+	DBTimeout time.Duration
+	// ShutdownTimeout bounds graceful shutdown in Serve; 0 means DefaultShutdownTimeout.
+	ShutdownTimeout time.Duration
+	// Logger receives structured logs; nil discards them.
+	Logger *slog.Logger
+	// Now is the clock for timestamp checks; nil means time.Now.
+	Now func() time.Time
+}
+
+// Server is a running reference receiver bound to one database.
+type Server struct {
+	pool      *pgxpool.Pool
+	ownPool   bool
+	endpoints map[string]Endpoint
+	epList    []Endpoint
+	defects   defectSet
+	rules     store.Rules
+	maxBody   int64
+	tolerance time.Duration
+	dbTimeout time.Duration
+	shutdown  time.Duration
+	log       *slog.Logger
+	now       func() time.Time
+	fp        hitter
+	fpHandler http.Handler
+	metrics   *metrics
+	handler   http.Handler
+}
+
+// New prepares a receiver on pool: it validates the options, applies the migrations
+// (or, for check-then-insert, drops the unique key index, loudly) and logs the
+// endpoints (never their secrets) and every active defect.
+func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error) {
+	if pool == nil {
+		return nil, errors.New("reference: pool: required")
+	}
+	eps := opts.Endpoints
+	if eps == nil {
+		eps = DefaultEndpoints()
+	}
+	if err := ValidateEndpoints(eps); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	if err := ValidateDefects(opts.Defects); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	if opts.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("reference: max body bytes: must be positive, got %d", opts.MaxBodyBytes)
+	}
+	if opts.Tolerance < 0 {
+		return nil, fmt.Errorf("reference: tolerance: must not be negative, got %s", opts.Tolerance)
+	}
+	s := &Server{
+		pool:      pool,
+		endpoints: map[string]Endpoint{},
+		epList:    eps,
+		defects:   defectSet{},
+		maxBody:   orDefault(opts.MaxBodyBytes, DefaultMaxBodyBytes),
+		tolerance: opts.Tolerance,
+		dbTimeout: orDefault(opts.DBTimeout, DefaultDBTimeout),
+		shutdown:  orDefault(opts.ShutdownTimeout, DefaultShutdownTimeout),
+		log:       opts.Logger,
+		now:       opts.Now,
+		metrics:   newMetrics(),
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	for _, e := range eps {
+		s.endpoints[e.Path] = e
+	}
+	for _, d := range opts.Defects {
+		s.defects[d] = true
+	}
+	s.rules = store.Rules{LastWriteWins: s.defects.has(DefectLastWriteWins)}
+
+	migrateFn := store.Migrate
+	if s.defects.has(DefectCheckThenInsert) {
+		migrateFn = store.MigrateWithoutEventKeyIndex
+	}
+	applied, err := migrateFn(ctx, pool)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	s.log.Info("schema ready", "applied_migrations", applied)
+	for _, d := range Defects() {
+		if s.defects.has(d.Name) {
+			s.log.Warn("DEFECT ACTIVE: "+d.Name+": "+d.Description+"; this receiver is deliberately broken",
+				"defect", d.Name)
+		}
+	}
+	if s.defects.has(DefectCheckThenInsert) {
+		s.log.Warn("DEFECT ACTIVE: check-then-insert dropped unique index "+store.EventKeyIndex+
+			"; a clean receiver recreates it at start and refuses to run if duplicate keys were left",
+			"defect", DefectCheckThenInsert)
+	}
+	for _, e := range eps {
+		s.log.Info("endpoint", "path", e.Path, "profile", e.Profile, "source", e.KeySource(), "account", e.Account)
+	}
+
+	s.fp = noFailpoints{}
+	if opts.EnableFailpoints {
+		s.fp, s.fpHandler = newFailpoints(opts.Crash) // nil crash: SIGKILL of this process
+		s.log.Warn("failpoints enabled: /_hookcert/failpoints can crash or fail this receiver on demand")
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Open connects to url (pool size DefaultMaxConns unless the URL sets
+// pool_max_conns) and calls New; Close releases the pool.
+func Open(ctx context.Context, url string, opts Options) (*Server, error) {
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors can quote the URL, password included; do not wrap.
+		return nil, errors.New("reference: database url: cannot be parsed as a PostgreSQL connection string")
+	}
+	if !strings.Contains(url, "pool_max_conns") {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("reference: %w: %w", ErrUnreachable, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("reference: %w: %w", ErrUnreachable, err)
+	}
+	s, err := New(ctx, pool, opts)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	s.ownPool = true
+	return s, nil
+}
+
+// Close releases the pool if Open created it.
+func (s *Server) Close() {
+	if s.ownPool {
+		s.pool.Close()
+	}
+}
+
+// Endpoints returns the endpoints served (secrets included: callers must not log them).
+func (s *Server) Endpoints() []Endpoint { return append([]Endpoint(nil), s.epList...) }
+
+// Handler returns the receiver's HTTP handler: the endpoints, /healthz, /metrics and,
+// with EnableFailpoints, /_hookcert/failpoints.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Serve serves on ln until ctx is done, then shuts down gracefully: new
+// connections are refused and in-flight deliveries finish (up to ShutdownTimeout).
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s.handler,
+		ReadHeaderTimeout: 10 * time.Second,
+		// Bounds a sender trickling a body; providers send theirs at once.
+		ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	s.log.Info("listening", "addr", ln.Addr().String())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	s.log.Info("shutting down: finishing in-flight deliveries", "timeout", s.shutdown.String())
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.shutdown)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serve: %w", err)
+	}
+	s.log.Info("stopped")
+	return nil
+}
+
+// Migrate applies the reference schema to pool (idempotent, safe concurrently) and
+// makes sure the unique event-key index exists.
+func Migrate(ctx context.Context, pool *pgxpool.Pool) error {
+	if _, err := store.Migrate(ctx, pool); err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	return nil
+}
+
+// ListenAndServe listens on addr and calls Serve.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", addr, err)
+	}
+	return s.Serve(ctx, ln)
+}
+
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics.reg, promhttp.HandlerOpts{}))
+	if s.fpHandler != nil {
+		mux.Handle("/_hookcert/failpoints", s.fpHandler)
+		mux.Handle("/_hookcert/failpoints/", s.fpHandler)
+	}
+	mux.HandleFunc("/", s.serveDelivery)
+	return mux
+}
+
+func (s *Server) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.pool.Ping(ctx); err != nil {
+		s.log.Warn("health check failed", "err", err)
+		writeJSON(w, http.StatusServiceUnavailable, response{Status: "unhealthy", Reason: "database_unreachable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, response{Status: "ok"})
+}
+
+func orDefault[T int64 | time.Duration](v, d T) T {
+	if v == 0 {
+		return d
+	}
+	return v
+}
+
+// metrics are registered on a per-server registry so that several servers can run
+// in one process (tests, demo).
+type metrics struct {
+	reg        *prometheus.Registry
+	deliveries *prometheus.CounterVec
+	rejections *prometheus.CounterVec
+	latency    *prometheus.HistogramVec
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		reg: prometheus.NewRegistry(),
+		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookcert_reference_deliveries_total",
+			Help: "Deliveries by outcome: processed (accepted and applied), duplicate, ignored, rejected, retry.",
+		}, []string{"outcome"}),
+		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "hookcert_reference_rejections_total",
+			Help: "Rejected deliveries (4xx) by reason.",
+		}, []string{"reason"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "hookcert_reference_delivery_duration_seconds",
+			Help:    "Time from request start to response, by outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 2, 16),
+		}, []string{"outcome"}),
+	}
+	m.reg.MustRegister(m.deliveries, m.rejections, m.latency)
+	return m
+}
+
+// signatureOptions returns the verification options for the active defects.
+func (s *Server) signatureOptions() signature.Options {
+	return signature.Options{Tolerance: s.tolerance, SkipTimestampCheck: s.defects.has(DefectSkipTimestampCheck)}
+}
