@@ -115,7 +115,7 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 	}
 
 	env := &Env{
-		RunID: newRunID(), Seed: o.Run.Seed, Capabilities: make([]string, 0, len(tg.Capabilities)),
+		RunID: newRunID(), Capabilities: make([]string, 0, len(tg.Capabilities)),
 		EventTable: tg.Postgres.EventTable, EffectTable: tg.Postgres.EffectTable,
 		MaxBodyBytes: tg.MaxBodyBytes, TimeScale: o.TimeScale,
 	}
@@ -193,7 +193,7 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 	sum := tg.Summary()
 	res := &reports.Results{
 		Schema: reports.Schema, Tool: reports.ToolInfo{Name: "hookcert", Version: Version},
-		RunID: env.RunID, Seed: o.Run.Seed, StartedAt: started.UTC(), FinishedAt: finished.UTC(),
+		RunID: env.RunID, Seed: env.Seed, StartedAt: started.UTC(), FinishedAt: finished.UTC(),
 		DurationMS: finished.Sub(started).Milliseconds(),
 		Target:     reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: env.Capabilities},
 		Profiles:   tg.Profiles(),

@@ -91,12 +91,14 @@ func Run(env *Env, opt RunOptions) ([]SpecOutcome, error) {
 	if env == nil {
 		return nil, fmt.Errorf("scenarios: no environment")
 	}
+	// Under `go test` or the ginkgo CLI, Ginkgo's own flags are the defaults.
+	sc, rc := ginkgo.GinkgoConfiguration()
+	if opt.Seed != 0 {
+		sc.RandomSeed = opt.Seed
+	}
+	env.Seed = sc.RandomSeed
 	setEnv(env)
 	defer setEnv(nil)
-	env.Seed = opt.Seed
-
-	sc, rc := ginkgo.GinkgoConfiguration()
-	sc.RandomSeed = opt.Seed
 	// A conformance tool must not hide flakiness: random order, no reruns, and an
 	// empty or pending selection is an error.
 	sc.RandomizeAllSpecs = true
@@ -104,15 +106,22 @@ func Run(env *Env, opt RunOptions) ([]SpecOutcome, error) {
 	sc.FailOnEmpty = true
 	sc.FlakeAttempts = 0
 	sc.MustPassRepeatedly = 0
-	sc.LabelFilter = opt.LabelFilter
-	sc.FocusStrings = opt.Focus
+	if opt.LabelFilter != "" {
+		sc.LabelFilter = opt.LabelFilter
+	}
+	if len(opt.Focus) > 0 {
+		sc.FocusStrings = opt.Focus
+	}
 	if opt.Timeout == 0 {
 		opt.Timeout = 15 * time.Minute
 	}
 	sc.Timeout = opt.Timeout
-	rc.NoColor = opt.NoColor
-	rc.Succinct = !opt.Verbose
-	rc.Verbose = opt.Verbose
+	rc.NoColor = rc.NoColor || opt.NoColor
+	if opt.Verbose {
+		rc.Verbose, rc.Succinct = true, false
+	} else if !rc.Verbose && !rc.VeryVerbose {
+		rc.Succinct = true
+	}
 	if opt.Silent {
 		rc.Succinct = true
 		rc.Verbose = false
