@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 )
 
 // Defect names. Each is a faithful copy of a real-world mistake; see Defects.
@@ -18,7 +19,15 @@ const (
 	DefectAckBeforeCommit    = "ack-before-commit"
 	DefectSkipSignature      = "skip-signature"
 	DefectSkipTimestampCheck = "skip-timestamp-check"
+	DefectNoDomainConstraint = "no-domain-constraint"
+	DefectSlowAck            = "slow-ack"
+	DefectNoInputValidation  = "no-input-validation"
+	DefectRejectUnknownTypes = "reject-unknown-types"
 )
+
+// slowAckWork is the synchronous downstream call the slow-ack defect makes per
+// delivery, one delivery at a time.
+const slowAckWork = 100 * time.Millisecond
 
 // DefectInfo names one defect and says in one line what it gets wrong.
 type DefectInfo struct {
@@ -31,12 +40,16 @@ var defectTable = map[string]string{
 	DefectDuplicate500:       "plain INSERT without ON CONFLICT; a duplicate's unique violation is answered with 500, so the provider retries forever",
 	DefectMarkerSeparateTx:   "the key is committed in its own transaction before the business change; a crash or failure in between loses the event",
 	DefectBusinessFirst:      "the business change is committed first and the key recorded in a second transaction; a crash in between applies the event twice on redelivery",
-	DefectDedupeByPayload:    "deduplicates on a SHA-256 of the raw body instead of the event ID; distinct events with identical bodies are dropped",
+	DefectDedupeByPayload:    "also deduplicates on a SHA-256 of the raw body; distinct events with identical bodies are dropped as duplicates",
 	DefectGlobalEventID:      "checks the event ID alone, ignoring source and account; the same ID under another account is dropped",
 	DefectLastWriteWins:      "no version check and no payment state machine; a late older update overwrites a newer one",
 	DefectAckBeforeCommit:    "the 2xx is written and flushed before the commit; a crash after the ack loses an acknowledged event",
 	DefectSkipSignature:      "the signature is not checked; forged and tampered deliveries are accepted",
 	DefectSkipTimestampCheck: "the signed timestamp's tolerance is not enforced; old signed deliveries can be replayed",
+	DefectNoDomainConstraint: "credits a payment for every succeeded event, with no state check and no one-credit-per-payment index; two event IDs for one payment credit it twice",
+	DefectSlowAck:            "handles one delivery at a time and makes a 100 ms synchronous downstream call before answering; under load acknowledgements queue past the provider's timeout",
+	DefectNoInputValidation:  "trusts the request: no body size limit, a missing event ID is stored as an empty one, and malformed JSON crashes the handler into a 500",
+	DefectRejectUnknownTypes: "answers 400 to event types it does not handle, so the provider retries them for days",
 }
 
 // Defects lists every defect with its one-line description, sorted by name.

@@ -33,7 +33,8 @@ type businessObject struct {
 // extract reads the event ID, type and business object where the endpoint's
 // profile puts them (docs/conformance-domain.md, "Where each profile puts the
 // fields"). The key's source and account come from the endpoint.
-func extract(ep Endpoint, h http.Header, body []byte) (store.Event, error) {
+// lenient (the no-input-validation defect) lets a missing event ID through as "".
+func extract(ep Endpoint, h http.Header, body []byte, lenient bool) (store.Event, error) {
 	if !json.Valid(body) {
 		return store.Event{}, &badRequest{"malformed_json", "body is not well-formed JSON"}
 	}
@@ -81,7 +82,7 @@ func extract(ep Endpoint, h http.Header, body []byte) (store.Event, error) {
 		return store.Event{}, fmt.Errorf("profile %q: no field mapping", ep.Profile)
 	}
 	switch {
-	case id == "":
+	case id == "" && !lenient:
 		return store.Event{}, &badRequest{"missing_event_id", "no event ID where profile " + ep.Profile + " puts it"}
 	case len(id) > maxEventIDLen || !utf8.ValidString(id) || bytes.IndexByte([]byte(id), 0) >= 0:
 		return store.Event{}, &badRequest{"invalid_event_id", fmt.Sprintf("event ID must be valid UTF-8 of at most %d bytes", maxEventIDLen)}

@@ -2,8 +2,6 @@ package reference
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -107,9 +105,14 @@ func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ev, err := extract(ep, r.Header, body)
+	ev, err := extract(ep, r.Header, body, s.defects.has(DefectNoInputValidation))
 	if err != nil {
 		var br *badRequest
+		if errors.As(err, &br) && br.Reason == "malformed_json" && s.defects.has(DefectNoInputValidation) {
+			// The defect parses without checking and falls over on bad JSON.
+			reject(result{http.StatusInternalServerError, response{StatusRetry, "internal_error"}}, "")
+			return
+		}
 		if errors.As(err, &br) {
 			reject(rejected(http.StatusBadRequest, br.Reason), ev.EventID)
 			return
@@ -117,6 +120,17 @@ func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 		log.Error("extract event", "err", err)
 		reject(result{http.StatusInternalServerError, response{StatusRetry, "internal_error"}}, "")
 		return
+	}
+
+	if s.defects.has(DefectRejectUnknownTypes) && !store.Handled(ev.Type) {
+		reject(rejected(http.StatusBadRequest, "unsupported_event_type"), ev.EventID)
+		return
+	}
+	if s.defects.has(DefectSlowAck) {
+		// One delivery at a time, each waiting on a synchronous downstream call.
+		s.slowMu.Lock()
+		defer s.slowMu.Unlock()
+		time.Sleep(slowAckWork)
 	}
 
 	// The database work must not be cancelled when the provider drops the
@@ -212,8 +226,14 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 
 	keyEv := ev
 	if s.defects.has(DefectDedupeByPayload) {
-		sum := sha256.Sum256(ev.Payload)
-		keyEv.EventID = hex.EncodeToString(sum[:])
+		// "Same body, same event": a body seen before is taken for a duplicate.
+		seen, err := store.PayloadSeen(ctx, tx, ev.Key, ev.Payload)
+		if err != nil {
+			return s.transient(log, ev, "check payload", err)
+		}
+		if seen {
+			return duplicate
+		}
 	}
 	var inserted bool
 	switch {
@@ -260,7 +280,10 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 		s.hit(log, fpAfterResponse, ev.EventID)
 		if err := tx.Commit(ctx); err != nil {
 			log.Error("commit failed after the event was acknowledged: the event is lost", "event_id", ev.EventID, "err", err)
+			return res
 		}
+		// The point still exists (after commit), but the answer has already gone.
+		s.hit(log, fpAfterCommitBeforeResponse, ev.EventID)
 		return res
 	}
 	if err := tx.Commit(ctx); err != nil {

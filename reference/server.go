@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -65,6 +66,7 @@ type Server struct {
 	defects   defectSet
 	rules     store.Rules
 	maxBody   int64
+	slowMu    sync.Mutex // the slow-ack defect's one-at-a-time lock
 	tolerance time.Duration
 	dbTimeout time.Duration
 	shutdown  time.Duration
@@ -124,13 +126,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	for _, d := range opts.Defects {
 		s.defects[d] = true
 	}
-	s.rules = store.Rules{LastWriteWins: s.defects.has(DefectLastWriteWins)}
-
-	migrateFn := store.Migrate
-	if s.defects.has(DefectCheckThenInsert) {
-		migrateFn = store.MigrateWithoutEventKeyIndex
+	s.rules = store.Rules{LastWriteWins: s.defects.has(DefectLastWriteWins), NoDomainConstraint: s.defects.has(DefectNoDomainConstraint)}
+	if s.defects.has(DefectNoInputValidation) {
+		s.maxBody = 1 << 40 // effectively unbounded: the defect reads whatever comes
 	}
-	applied, err := migrateFn(ctx, pool)
+
+	applied, err := store.MigrateSchema(ctx, pool, store.Schema{
+		WithoutEventKeyIndex:    s.defects.has(DefectCheckThenInsert),
+		WithoutDomainConstraint: s.defects.has(DefectNoDomainConstraint),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}

@@ -139,7 +139,7 @@ var catalogue = []Guarantee{
 		Why:       "Without the recency check a captured delivery can be replayed forever.",
 		Needs:     []Capability{"signed-timestamp"},
 		Scenarios: []string{"replay signed 10 minutes ago"},
-		BrokenBy:  []string{"skip-timestamp-check"},
+		BrokenBy:  []string{"skip-timestamp-check", "skip-signature"},
 	},
 	{
 		ID: "ACK-5", Family: "ACK", Title: "Malformed deliveries rejected",
@@ -169,7 +169,7 @@ var catalogue = []Guarantee{
 		Why:       "Retries and parallel delivery interleave versions arbitrarily.",
 		Needs:     []Capability{"ordering"},
 		Scenarios: []string{"versions 1..N duplicated and shuffled by the seed, sent concurrently"},
-		BrokenBy:  []string{"last-write-wins"},
+		BrokenBy:  []string{"last-write-wins", "duplicate-500"},
 	},
 	{
 		ID: "ORDER-3", Family: "ORDER", Title: "Invalid transitions refused",
@@ -177,7 +177,7 @@ var catalogue = []Guarantee{
 		Why:       "Out-of-order events otherwise move objects backwards in their lifecycle.",
 		Needs:     []Capability{"state-machine"},
 		Scenarios: []string{"created, succeeded, refunded, then a late succeeded"},
-		BrokenBy:  []string{"last-write-wins"},
+		BrokenBy:  []string{"last-write-wins", "no-domain-constraint"},
 	},
 }
 

@@ -13,6 +13,9 @@ type Rules struct {
 	// LastWriteWins drops the version check and the payment state machine: every
 	// update overwrites (the last-write-wins defect).
 	LastWriteWins bool
+	// NoDomainConstraint credits a payment for every succeeded event: no state
+	// check and no one-credit-per-payment index (the no-domain-constraint defect).
+	NoDomainConstraint bool
 }
 
 // Result says what Apply did.
@@ -31,7 +34,7 @@ type Result struct {
 func Apply(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
 	switch ev.Type {
 	case TypeCashBalance:
-		return applyCash(ctx, tx, ev)
+		return applyCash(ctx, tx, ev, rules)
 	case TypePaymentCreated:
 		return applyPaymentCreated(ctx, tx, ev)
 	case TypePaymentSucceeded:
@@ -47,11 +50,14 @@ func Apply(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error
 // addLedger writes one ledger entry and moves the balance, in that order, so that
 // the balance can never move without its entry. For payment and refund entries the
 // partial unique index turns a second entry for one payment into a no-op.
-func addLedger(ctx context.Context, tx pgx.Tx, ev Event, kind string, amount int64) (bool, error) {
+func addLedger(ctx context.Context, tx pgx.Tx, ev Event, kind string, amount int64, rules Rules) (bool, error) {
 	var one int
+	onConflict := `ON CONFLICT (source, account_id, object_id, kind) WHERE kind IN ('payment', 'refund') DO NOTHING`
+	if rules.NoDomainConstraint {
+		onConflict = "" // the index is gone: nothing holds a payment to one credit
+	}
 	err := tx.QueryRow(ctx, `INSERT INTO ledger_entries (source, account_id, event_id, object_id, kind, amount)
-		VALUES ($1, $2, $3, $4, $5, $6)
-		ON CONFLICT (source, account_id, object_id, kind) WHERE kind IN ('payment', 'refund') DO NOTHING
+		VALUES ($1, $2, $3, $4, $5, $6) `+onConflict+`
 		RETURNING 1`, ev.Source, ev.AccountID, ev.EventID, ev.ObjectID, kind, amount).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
@@ -68,10 +74,10 @@ func addLedger(ctx context.Context, tx pgx.Tx, ev Event, kind string, amount int
 	return true, nil
 }
 
-func applyCash(ctx context.Context, tx pgx.Tx, ev Event) (Result, error) {
+func applyCash(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
 	// Credit-like: no constraint beyond the event key, so this is exactly where a
 	// broken key shows as a second entry.
-	if _, err := addLedger(ctx, tx, ev, "cash", ev.Amount); err != nil {
+	if _, err := addLedger(ctx, tx, ev, "cash", ev.Amount, rules); err != nil {
 		return Result{}, err
 	}
 	return Result{Applied: true}, nil
@@ -96,7 +102,7 @@ func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, ev Event, rules Rules
 	// the WHERE on its latest committed version, so of two concurrent events for one
 	// payment exactly one sees 'pending'.
 	guard := `WHERE payments.status = 'pending'`
-	if rules.LastWriteWins {
+	if rules.LastWriteWins || rules.NoDomainConstraint {
 		guard = ""
 	}
 	tag, err := tx.Exec(ctx, `INSERT INTO payments (source, account_id, payment_id, status, amount, currency, updated_by_event_id)
@@ -113,7 +119,7 @@ func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, ev Event, rules Rules
 	}
 	// The partial unique index holds the domain constraint even if two events got
 	// here: one payment credits the ledger once.
-	if _, err := addLedger(ctx, tx, ev, "payment", ev.Amount); err != nil {
+	if _, err := addLedger(ctx, tx, ev, "payment", ev.Amount, rules); err != nil {
 		return Result{}, err
 	}
 	return Result{Applied: true}, nil
@@ -143,7 +149,7 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result,
 		ev.Source, ev.AccountID, ev.ObjectID, ev.EventID); err != nil {
 		return Result{}, fmt.Errorf("mark payment refunded: %w", err)
 	}
-	if _, err := addLedger(ctx, tx, ev, "refund", -ev.Amount); err != nil {
+	if _, err := addLedger(ctx, tx, ev, "refund", -ev.Amount, rules); err != nil {
 		return Result{}, err
 	}
 	return Result{Applied: true}, nil

@@ -34,7 +34,23 @@ var ErrDuplicateKeys = errors.New("processed_webhook_events holds duplicate even
 // unique event-key index exists. It is idempotent and safe when several receivers
 // start at once on one database. It returns the names of the migrations it applied.
 func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-	return migrate(ctx, pool, true)
+	return migrate(ctx, pool, Schema{})
+}
+
+// Schema selects which safety indexes a defective receiver runs without. The zero
+// value is the correct schema.
+type Schema struct {
+	// WithoutEventKeyIndex drops the unique event-key index (check-then-insert).
+	WithoutEventKeyIndex bool
+	// WithoutDomainConstraint drops the one-credit-per-payment index
+	// (no-domain-constraint).
+	WithoutDomainConstraint bool
+}
+
+// MigrateSchema applies the migrations and then makes the safety indexes match
+// schema: a clean schema recreates any index a defective run dropped.
+func MigrateSchema(ctx context.Context, pool *pgxpool.Pool, schema Schema) ([]string, error) {
+	return migrate(ctx, pool, schema)
 }
 
 // MigrateWithoutEventKeyIndex applies the migrations like Migrate and then DROPS the
@@ -43,10 +59,14 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 // concurrent copies of one event. It succeeds on a database that already holds
 // duplicate keys from an earlier defective run (Migrate refuses such a database).
 func MigrateWithoutEventKeyIndex(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
-	return migrate(ctx, pool, false)
+	return migrate(ctx, pool, Schema{WithoutEventKeyIndex: true})
 }
 
-func migrate(ctx context.Context, pool *pgxpool.Pool, withIndex bool) ([]string, error) {
+// DomainConstraintIndex is the partial unique index that credits one payment once
+// whatever the number of events that claim it.
+const DomainConstraintIndex = "ledger_entries_one_per_payment"
+
+func migrate(ctx context.Context, pool *pgxpool.Pool, schema Schema) ([]string, error) {
 	names, err := fs.Glob(migrationFS, "migrations/*.sql")
 	if err != nil {
 		return nil, fmt.Errorf("list migrations: %w", err)
@@ -84,23 +104,24 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, withIndex bool) ([]string,
 			}
 			applied = append(applied, version)
 		}
-		if !withIndex {
+		// Both safety indexes are (re)created on every clean start, not only in 0001,
+		// because defects drop them; a clean receiver must never run without them.
+		if schema.WithoutDomainConstraint {
+			if _, err := tx.Exec(ctx, `DROP INDEX IF EXISTS `+DomainConstraintIndex); err != nil {
+				return fmt.Errorf("drop index %s: %w", DomainConstraintIndex, err)
+			}
+		} else if err := createUnique(ctx, tx, DomainConstraintIndex,
+			`ON ledger_entries (source, account_id, object_id, kind) WHERE kind IN ('payment', 'refund')`, "no-domain-constraint"); err != nil {
+			return err
+		}
+		if schema.WithoutEventKeyIndex {
 			if _, err := tx.Exec(ctx, `DROP INDEX IF EXISTS `+EventKeyIndex); err != nil {
 				return fmt.Errorf("drop index %s: %w", EventKeyIndex, err)
 			}
 			return nil
 		}
-		// Recreated on every start, not only in 0001, because the check-then-insert
-		// defect drops it; a clean receiver must never run without it.
-		_, err := tx.Exec(ctx, `CREATE UNIQUE INDEX IF NOT EXISTS `+EventKeyIndex+
-			` ON processed_webhook_events (source, account_id, event_id)`)
-		var pgErr *pgconn.PgError
-		if errors.As(err, &pgErr) && pgErr.Code == "23505" {
-			return fmt.Errorf("create unique index %s: %w (left by a check-then-insert defect run?); "+
-				"use a fresh database or delete the duplicate rows first", EventKeyIndex, ErrDuplicateKeys)
-		}
-		if err != nil {
-			return fmt.Errorf("create unique index %s: %w", EventKeyIndex, err)
+		if err := createUnique(ctx, tx, EventKeyIndex, `ON processed_webhook_events (source, account_id, event_id)`, "check-then-insert"); err != nil {
+			return err
 		}
 		return nil
 	})
@@ -108,4 +129,19 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, withIndex bool) ([]string,
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
 	return applied, nil
+}
+
+// createUnique creates a unique index if it is missing, with a clear message when
+// rows left by a defective run violate it.
+func createUnique(ctx context.Context, tx pgx.Tx, name, def, defect string) error {
+	_, err := tx.Exec(ctx, `CREATE UNIQUE INDEX IF NOT EXISTS `+name+` `+def)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
+		return fmt.Errorf("create unique index %s: %w (left by a %s defect run?); "+
+			"use a fresh database or delete the duplicate rows first", name, ErrDuplicateKeys, defect)
+	}
+	if err != nil {
+		return fmt.Errorf("create unique index %s: %w", name, err)
+	}
+	return nil
 }

@@ -127,3 +127,16 @@ func KeyExists(ctx context.Context, q Querier, k Key) (bool, error) {
 	}
 	return ok, nil
 }
+
+// PayloadSeen reports whether a body with the same SHA-256 was already recorded
+// for this source and account. Only the dedupe-by-payload defect asks it.
+func PayloadSeen(ctx context.Context, q Querier, k Key, payload []byte) (bool, error) {
+	var seen bool
+	err := q.QueryRow(ctx, `SELECT EXISTS (SELECT 1 FROM processed_webhook_events
+		WHERE source = $1 AND account_id = $2 AND sha256(payload) = sha256($3::bytea))`,
+		k.Source, k.AccountID, payload).Scan(&seen)
+	if err != nil {
+		return false, fmt.Errorf("look up payload hash: %w", err)
+	}
+	return seen, nil
+}
