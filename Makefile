@@ -1,8 +1,8 @@
 # hookcert — `make help` lists the targets.
 GO        ?= go
 PKGS      ?= ./...
-# Pinned so that `make generate` gives the same mocks everywhere.
-MOCKERY   ?= github.com/vektra/mockery/v2@v2.53.7
+# mockery is pinned in scenarios/generate.go (go run …/mockery/v2@v2.53.7), so
+# `make generate` gives the same mocks everywhere.
 # Tests share one PostgreSQL server; each test creates its own database.
 export HOOKCERT_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable
 
@@ -10,7 +10,7 @@ export HOOKCERT_TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 
 .PHONY: help
 help: ## List the targets
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_\/-]+:.*## / {printf "  %-14s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_\/-]+:.*## / {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/hookcert
@@ -30,16 +30,29 @@ lint: ## go vet and a gofmt check
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 .PHONY: generate
-generate: ## Regenerate mocks (mockery v2, pinned) and generated docs
+generate: ## Regenerate mocks (mockery v2, pinned) and docs/guarantees.md
 	$(GO) generate $(PKGS)
+
+.PHONY: verify-generated
+verify-generated: generate ## Fail when generated files are not committed
+	@git diff --exit-code -- '*.go' docs/guarantees.md || (echo "generated files are stale: run make generate and commit"; exit 1)
 
 .PHONY: demo
 demo: build ## Start the reference receiver on a throwaway PostgreSQL and certify it
 	./bin/hookcert demo
 
 .PHONY: bench
-bench: ## Benchmarks that print side-by-side ratios measured in one run
-	./scripts/bench.sh
+bench: ## Benchmarks that print side-by-side figures measured in one run
+	./simulator/benchmark/bench.sh
+
+FLAKE_RUNS ?= 20
+.PHONY: flake-check
+flake-check: build ## Certify the clean reference FLAKE_RUNS times in a row; stop at the first failure
+	@for i in $$(seq 1 $(FLAKE_RUNS)); do \
+	  ./bin/hookcert demo --database-url "$(HOOKCERT_TEST_DATABASE_URL)" --seed $$i --report-dir /tmp/hookcert-flake > /tmp/hookcert-flake.log 2>&1 \
+	    || { echo "run $$i (seed $$i) failed:"; tail -40 /tmp/hookcert-flake.log; exit 1; }; \
+	  echo "run $$i/$(FLAKE_RUNS) (seed $$i): $$(grep -E '^(PASSED|FAILED|ERROR)' /tmp/hookcert-flake.log)"; \
+	done
 
 .PHONY: verify
 verify: lint test ## Everything CI checks
