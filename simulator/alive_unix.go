@@ -10,29 +10,55 @@ import (
 	"unsafe"
 )
 
-// connAlive peeks at an idle connection without blocking: EOF or stray data
-// means the receiver closed it (or it is out of step), so it must not be reused.
-func connAlive(c net.Conn) bool {
+// prober peeks at an idle connection without blocking: EOF or stray data
+// means the receiver closed it (or it is out of step), so it must not be
+// reused. It is built once per connection so a probe allocates nothing: the
+// raw connection and the callback are kept, the result goes in a field.
+type prober struct {
+	raw   syscall.RawConn // nil: see dead
+	dead  bool            // the raw connection was unavailable: never reuse
+	alive bool
+	buf   [1]byte
+	fn    func(fd uintptr) bool
+}
+
+func newProber(c net.Conn) *prober {
 	if tc, ok := c.(*tls.Conn); ok {
 		c = tc.NetConn()
 	}
 	sc, ok := c.(syscall.Conn)
 	if !ok {
-		return true
+		return nil // nothing to probe: trusted, as on platforms without MSG_PEEK
 	}
 	raw, err := sc.SyscallConn()
 	if err != nil {
+		return &prober{dead: true}
+	}
+	p := &prober{raw: raw}
+	p.fn = p.peek
+	return p
+}
+
+func (p *prober) peek(fd uintptr) bool {
+	_, _, rerr := syscall.Recvfrom(int(fd), p.buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
+	// 0 bytes with no error is EOF, more is stray data: both dead.
+	p.alive = errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK)
+	return true // never wait for readiness: this is a probe
+}
+
+// connAlive reports whether pc's idle connection may carry another request.
+// Its deadline must not have passed (a raw read checks it first).
+func connAlive(pc *pconn) bool {
+	p := pc.probe
+	if p == nil {
+		return true
+	}
+	if p.dead {
 		return false
 	}
-	alive := false
-	var buf [1]byte
-	err = raw.Read(func(fd uintptr) bool {
-		n, _, rerr := syscall.Recvfrom(int(fd), buf[:], syscall.MSG_PEEK|syscall.MSG_DONTWAIT)
-		_ = n // 0 with no error is EOF, more is stray data: both dead
-		alive = errors.Is(rerr, syscall.EAGAIN) || errors.Is(rerr, syscall.EWOULDBLOCK)
-		return true // never wait for readiness: this is a probe
-	})
-	return err == nil && alive
+	p.alive = false
+	err := p.raw.Read(p.fn)
+	return err == nil && p.alive
 }
 
 // releaseWrite writes the held-back final byte(s) of a barrier copy. On a plain

@@ -44,7 +44,7 @@ func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now ti
 		if len(ex) > ExcerptLimit {
 			ex = ex[:ExcerptLimit]
 		}
-		rec.ResponseExcerpt = strings.ToValidUTF8(string(ex), "\uFFFD")
+		rec.ResponseExcerpt = r.excerpt(ex)
 	}
 	if res.err != nil && !(lostAck == LostAckClose && res.wrote) {
 		rec.ErrorClass = classify(res.err)
@@ -76,10 +76,35 @@ func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now ti
 	}
 }
 
+// excerpt returns ex as valid UTF-8 text. A receiver usually answers every
+// delivery with the same bytes, so the last excerpt is kept and shared: records
+// of a long run then hold one copy, and the hot path allocates nothing for it.
+func (r *Runner) excerpt(ex []byte) string {
+	if last := r.lastExcerpt.Load(); last != nil && last.raw == string(ex) {
+		return last.text
+	}
+	e := &excerptText{raw: string(ex)}
+	e.text = strings.ToValidUTF8(e.raw, "\uFFFD")
+	r.lastExcerpt.Store(e)
+	return e.text
+}
+
+// excerptText is a response excerpt as received and as recorded.
+type excerptText struct{ raw, text string }
+
 // single makes one attempt over the runner's keep-alive pool.
 func (r *Runner) single(ctx context.Context, ev profiles.Event, at profiles.Attempt, p *prepared, lostAck string, timeout time.Duration, step, cp int, clock Clock) AttemptRecord {
 	rec := r.newRecord(ev, at, p, step, cp)
-	wire := r.serialize(p)
+	wb := wirePool.Get().(*[]byte)
+	wire := r.serialize(p, *wb)
+	defer func() {
+		// Write has returned by now (the kernel holds a copy), so the buffer is
+		// free; huge ones (oversize faults) are not kept.
+		if cap(wire) <= maxPooledWire {
+			*wb = wire[:0]
+			wirePool.Put(wb)
+		}
+	}()
 	rec.WallStart = time.Now().UTC()
 	rec.StartNS = r.since()
 	rec.VirtualNS = int64(clock.Virtual(time.Duration(rec.StartNS)))
@@ -90,7 +115,7 @@ func (r *Runner) single(ctx context.Context, ev profiles.Event, at profiles.Atte
 		r.finish(&rec, res, lostAck, time.Now())
 		return rec
 	}
-	pc := r.pool.get()
+	pc := r.pool.get(deadline)
 	if pc == nil {
 		dctx, cancel := context.WithDeadline(ctx, deadline)
 		var err error
@@ -100,8 +125,8 @@ func (r *Runner) single(ctx context.Context, ev profiles.Event, at profiles.Atte
 			res.err = err
 			return done()
 		}
+		pc.c.SetDeadline(deadline)
 	}
-	pc.c.SetDeadline(deadline)
 	stop := guard(ctx, pc.c)
 	n, err := pc.c.Write(wire)
 	rec.BytesSent = int64(n)
@@ -126,7 +151,7 @@ func (r *Runner) single(ctx context.Context, ev profiles.Event, at profiles.Atte
 		reusable = false
 	}
 	if reusable {
-		pc.c.SetDeadline(time.Time{})
+		// The deadline stays; the next get sets its own before probing.
 		r.pool.put(pc)
 	} else {
 		pc.c.Close()
@@ -186,7 +211,7 @@ func classify(err error) string {
 // microseconds of each other, and no goroutine wake-ups sit between the
 // copies' final writes.
 func (r *Runner) copies(ctx context.Context, ev profiles.Event, at profiles.Attempt, p *prepared, lostAck string, timeout time.Duration, step, n int, clock Clock) ([]AttemptRecord, ReleaseRecord) {
-	wire := r.serialize(p)
+	wire := r.serialize(p, nil)
 	recs := make([]AttemptRecord, n)
 	rel := ReleaseRecord{Step: step, Attempt: at.N, Key: profiles.EventKey(r.target.Profile, ev), Copies: n}
 	deadline := time.Now().Add(timeout)

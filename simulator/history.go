@@ -2,9 +2,11 @@ package simulator
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -142,11 +144,38 @@ func (r *recorder) snapshot() *History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := History{Meta: r.h.Meta}
+	n := 0
 	for _, c := range r.chunks {
-		h.Attempts = append(h.Attempts, c...)
+		n += len(c)
+	}
+	// Sort (start, arrival index) keys rather than the records themselves, which
+	// are hundreds of bytes each: a long run's history is then copied once, in
+	// order, instead of being shuffled in place by a stable sort.
+	type key struct {
+		start int64
+		i     int32
+	}
+	keys := make([]key, 0, n)
+	for ci, c := range r.chunks {
+		for j := range c {
+			keys = append(keys, key{c[j].StartNS, int32(ci*recorderChunk + j)})
+		}
+	}
+	if !slices.IsSortedFunc(keys, func(a, b key) int { return cmp.Compare(a.start, b.start) }) {
+		slices.SortFunc(keys, func(a, b key) int {
+			if c := cmp.Compare(a.start, b.start); c != 0 {
+				return c
+			}
+			return cmp.Compare(a.i, b.i) // equal starts keep arrival order, as a stable sort
+		})
+	}
+	if n > 0 {
+		h.Attempts = make([]AttemptRecord, n)
+	}
+	for k, x := range keys {
+		h.Attempts[k] = r.chunks[int(x.i)/recorderChunk][int(x.i)%recorderChunk]
 	}
 	h.Releases = append([]ReleaseRecord(nil), r.h.Releases...)
-	sort.SliceStable(h.Attempts, func(i, j int) bool { return h.Attempts[i].StartNS < h.Attempts[j].StartNS })
 	return &h
 }
 

@@ -7,7 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
+	"math/bits"
 	"math/rand/v2"
 	"os"
 	"strconv"
@@ -329,27 +329,76 @@ func (s *splitmix) Uint64() uint64 {
 	return z ^ (z >> 31)
 }
 
+// idHasher is FNV-1a 128 (hash/fnv's New128a, same output) on the stack:
+// delivery IDs are made per attempt on the hot path, and hash/fnv's interface
+// plus boxing the parts into []any cost several allocations per ID.
+type idHasher struct{ hi, lo uint64 }
+
+// FNV-1a 128 parameters (the offset basis and prime of hash/fnv).
+const (
+	fnv128OffsetHi = 0x6c62272e07bb0142
+	fnv128OffsetLo = 0x62b821756295c58d
+	fnv128PrimeLo  = 0x13b
+	fnv128Shift    = 24 // the prime is 2^88 + 0x13b
+)
+
+func newIDHasher(seed int64) idHasher {
+	h := idHasher{hi: fnv128OffsetHi, lo: fnv128OffsetLo}
+	var b [20]byte
+	h.write(strconv.AppendInt(b[:0], seed, 10))
+	return h
+}
+
+func (h *idHasher) byte(c byte) {
+	h.lo ^= uint64(c)
+	hi, lo := bits.Mul64(fnv128PrimeLo, h.lo)
+	hi += h.lo<<fnv128Shift + fnv128PrimeLo*h.hi
+	h.hi, h.lo = hi, lo
+}
+
+func (h *idHasher) write(b []byte) {
+	for _, c := range b {
+		h.byte(c)
+	}
+}
+
+// str and int add one part: '/' then the part's text.
+func (h *idHasher) str(s string) {
+	h.byte('/')
+	for i := 0; i < len(s); i++ {
+		h.byte(s[i])
+	}
+}
+
+func (h *idHasher) int(v int64) {
+	h.byte('/')
+	var b [20]byte
+	h.write(strconv.AppendInt(b[:0], v, 10))
+}
+
+func (h *idHasher) sum() [16]byte {
+	var out [16]byte
+	binary.BigEndian.PutUint64(out[:8], h.hi)
+	binary.BigEndian.PutUint64(out[8:], h.lo)
+	return out
+}
+
 // idHash hashes seed and parts (strings and integers) with FNV-1a 128.
 func idHash(seed int64, parts ...any) [16]byte {
-	h := fnv.New128a()
-	var b [20]byte
-	h.Write(strconv.AppendInt(b[:0], seed, 10))
+	h := newIDHasher(seed)
 	for _, p := range parts {
-		h.Write([]byte{'/'})
 		switch v := p.(type) {
 		case string:
-			h.Write([]byte(v))
+			h.str(v)
 		case int:
-			h.Write(strconv.AppendInt(b[:0], int64(v), 10))
+			h.int(int64(v))
 		case int64:
-			h.Write(strconv.AppendInt(b[:0], v, 10))
+			h.int(v)
 		default:
-			fmt.Fprint(h, v)
+			h.str(fmt.Sprint(v))
 		}
 	}
-	var out [16]byte
-	h.Sum(out[:0])
-	return out
+	return h.sum()
 }
 
 // derivedID is a deterministic 96-bit hex ID for (seed, parts).
@@ -374,7 +423,24 @@ func NewEventID(seed int64, profileID string, i int) string {
 // (event, step, copy, attempt), in the provider's format where
 // profiles.NewDeliveryID knows one, else dlv_ + 24 hex digits.
 func NewDeliveryID(seed int64, profileID string, parts ...any) string {
-	h := idHash(seed, append([]any{"delivery"}, parts...)...)
+	return deliveryIDFrom(idHash(seed, append([]any{"delivery"}, parts...)...), profileID)
+}
+
+// attemptDeliveryID is NewDeliveryID(seed, profileID, source, account, eventID,
+// step, copy, attempt) without boxing the parts: the engine makes one per attempt.
+func attemptDeliveryID(seed int64, profileID, source, account, eventID string, step, cp, attempt int) string {
+	h := newIDHasher(seed)
+	h.str("delivery")
+	h.str(source)
+	h.str(account)
+	h.str(eventID)
+	h.int(int64(step))
+	h.int(int64(cp))
+	h.int(int64(attempt))
+	return deliveryIDFrom(h.sum(), profileID)
+}
+
+func deliveryIDFrom(h [16]byte, profileID string) string {
 	if profileID == "shopify" {
 		// The one profile with a per-attempt delivery ID of its own shape.
 		sm := splitmix(binary.LittleEndian.Uint64(h[:8]))
@@ -382,7 +448,10 @@ func NewDeliveryID(seed int64, profileID string, parts ...any) string {
 			return id
 		}
 	}
-	return "dlv_" + hex.EncodeToString(h[:12])
+	var b [4 + 24]byte
+	copy(b[:], "dlv_")
+	hex.Encode(b[4:], h[:12])
+	return string(b[:])
 }
 
 // ResolvedPlan is a plan with every seeded choice made: concrete events.

@@ -19,9 +19,13 @@ type prepared struct {
 	faults   []string
 }
 
+// userAgent is the User-Agent value when the profile sets none; shared by every
+// request's header (capacity 1, so an append elsewhere would copy, not write here).
+var userAgent = []string{"hookcert-simulator"}[:1:1]
+
 // prepare renders ev for attempt at with faults f. at.SignedAt must be set.
-func prepare(p profiles.Profile, secrets []string, ev profiles.Event, at profiles.Attempt, f Faults) (*prepared, error) {
-	facts := p.Facts()
+// facts are p's (the runner reads them once).
+func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev profiles.Event, at profiles.Attempt, f Faults) (*prepared, error) {
 	signSecrets := secrets
 	if f.WrongSecret {
 		signSecrets = wrongSecrets(secrets)
@@ -88,7 +92,7 @@ func prepare(p profiles.Profile, secrets []string, ev profiles.Event, at profile
 		h.Set("Content-Type", ct)
 	}
 	if h.Get("User-Agent") == "" {
-		h.Set("User-Agent", "hookcert-simulator")
+		h["User-Agent"] = userAgent
 	}
 	sent := body
 	if f.Tamper {

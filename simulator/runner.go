@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -48,6 +49,12 @@ type Runner struct {
 	start  time.Time
 	rec    *recorder
 	clock  Clock
+	// facts are the profile's, read once: Facts() builds a fresh copy per call.
+	facts profiles.Facts
+	// reqHead is the request line and Host header, the same for every request.
+	reqHead []byte
+	// lastExcerpt is the last response excerpt (see excerpt).
+	lastExcerpt atomic.Pointer[excerptText]
 }
 
 // NewRunner checks the target and builds a runner. Errors name the field.
@@ -65,7 +72,8 @@ func NewRunner(t Target, o Options) (*Runner, error) {
 	if o.ResponseReadLimit <= 0 {
 		o.ResponseReadLimit = DefaultResponseReadLimit
 	}
-	r := &Runner{target: t, u: u, opts: o, start: time.Now(), pool: &connPool{max: MaxCopies}}
+	r := &Runner{target: t, u: u, opts: o, start: time.Now(), pool: &connPool{max: MaxCopies}, facts: t.Profile.Facts()}
+	r.reqHead = []byte("POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
 	r.rec = &recorder{h: History{Meta: r.meta(0, "", 0)}}
 	return r, nil
 }
@@ -110,7 +118,7 @@ func (r *Runner) timeoutFor(o time.Duration) time.Duration {
 	if o > 0 {
 		return o
 	}
-	if f := r.target.Profile.Facts(); f.Timeout != nil && *f.Timeout > 0 {
+	if f := &r.facts; f.Timeout != nil && *f.Timeout > 0 {
 		return *f.Timeout
 	}
 	return DefaultTimeout
@@ -121,7 +129,7 @@ func (r *Runner) attemptFor(ev profiles.Event, o *SendOptions) profiles.Attempt 
 		o.Attempt = 1
 	}
 	if o.DeliveryID == "" {
-		o.DeliveryID = NewDeliveryID(0, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, o.Step, o.Copy, o.Attempt)
+		o.DeliveryID = attemptDeliveryID(0, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, o.Step, o.Copy, o.Attempt)
 	}
 	at := profiles.Attempt{N: o.Attempt, DeliveryID: o.DeliveryID, SignedAt: o.SignedAt}
 	if at.SignedAt.IsZero() {
@@ -139,7 +147,7 @@ func (r *Runner) Send(ctx context.Context, ev profiles.Event, o SendOptions) (At
 	if err := o.Faults.validate("faults"); err != nil {
 		return AttemptRecord{}, err
 	}
-	p, err := prepare(r.target.Profile, r.target.Secrets, ev, at, o.Faults)
+	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, o.Faults)
 	if err != nil {
 		return AttemptRecord{}, err
 	}
@@ -158,7 +166,7 @@ func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o Sen
 	if err := o.Faults.validate("faults"); err != nil {
 		return nil, ReleaseRecord{}, err
 	}
-	p, err := prepare(r.target.Profile, r.target.Secrets, ev, at, o.Faults)
+	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, o.Faults)
 	if err != nil {
 		return nil, ReleaseRecord{}, err
 	}
@@ -202,7 +210,7 @@ type chain struct {
 func (c chain) follow(ctx context.Context, first AttemptRecord) []AttemptRecord {
 	var out []AttemptRecord
 	rng := seededRand(c.seed, fmt.Sprintf("retry/%d/%d/%s", c.step, c.copy, c.ev.ID))
-	resign := c.r.target.Profile.Facts().ResignsOnRetry
+	resign := c.r.facts.ResignsOnRetry
 	last := first
 	for {
 		if last.Outcome == OutcomeAcknowledged || last.Verdict == profiles.Stop.String() {
@@ -220,13 +228,13 @@ func (c chain) follow(ctx context.Context, first AttemptRecord) []AttemptRecord 
 		}
 		n := last.Attempt + 1
 		o := SendOptions{Attempt: n, Step: c.step, Copy: c.copy,
-			DeliveryID: NewDeliveryID(c.seed, c.r.target.Profile.ID(), c.ev.Source, c.ev.Account, c.ev.ID, c.step, c.copy, n)}
+			DeliveryID: attemptDeliveryID(c.seed, c.r.target.Profile.ID(), c.ev.Source, c.ev.Account, c.ev.ID, c.step, c.copy, n)}
 		if !resign {
 			// Providers that do not re-sign resend the original signature.
 			o.SignedAt = first.SignedAt
 		}
 		at := c.r.attemptFor(c.ev, &o)
-		p, err := prepare(c.r.target.Profile, c.r.target.Secrets, c.ev, at, Faults{})
+		p, err := prepare(c.r.target.Profile, &c.r.facts, c.r.target.Secrets, c.ev, at, Faults{})
 		if err != nil {
 			return out
 		}
@@ -265,14 +273,14 @@ func (r *Runner) Run(ctx context.Context, plan *Plan) (*History, error) {
 			}
 		}
 		ev := rp.Events[evName]
-		o.DeliveryID = NewDeliveryID(plan.Seed, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, i, 0, 1)
+		o.DeliveryID = attemptDeliveryID(plan.Seed, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, i, 0, 1)
 		timeout := s.Timeout.D()
 		if timeout == 0 {
 			timeout = plan.Timeout.D()
 		}
 		timeout = r.timeoutFor(timeout)
 		at := r.attemptFor(ev, &o)
-		p, err := prepare(r.target.Profile, r.target.Secrets, ev, at, s.Faults)
+		p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, s.Faults)
 		if err != nil {
 			wg.Wait()
 			return rec.snapshot(), fmt.Errorf("plan: steps[%d]: %w", i, err)

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
 # Simulator benchmark: delivery throughput beside wrk on the same no-op receiver,
-# measured in one run, then the barrier's release spread as the receiver sees it.
-# Usage: simulator/benchmark/bench.sh [duration, default 5s] [connections, default 16]
+# measured in one run (alternating rounds, same connections, duration and
+# warm-up; every round printed, then the medians), then the barrier's release
+# spread as the receiver sees it.
+# Usage: simulator/benchmark/bench.sh [duration, default 3s] [connections, default 16]
+#        [rounds, default 5] [warm-up, default 1s]
 set -euo pipefail
-DUR=${1:-5s}
+DUR=${1:-3s}
 CONNS=${2:-16}
+ROUNDS=${3:-5}
+WARMUP=${4:-1s}
 cd "$(dirname "$0")/../.."
 
 if ! command -v wrk >/dev/null 2>&1; then
@@ -25,17 +30,8 @@ trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm
 for _ in $(seq 50); do [ "$(wc -l <"$TMP/url")" -ge 2 ] && break; sleep 0.1; done
 URL=$(sed -n 1p "$TMP/url")
 TS_URL=$(sed -n 2p "$TMP/url")
-echo "receiver: $URL (no-op, Go net/http); $CONNS connections, $DUR each; $(nproc) CPUs"
+echo "receiver: $URL (no-op, Go net/http); $(nproc) CPUs"
 
 "$BIN" wrkscript -out "$TMP/post.lua"
-SIM_OUT=$("$BIN" fire -url "$URL/hook" -c "$CONNS" -d "$DUR")
-echo "$SIM_OUT" | grep -v '^SIM_RATE='
-SIM_RATE=$(echo "$SIM_OUT" | sed -n 's/^SIM_RATE=//p')
-
-WRK_OUT=$(wrk -t2 -c"$CONNS" -d"$DUR" -s "$TMP/post.lua" "$URL/hook")
-echo "wrk -t2 -c$CONNS -d$DUR (pre-signed identical POST):"
-echo "$WRK_OUT" | grep -E 'Requests/sec|requests in|Non-2xx|Socket errors' | sed 's/^/  /'
-WRK_RATE=$(echo "$WRK_OUT" | awk '/Requests\/sec/ {print $2}')
-
-"$BIN" compare -sim "$SIM_RATE" -wrk "$WRK_RATE"
+"$BIN" rounds -url "$URL/hook" -script "$TMP/post.lua" -c "$CONNS" -d "$DUR" -warmup "$WARMUP" -rounds "$ROUNDS" -receiver-pid "$SERVER"
 "$BIN" spread -url "$URL" -ts-url "$TS_URL" -copies 16 -n 50
