@@ -14,7 +14,7 @@ import (
 const concurrentACK2 = 64
 
 var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Label("ACK"), func() {
-	It("ACK-1 every acknowledged event survives a kill right after its 2xx", Label("ACK-1", "crash"), func(ctx SpecContext) {
+	It("ACK-1 every acknowledged event survives a kill right after its 2xx", labels("ACK-1"), func(ctx SpecContext) {
 		s := begin(ctx, "ACK-1")
 		ep := s.primary()
 		if ok, _ := s.env.has("failpoints"); ok {
@@ -76,7 +76,7 @@ var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Lab
 		s.verdict()
 	})
 
-	It("ACK-2 every delivery is acknowledged within the profile's timeout under 64 concurrent deliveries", Label("ACK-2"), func(ctx SpecContext) {
+	It("ACK-2 every delivery is acknowledged within the profile's timeout under 64 concurrent deliveries", labels("ACK-2"), func(ctx SpecContext) {
 		s := begin(ctx, "ACK-2")
 		ep, timeout, ok := s.env.shortestTimeout()
 		if !ok {
@@ -97,7 +97,7 @@ var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Lab
 		s.verdict()
 	})
 
-	It("ACK-3 a bad signature gets a 4xx and leaves nothing", Label("ACK-3"), func(ctx SpecContext) {
+	It("ACK-3 a bad signature gets a 4xx and leaves nothing", labels("ACK-3"), func(ctx SpecContext) {
 		s := begin(ctx, "ACK-3")
 		for _, ep := range s.env.Endpoints {
 			for _, f := range []struct {
@@ -119,7 +119,7 @@ var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Lab
 		s.verdict()
 	})
 
-	It("ACK-4 a stale signed timestamp gets a 4xx and leaves nothing", Label("ACK-4"), func(ctx SpecContext) {
+	It("ACK-4 a stale signed timestamp gets a 4xx and leaves nothing", labels("ACK-4"), func(ctx SpecContext) {
 		s := begin(ctx, "ACK-4")
 		for _, ep := range s.env.Endpoints {
 			if !signsTimestamp(ep) {
@@ -137,7 +137,7 @@ var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Lab
 		s.verdict()
 	})
 
-	It("ACK-5 malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing", Label("ACK-5"), func(ctx SpecContext) {
+	It("ACK-5 malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing", labels("ACK-5"), func(ctx SpecContext) {
 		s := begin(ctx, "ACK-5")
 		ep := s.primary()
 		limit := s.env.MaxBodyBytes
@@ -167,7 +167,7 @@ var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Lab
 		s.verdict()
 	})
 
-	It("ACK-6 a valid event of an unhandled type is acknowledged and changes nothing", Label("ACK-6"), func(ctx SpecContext) {
+	It("ACK-6 a valid event of an unhandled type is acknowledged and changes nothing", labels("ACK-6"), func(ctx SpecContext) {
 		s := begin(ctx, "ACK-6")
 		for _, ep := range s.env.Endpoints {
 			ev := s.event(ep, typeUnknown, s.newID("obj"))

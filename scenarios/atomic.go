@@ -17,7 +17,7 @@ const (
 )
 
 var _ = Describe("ATOMIC: the key and the change commit together", Label("ATOMIC"), func() {
-	It("ATOMIC-1 a crash before commit leaves nothing, and the redelivery applies once", Label("ATOMIC-1", "crash"), func(ctx SpecContext) {
+	It("ATOMIC-1 a crash before commit leaves nothing, and the redelivery applies once", labels("ATOMIC-1"), func(ctx SpecContext) {
 		s := begin(ctx, "ATOMIC-1")
 		ep := s.primary()
 		ev := s.event(ep, typeCash, s.newID("cbtxn"))
@@ -38,7 +38,7 @@ var _ = Describe("ATOMIC: the key and the change commit together", Label("ATOMIC
 		s.verdict()
 	})
 
-	It("ATOMIC-2 a failed precondition rolls back the key and is retried successfully", Label("ATOMIC-2"), func(ctx SpecContext) {
+	It("ATOMIC-2 a failed precondition rolls back the key and is retried successfully", labels("ATOMIC-2"), func(ctx SpecContext) {
 		s := begin(ctx, "ATOMIC-2")
 		ep := s.primary()
 		pay := s.newID("pi")
@@ -68,7 +68,7 @@ var _ = Describe("ATOMIC: the key and the change commit together", Label("ATOMIC
 		s.verdict()
 	})
 
-	It("ATOMIC-3 a lost database connection mid-transaction leaves nothing partial", Label("ATOMIC-3"), func(ctx SpecContext) {
+	It("ATOMIC-3 a lost database connection mid-transaction leaves nothing partial", labels("ATOMIC-3"), func(ctx SpecContext) {
 		s := begin(ctx, "ATOMIC-3")
 		if s.env.EffectTable == "" {
 			Skip("not applicable: observe.postgres.effect_table is not configured, so the harness cannot hold the receiver inside its transaction")
@@ -119,7 +119,7 @@ var _ = Describe("ATOMIC: the key and the change commit together", Label("ATOMIC
 		s.verdict()
 	})
 
-	It("ATOMIC-4 a crash after commit, before the answer, makes the redelivery harmless", Label("ATOMIC-4", "crash"), func(ctx SpecContext) {
+	It("ATOMIC-4 a crash after commit, before the answer, makes the redelivery harmless", labels("ATOMIC-4"), func(ctx SpecContext) {
 		s := begin(ctx, "ATOMIC-4")
 		ep := s.primary()
 		ev := s.event(ep, typeCash, s.newID("cbtxn"))

@@ -24,7 +24,7 @@ func CatalogueMarkdown() []byte {
 				continue
 			}
 			fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", g.ID, cell(g.Promise), cell(g.Why),
-				cell(joinOr(g.Needs, "—")), cell(strings.Join(g.Scenarios, "; ")), cell(codeList(g.BrokenBy)))
+				cell(joinOr(g.Needs, "—")), cell(strings.Join(g.Scenarios, "; ")), cell(brokenBy(g)))
 		}
 		b.WriteString("\n")
 	}
@@ -53,4 +53,12 @@ func codeList(xs []string) string {
 		out[i] = "`" + x + "`"
 	}
 	return strings.Join(out, ", ")
+}
+
+func brokenBy(g Guarantee) string {
+	s := codeList(g.BrokenBy)
+	if len(g.SometimesBrokenBy) > 0 {
+		s += "; by timing: " + codeList(g.SometimesBrokenBy)
+	}
+	return s
 }

@@ -14,7 +14,7 @@ import (
 const copiesDEDUP1 = 16
 
 var _ = Describe("DEDUP: one event key gates one effect", Label("DEDUP"), func() {
-	It("DEDUP-1 concurrent copies converge on one row and one effect, all acknowledged", Label("DEDUP-1"), func(ctx SpecContext) {
+	It("DEDUP-1 concurrent copies converge on one row and one effect, all acknowledged", labels("DEDUP-1"), func(ctx SpecContext) {
 		s := begin(ctx, "DEDUP-1")
 		ep := s.primary()
 		ev := s.event(ep, typeCash, s.newID("cbtxn"))
@@ -37,7 +37,7 @@ var _ = Describe("DEDUP: one event key gates one effect", Label("DEDUP"), func()
 		s.verdict()
 	})
 
-	It("DEDUP-2 a redelivery after a lost acknowledgement changes nothing", Label("DEDUP-2"), func(ctx SpecContext) {
+	It("DEDUP-2 a redelivery after a lost acknowledgement changes nothing", labels("DEDUP-2"), func(ctx SpecContext) {
 		s := begin(ctx, "DEDUP-2")
 		ep := s.primary()
 		ev := s.event(ep, typeCash, s.newID("cbtxn"))
@@ -66,7 +66,7 @@ var _ = Describe("DEDUP: one event key gates one effect", Label("DEDUP"), func()
 		s.verdict()
 	})
 
-	It("DEDUP-3 the same event ID under another account is a different event", Label("DEDUP-3"), func(ctx SpecContext) {
+	It("DEDUP-3 the same event ID under another account is a different event", labels("DEDUP-3"), func(ctx SpecContext) {
 		s := begin(ctx, "DEDUP-3")
 		a, b, _ := s.env.sameProfileTwoAccounts()
 		evA := s.event(a, typeCash, s.newID("cbtxn"))
@@ -81,7 +81,7 @@ var _ = Describe("DEDUP: one event key gates one effect", Label("DEDUP"), func()
 		s.verdict()
 	})
 
-	It("DEDUP-4 the same event ID from another source is a different event", Label("DEDUP-4"), func(ctx SpecContext) {
+	It("DEDUP-4 the same event ID from another source is a different event", labels("DEDUP-4"), func(ctx SpecContext) {
 		s := begin(ctx, "DEDUP-4")
 		a, b, _ := s.env.twoProfilesOneAccount()
 		evA := s.event(a, typeCash, s.newID("cbtxn"))
@@ -96,7 +96,7 @@ var _ = Describe("DEDUP: one event key gates one effect", Label("DEDUP"), func()
 		s.verdict()
 	})
 
-	It("DEDUP-5 different event IDs with identical payload text are both applied", Label("DEDUP-5"), func(ctx SpecContext) {
+	It("DEDUP-5 different event IDs with identical payload text are both applied", labels("DEDUP-5"), func(ctx SpecContext) {
 		s := begin(ctx, "DEDUP-5")
 		ep, _ := s.env.endpointWhere(func(ep Endpoint) bool { return ep.Profile.Facts().EventIDHeader != "" })
 		ev1 := s.event(ep, typeCash, s.newID("cbtxn"))
@@ -118,7 +118,7 @@ var _ = Describe("DEDUP: one event key gates one effect", Label("DEDUP"), func()
 		s.verdict()
 	})
 
-	It("DEDUP-6 two event IDs for one business operation apply one effect", Label("DEDUP-6"), func(ctx SpecContext) {
+	It("DEDUP-6 two event IDs for one business operation apply one effect", labels("DEDUP-6"), func(ctx SpecContext) {
 		s := begin(ctx, "DEDUP-6")
 		ep := s.primary()
 		src, acct := ep.source(), ep.Account

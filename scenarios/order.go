@@ -18,7 +18,7 @@ const (
 )
 
 var _ = Describe("ORDER: deduplication does not order events", Label("ORDER"), func() {
-	It("ORDER-1 an older update arriving late does not regress the object", Label("ORDER-1"), func(ctx SpecContext) {
+	It("ORDER-1 an older update arriving late does not regress the object", labels("ORDER-1"), func(ctx SpecContext) {
 		s := begin(ctx, "ORDER-1")
 		ep := s.primary()
 		sub := s.newID("sub")
@@ -32,7 +32,7 @@ var _ = Describe("ORDER: deduplication does not order events", Label("ORDER"), f
 		s.verdict()
 	})
 
-	It("ORDER-2 a shuffled, duplicated stream ends at the newest version", Label("ORDER-2"), func(ctx SpecContext) {
+	It("ORDER-2 a shuffled, duplicated stream ends at the newest version", labels("ORDER-2"), func(ctx SpecContext) {
 		s := begin(ctx, "ORDER-2")
 		ep := s.primary()
 		sub := s.newID("sub")
@@ -69,7 +69,7 @@ var _ = Describe("ORDER: deduplication does not order events", Label("ORDER"), f
 		s.verdict()
 	})
 
-	It("ORDER-3 a forbidden state transition is refused", Label("ORDER-3"), func(ctx SpecContext) {
+	It("ORDER-3 a forbidden state transition is refused", labels("ORDER-3"), func(ctx SpecContext) {
 		s := begin(ctx, "ORDER-3")
 		ep := s.primary()
 		pay := s.newID("pi")

@@ -138,3 +138,16 @@ func Run(env *Env, opt RunOptions) ([]SpecOutcome, error) {
 	defer collectMu.Unlock()
 	return append([]SpecOutcome(nil), collected...), nil
 }
+
+// labels are a scenario's Ginkgo labels: its guarantee ID and, per capability it
+// needs, "needs:<capability>", so --label-filter selects by either
+// (e.g. "ATOMIC || needs:crash", "!needs:lock-gating").
+func labels(id string) ginkgo.Labels {
+	l := ginkgo.Labels{id}
+	if g, err := Lookup(id); err == nil {
+		for _, n := range g.Needs {
+			l = append(l, "needs:"+n)
+		}
+	}
+	return l
+}

@@ -102,8 +102,10 @@ func (s *session) abort(format string, args ...any) {
 	ginkgo.Fail("error: " + fmt.Sprintf(format, args...))
 }
 
-// verdict fails the scenario when anything deviated, listing every deviation.
+// verdict reconciles the history with the rows, then fails the scenario when
+// anything deviated, listing every deviation.
 func (s *session) verdict() {
+	s.reconcile()
 	s.rec.mu.Lock()
 	devs := append([]string(nil), s.rec.Deviations...)
 	s.rec.mu.Unlock()
@@ -456,4 +458,102 @@ func (ep Endpoint) source() string {
 		return ep.Source
 	}
 	return ep.Profile.ID()
+}
+
+// badInput marks faults that make a delivery invalid: such keys must leave nothing,
+// which the scenarios check themselves.
+var badInput = []string{"tamper", "wrong_secret", "missing_signature", "missing_id", "malformed_json", "oversize", "stale_by"}
+
+// reconcile reads, for every event key the scenario delivered, the acknowledged,
+// failed and unknown attempts, and holds them against the rows, as Jepsen's queue
+// checker does: an acknowledged event must be there (else lost), no key may be there
+// twice (duplicated), and a credit-like event applies at most once. Keys whose
+// attempts all ended unknown and that are present count as recovered. Facts
+// already reported by the scenario for the same event are not repeated.
+func (s *session) reconcile() {
+	type tally struct {
+		acked, failed, unknown int
+		typ                    string
+		bad                    bool
+	}
+	s.rec.mu.Lock()
+	order := []profiles.Key{}
+	byKey := map[profiles.Key]*tally{}
+	for _, a := range s.rec.Attempts {
+		if a.Key.EventID == "" {
+			continue
+		}
+		t := byKey[a.Key]
+		if t == nil {
+			t = &tally{typ: a.EventType}
+			byKey[a.Key] = t
+			order = append(order, a.Key)
+		}
+		for _, f := range a.Faults {
+			for _, b := range badInput {
+				if strings.HasPrefix(f, b) {
+					t.bad = true
+				}
+			}
+		}
+		switch a.Outcome {
+		case simulator.OutcomeAcknowledged:
+			t.acked++
+		case simulator.OutcomeUnknown:
+			t.unknown++
+		default:
+			t.failed++
+		}
+	}
+	reported := strings.Join(s.rec.Deviations, "\n")
+	s.rec.mu.Unlock()
+
+	var ok, lost, dup, recovered int
+	for _, k := range order {
+		t := byKey[k]
+		if t.bad || !handledType(t.typ) {
+			continue
+		}
+		rows := s.rows(k)
+		if t.acked > 0 && rows == 0 {
+			// An asynchronous (inbox) receiver may store a moment after its 2xx.
+			for deadline := time.Now().Add(settle); rows == 0 && time.Now().Before(deadline); {
+				time.Sleep(50 * time.Millisecond)
+				rows = s.rows(k)
+			}
+		}
+		already := strings.Contains(reported, k.EventID)
+		switch {
+		case t.acked > 0 && rows == 0:
+			lost++
+			if !already {
+				s.deviate("reconciliation: %s lost: acknowledged %d time(s), no event row", keyString(k), t.acked)
+			}
+		case rows > 1:
+			dup++
+			if !already {
+				s.deviate("reconciliation: %s duplicated: %d event rows", keyString(k), rows)
+			}
+		case t.acked == 0 && t.unknown > 0 && rows == 1:
+			recovered++
+		default:
+			ok++
+		}
+		if t.typ == typeCash {
+			if eff := s.effects(k); eff > 1 && !already {
+				s.deviate("reconciliation: %s applied %d times (acknowledged %d, failed %d, unknown %d attempts)", keyString(k), eff, t.acked, t.failed, t.unknown)
+			}
+		}
+	}
+	if n := ok + lost + dup + recovered; n > 0 {
+		s.note("reconciliation of %d event key(s) against the rows: %d consistent, %d recovered (unknown outcome, present), %d lost, %d duplicated", n, ok, recovered, lost, dup)
+	}
+}
+
+func handledType(t string) bool {
+	switch t {
+	case typeCash, typePayCreated, typePaySucceeded, typeRefunded, typeSubUpdated:
+		return true
+	}
+	return false
 }
