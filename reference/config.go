@@ -30,6 +30,14 @@ type Endpoint struct {
 	Secret string `yaml:"secret,omitempty" json:"-"`
 	// SecretEnv names an environment variable holding the secret instead.
 	SecretEnv string `yaml:"secret_env,omitempty" json:"secret_env,omitempty"`
+	// KeyTTL is how long event keys are kept (0: DefaultKeyTTL of the profile,
+	// which covers its redelivery horizon). See Retention.
+	KeyTTL Duration `yaml:"key_ttl,omitempty" json:"key_ttl,omitempty"`
+	// PayloadTTL is how long stored payloads are kept (0: DefaultPayloadTTL).
+	PayloadTTL Duration `yaml:"payload_ttl,omitempty" json:"payload_ttl,omitempty"`
+	// AllowShortKeyTTL lets KeyTTL be shorter than the profile's redelivery
+	// horizon (logged loudly at start); otherwise such a config is refused.
+	AllowShortKeyTTL bool `yaml:"allow_short_key_ttl,omitempty" json:"allow_short_key_ttl,omitempty"`
 }
 
 // KeySource returns the source recorded in the event key.
@@ -167,6 +175,9 @@ func ValidateEndpoints(eps []Endpoint) error {
 		}
 		if e.Secret != "" && e.SecretEnv != "" && e.Secret != os.Getenv(e.SecretEnv) {
 			f("secret", "set only one of secret and secret_env")
+		}
+		if contains(supported, e.Profile) {
+			validateRetention(e, f)
 		}
 		// Two endpoints with one (source, account) would share one key space, which
 		// is allowed (e.g. secret rotation to a new URL) but a likely mistake if the

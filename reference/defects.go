@@ -23,6 +23,10 @@ const (
 	DefectSlowAck            = "slow-ack"
 	DefectNoInputValidation  = "no-input-validation"
 	DefectRejectUnknownTypes = "reject-unknown-types"
+	DefectShortRetention     = "short-retention"
+	DefectKeepPayloads       = "keep-payloads"
+	DefectPurgeAll           = "purge-all"
+	DefectKeepKeysForever    = "keep-keys-forever"
 )
 
 // slowAckWork is the synchronous downstream call the slow-ack defect makes per
@@ -50,6 +54,10 @@ var defectTable = map[string]string{
 	DefectSlowAck:            "handles one delivery at a time and makes a 100 ms synchronous downstream call before answering; under load acknowledgements queue past the provider's timeout",
 	DefectNoInputValidation:  "trusts the request: no body size limit, a missing event ID is stored as an empty one, and malformed JSON crashes the handler into a 500",
 	DefectRejectUnknownTypes: "answers 400 to event types it does not handle, so the provider retries them for days",
+	DefectShortRetention:     "keeps event keys for one hour whatever the config says (\"5 minutes is enough\"); a provider's redelivery or a manual resend after that is applied again",
+	DefectKeepPayloads:       "ignores the payload TTL: raw payloads stay until their key expires, keeping personal data nobody needs",
+	DefectPurgeAll:           "the purge deletes every key older than the payload TTL instead of only the payloads; replays inside the key TTL are applied again",
+	DefectKeepKeysForever:    "the purge only removes payloads and never deletes keys; the key table grows forever and data is kept with no end",
 }
 
 // Defects lists every defect with its one-line description, sorted by name.

@@ -53,8 +53,16 @@ type Options struct {
 	ShutdownTimeout time.Duration
 	// Logger receives structured logs; nil discards them.
 	Logger *slog.Logger
-	// Now is the clock for timestamp checks; nil means time.Now.
+	// Now is the clock for timestamp checks and the purger; nil means time.Now.
 	Now func() time.Time
+	// EnableAdmin mounts the admin purge call (POST /_hookcert/purge) without the
+	// failpoints; EnableFailpoints mounts it too.
+	EnableAdmin bool
+	// PurgeInterval is how often Serve's in-process purger runs; 0 means
+	// DefaultPurgeInterval, negative disables it.
+	PurgeInterval time.Duration
+	// Purge shapes every purge (batch size, pause between batches).
+	Purge store.PurgeOptions
 }
 
 // Server is a running reference receiver bound to one database.
@@ -76,6 +84,11 @@ type Server struct {
 	fpHandler http.Handler
 	metrics   *metrics
 	handler   http.Handler
+	admin     bool
+	// purgeEvery is the in-process purger's interval (0: off); purgeOpts shape
+	// each purge.
+	purgeEvery time.Duration
+	purgeOpts  store.PurgeOptions
 }
 
 // New prepares a receiver on pool: it validates the options, applies the migrations
@@ -113,6 +126,14 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 		log:       opts.Logger,
 		now:       opts.Now,
 		metrics:   newMetrics(),
+		admin:     opts.EnableAdmin || opts.EnableFailpoints,
+		purgeOpts: opts.Purge,
+	}
+	switch {
+	case opts.PurgeInterval == 0:
+		s.purgeEvery = DefaultPurgeInterval
+	case opts.PurgeInterval > 0:
+		s.purgeEvery = opts.PurgeInterval
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -153,6 +174,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	for _, e := range eps {
 		s.log.Info("endpoint", "path", e.Path, "profile", e.Profile, "source", e.KeySource(), "account", e.Account)
 	}
+	s.logRetention()
 
 	s.fp = noFailpoints{}
 	if opts.EnableFailpoints {
@@ -217,6 +239,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	s.log.Info("listening", "addr", ln.Addr().String())
+	if s.purgeEvery > 0 {
+		pctx, stopPurger := context.WithCancel(ctx)
+		purged := make(chan struct{})
+		go func() { defer close(purged); s.runPurger(pctx) }()
+		// The purger stops before Serve returns, so the caller may close the pool.
+		defer func() { stopPurger(); <-purged }()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -262,6 +291,9 @@ func (s *Server) routes() http.Handler {
 	if s.fpHandler != nil {
 		mux.Handle("/_hookcert/failpoints", s.fpHandler)
 		mux.Handle("/_hookcert/failpoints/", s.fpHandler)
+	}
+	if s.admin {
+		mux.HandleFunc(AdminPurgePath, s.servePurge)
 	}
 	mux.HandleFunc("/", s.serveDelivery)
 	return mux

@@ -10,6 +10,7 @@ var capabilityDocs = []struct{ name, doc string }{
 	{"ordering", "declared: the receiver handles versioned updates (`customer.subscription.updated`) and exposes the `object` query"},
 	{"state-machine", "declared: the receiver handles the payment state machine and exposes the `payment` query"},
 	{"domain-constraint", "declared: the receiver credits one payment once whatever the event IDs (`object_effects` query)"},
+	{"retention", "declared: the receiver states its key and payload TTLs and offers a purge the harness can run as of a chosen time (`retention` section, `payload_present` query)"},
 	{"multi-account", "derived: two endpoints of one profile with different accounts"},
 	{"multi-source", "derived: two endpoints of different profiles for one account"},
 	{"header-event-id", "derived: an endpoint whose profile carries the event ID in a header, outside the body"},

@@ -27,10 +27,13 @@ type Guarantee struct {
 	// BrokenBy lists the reference defects expected to make this guarantee fail;
 	// the self-test holds the suite to it.
 	BrokenBy []string `json:"broken_by"`
+	// SometimesBrokenBy lists defects that make this guarantee fail depending on
+	// timing (a race the scenario does not force); the self-test allows it.
+	SometimesBrokenBy []string `json:"sometimes_broken_by,omitempty"`
 }
 
-// Families in report order. RETENTION, INBOX and OUTBOX are reserved.
-var Families = []string{"DEDUP", "ATOMIC", "ACK", "ORDER"}
+// Families in report order. INBOX and OUTBOX are reserved.
+var Families = []string{"DEDUP", "ATOMIC", "ACK", "ORDER", "RETENTION"}
 
 var catalogue = []Guarantee{
 	{
@@ -170,6 +173,9 @@ var catalogue = []Guarantee{
 		Needs:     []Capability{"ordering"},
 		Scenarios: []string{"versions 1..N duplicated and shuffled by the seed, sent concurrently"},
 		BrokenBy:  []string{"last-write-wins", "duplicate-500"},
+		// Concurrent copies in the stream race without a unique key: the
+		// reconciliation then finds a duplicated event row.
+		SometimesBrokenBy: []string{"check-then-insert"},
 	},
 	{
 		ID: "ORDER-3", Family: "ORDER", Title: "Invalid transitions refused",
@@ -178,6 +184,38 @@ var catalogue = []Guarantee{
 		Needs:     []Capability{"state-machine"},
 		Scenarios: []string{"created, succeeded, refunded, then a late succeeded"},
 		BrokenBy:  []string{"last-write-wins", "no-domain-constraint"},
+	},
+	{
+		ID: "RETENTION-1", Family: "RETENTION", Title: "Key TTL covers the redelivery horizon",
+		Promise:   "Every endpoint's declared key TTL covers its provider's redelivery horizon (automatic retries and manual resend), and a key purged as of the end of that horizon is still there: the redelivery is a duplicate.",
+		Why:       "Advice like \"keep IDs for 5 minutes\" meets retry schedules of days and resend buttons of weeks; a key deleted first turns a redelivery into a second effect.",
+		Needs:     []Capability{"retention"},
+		Scenarios: []string{"declared key TTL against the profile's retry horizon and manual resend window (with sources); purge as of the end of the horizon, then redeliver"},
+		BrokenBy:  []string{"short-retention", "purge-all", "duplicate-500"},
+	},
+	{
+		ID: "RETENTION-2", Family: "RETENTION", Title: "Replay inside the key TTL",
+		Promise:   "After a purge as of just inside the key TTL, a replay of the event is acknowledged and has no second effect.",
+		Why:       "A purge that removes keys early (a wrong TTL, or a purge that deletes more than it should) makes old events look new.",
+		Needs:     []Capability{"retention"},
+		Scenarios: []string{"deliver, purge as of key TTL − 1 h, replay"},
+		BrokenBy:  []string{"short-retention", "purge-all", "duplicate-500"},
+	},
+	{
+		ID: "RETENTION-3", Family: "RETENTION", Title: "Payloads expire before keys",
+		Promise:   "After a purge as of just past the payload TTL, the stored payload is gone and the key remains and still deduplicates.",
+		Why:       "Payloads carry personal data nobody needs once processed; keys must stay to keep deduplicating.",
+		Needs:     []Capability{"retention"},
+		Scenarios: []string{"deliver, purge as of payload TTL + 1 h, read payload_present and event_rows, replay"},
+		BrokenBy:  []string{"keep-payloads", "short-retention", "purge-all", "duplicate-500"},
+	},
+	{
+		ID: "RETENTION-4", Family: "RETENTION", Title: "Keys expire",
+		Promise:   "After a purge as of past the key TTL, the key (and its payload) is gone: data is not kept forever. The replay-protection window actually measured is reported.",
+		Why:       "Keys kept forever grow without bound and keep data past any stated purpose.",
+		Needs:     []Capability{"retention"},
+		Scenarios: []string{"deliver, purge as of a ladder of times up to 10 × key TTL, report when the key disappeared"},
+		BrokenBy:  []string{"keep-keys-forever"},
 	},
 }
 
@@ -200,6 +238,17 @@ func Lookup(id string) (Guarantee, error) {
 		ids[i] = g.ID
 	}
 	return Guarantee{}, fmt.Errorf("unknown guarantee %q (valid: %s)", id, strings.Join(ids, ", "))
+}
+
+// PossibleFailures maps each defect to the guarantees it may make fail by timing.
+func PossibleFailures() map[string][]string {
+	m := map[string][]string{}
+	for _, g := range catalogue {
+		for _, d := range g.SometimesBrokenBy {
+			m[d] = append(m[d], g.ID)
+		}
+	}
+	return m
 }
 
 // ExpectedFailures maps each defect to the guarantees it must make fail.

@@ -38,6 +38,19 @@ type Env struct {
 	// TimeScale compresses providers' retry schedules (provider seconds per real
 	// second).
 	TimeScale float64
+	// Retention purges the receiver as of a chosen time and reads whether a
+	// payload is still stored (capability retention).
+	Retention Retention
+}
+
+// Retention is the receiver's declared purge and the payload observation the
+// RETENTION guarantees need.
+type Retention interface {
+	// Purge asks the receiver to purge as if its clock read asOf, and waits.
+	Purge(ctx context.Context, asOf time.Time) error
+	// PayloadPresent reports whether the event's key row still holds its payload;
+	// found is false when the key row is gone.
+	PayloadPresent(ctx context.Context, k profiles.Key) (present, found bool, err error)
 }
 
 // Endpoint is one delivery endpoint of the target.
@@ -49,6 +62,10 @@ type Endpoint struct {
 	Account string
 	URL     string
 	Secrets []string
+	// KeyTTL and PayloadTTL are the receiver's declared retention for this
+	// endpoint (0 when not declared).
+	KeyTTL     time.Duration
+	PayloadTTL time.Duration
 }
 
 // Observer reads the receiver's state through the target's queries. Optional
@@ -144,6 +161,8 @@ func (e *Env) has(c Capability) (bool, string) {
 				return false, "capability failpoints is declared but no failpoint client is configured"
 			case (c == "lock-gating" || c == "connection-loss") && e.DB == nil:
 				return false, "capability " + c + " is declared but observe.postgres is not configured"
+			case c == "retention" && e.Retention == nil:
+				return false, "capability retention is declared but no purge trigger is configured"
 			}
 			return true, ""
 		}

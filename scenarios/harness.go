@@ -22,6 +22,7 @@ import (
 	"github.com/hookcert/hookcert/adapters/pgfault"
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/adapters/process"
+	"github.com/hookcert/hookcert/adapters/purge"
 	"github.com/hookcert/hookcert/adapters/target"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -131,7 +132,8 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		env.Endpoints = append(env.Endpoints, Endpoint{Profile: p, Source: ep.Source, Account: ep.Account, URL: tg.URL(ep.Path), Secrets: []string{ep.Secret.Reveal()}})
+		env.Endpoints = append(env.Endpoints, Endpoint{Profile: p, Source: ep.Source, Account: ep.Account, URL: tg.URL(ep.Path),
+			Secrets: []string{ep.Secret.Reveal()}, KeyTTL: ep.KeyTTL, PayloadTTL: ep.PayloadTTL})
 		secrets = append(secrets, ep.Secret.Reveal())
 	}
 	if u := tg.Postgres.URL.Reveal(); u != "" {
@@ -182,6 +184,14 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 	}
 	if tg.FailpointsPath != "" {
 		env.Failpoints = failpoints.New(tg.BaseURL, tg.FailpointsPath, &http.Client{Timeout: 5 * time.Second})
+	}
+	if tg.Has(target.Retention) && tg.Retention != nil {
+		tr, err := purge.FromTarget(ctx, tg)
+		if err != nil {
+			return nil, fmt.Errorf("%w: purge trigger: %v", ErrUnreachable, err)
+		}
+		defer tr.Close()
+		env.Retention = retention{tr: tr, o: obs}
 	}
 
 	started := time.Now()
@@ -300,6 +310,17 @@ func (o observer) Object(ctx context.Context, source, account, objectID string) 
 }
 func (o observer) Payment(ctx context.Context, source, account, objectID string) (string, bool, error) {
 	return o.o.Payment(ctx, source, account, objectID)
+}
+
+// retention adapts the purge trigger and the payload_present query.
+type retention struct {
+	tr *purge.Trigger
+	o  *observe.Observer
+}
+
+func (r retention) Purge(ctx context.Context, asOf time.Time) error { return r.tr.Purge(ctx, asOf) }
+func (r retention) PayloadPresent(ctx context.Context, k profiles.Key) (bool, bool, error) {
+	return r.o.PayloadPresent(ctx, okey(k))
 }
 
 // controller adapts the process controller.

@@ -44,12 +44,14 @@ const (
 	QObjectEffects = "object_effects"
 	QObject        = "object"
 	QPayment       = "payment"
+	// QPayloadPresent reads whether one event's key row still holds its payload.
+	QPayloadPresent = "payload_present"
 )
 
 // columns is what each query must return.
 var columns = map[string]string{
 	QEventRows: "count", QEffects: "count", QObjectEffects: "count",
-	QObject: "version, status", QPayment: "status",
+	QObject: "version, status", QPayment: "status", QPayloadPresent: "present",
 }
 
 type query struct {
@@ -93,7 +95,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, q target.Queries) (*Observer, 
 	}
 	defer conn.Release()
 	var errs []error
-	for _, name := range []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment} {
+	for _, name := range []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QPayloadPresent} {
 		sql, ok := named[name]
 		if !ok {
 			continue
@@ -256,6 +258,35 @@ func (o *Observer) Payment(ctx context.Context, source, account, paymentID strin
 		return status, true, nil
 	default:
 		return "", false, fmt.Errorf("observe: query payment: %d rows for payment %q (want at most 1)", len(got), paymentID)
+	}
+}
+
+// PayloadPresent reports whether the event's key row still holds its payload;
+// found is false when the query returns no row (the key is gone). A NULL reads as
+// false; more than one row is an error.
+func (o *Observer) PayloadPresent(ctx context.Context, k Key) (present, found bool, err error) {
+	q, err := o.get(QPayloadPresent)
+	if err != nil {
+		return false, false, err
+	}
+	rows, err := o.pool.Query(ctx, q.compact, o.args(q, k)...)
+	if err != nil {
+		return false, false, fmt.Errorf("observe: query payload_present: %w", err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*bool, error) {
+		var b *bool
+		return b, r.Scan(&b)
+	})
+	if err != nil {
+		return false, false, fmt.Errorf("observe: query payload_present: %w", err)
+	}
+	switch len(got) {
+	case 0:
+		return false, false, nil
+	case 1:
+		return got[0] != nil && *got[0], true, nil
+	default:
+		return false, false, fmt.Errorf("observe: query payload_present: %d rows for event %q (want at most 1)", len(got), k.EventID)
 	}
 }
 

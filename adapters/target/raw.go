@@ -28,6 +28,7 @@ type rawTarget struct {
 	Failpoints   *rawFailpoints `yaml:"failpoints"`
 	Capabilities []string       `yaml:"capabilities"`
 	Limits       *rawLimits     `yaml:"limits"`
+	Retention    *rawRetention  `yaml:"retention"`
 }
 
 type rawLimits struct {
@@ -41,6 +42,9 @@ type rawEndpoint struct {
 	Path      string `yaml:"path"`
 	Secret    string `yaml:"secret"`
 	SecretEnv string `yaml:"secret_env"`
+	// KeyTTL and PayloadTTL override target.retention's for this endpoint.
+	KeyTTL     string `yaml:"key_ttl"`
+	PayloadTTL string `yaml:"payload_ttl"`
 }
 
 type rawLifecycle struct {
@@ -69,11 +73,12 @@ type rawPostgres struct {
 }
 
 type rawQueries struct {
-	EventRows     string `yaml:"event_rows"`
-	Effects       string `yaml:"effects"`
-	ObjectEffects string `yaml:"object_effects"`
-	Object        string `yaml:"object"`
-	Payment       string `yaml:"payment"`
+	EventRows      string `yaml:"event_rows"`
+	Effects        string `yaml:"effects"`
+	ObjectEffects  string `yaml:"object_effects"`
+	Object         string `yaml:"object"`
+	Payment        string `yaml:"payment"`
+	PayloadPresent string `yaml:"payload_present"`
 }
 
 type rawFailpoints struct {
@@ -91,6 +96,9 @@ var rawPaths = map[string]reflect.Type{
 	"target.observe.postgres":         reflect.TypeOf(rawPostgres{}),
 	"target.observe.postgres.queries": reflect.TypeOf(rawQueries{}),
 	"target.failpoints":               reflect.TypeOf(rawFailpoints{}),
+	"target.retention":                reflect.TypeOf(rawRetention{}),
+	"target.retention.purge":          reflect.TypeOf(rawPurge{}),
+	"target.retention.purge.http":     reflect.TypeOf(rawPurgeHTTP{}),
 }
 
 var unknownFieldRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)

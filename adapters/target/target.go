@@ -38,10 +38,13 @@ const (
 	// DomainConstraint: two event IDs for one payment give one effect (needs
 	// observe.postgres.queries.object_effects).
 	DomainConstraint Capability = "domain-constraint"
-	// Retention, Inbox and Outbox are reserved for later versions of the suite.
+	// Retention: the receiver declares its key and payload TTLs and a purge the
+	// harness can trigger as of a chosen time (needs target.retention and
+	// observe.postgres.queries.payload_present).
 	Retention Capability = "retention"
-	Inbox     Capability = "inbox"
-	Outbox    Capability = "outbox"
+	// Inbox and Outbox are reserved for later versions of the suite.
+	Inbox  Capability = "inbox"
+	Outbox Capability = "outbox"
 )
 
 // Capabilities lists every valid capability in documentation order.
@@ -50,7 +53,7 @@ var Capabilities = []Capability{Crash, LockGating, ConnectionLoss, Failpoints, O
 
 // Reserved reports whether c is accepted in a target file but not yet checked by
 // any scenario.
-func Reserved(c Capability) bool { return c == Retention || c == Inbox || c == Outbox }
+func Reserved(c Capability) bool { return c == Inbox || c == Outbox }
 
 // Default values applied when a field is omitted.
 const (
@@ -85,6 +88,9 @@ type Target struct {
 	MaxBodyBytes int
 	// Source is the file the target was loaded from ("" for Parse).
 	Source string
+	// Retention is the declared retention and purge trigger; nil when the file
+	// has no retention section.
+	Retention *RetentionSpec
 }
 
 // Endpoint is where deliveries of one profile for one account go.
@@ -99,6 +105,10 @@ type Endpoint struct {
 	// SecretEnv names the environment variable the secret was read from ("" when
 	// the secret was inline).
 	SecretEnv string
+	// KeyTTL and PayloadTTL are the endpoint's declared retention: its own
+	// key_ttl/payload_ttl, else target.retention's; 0 when neither is given.
+	KeyTTL     time.Duration
+	PayloadTTL time.Duration
 }
 
 // Lifecycle is how the harness starts and stops the receiver process.
@@ -160,6 +170,9 @@ type Queries struct {
 	Object string
 	// Payment returns (status) of a payment (state-machine).
 	Payment string
+	// PayloadPresent returns (present boolean) for one event's key row, no row when
+	// the key is gone (retention).
+	PayloadPresent string
 }
 
 // Named returns the configured queries by their file names, omitting empty ones.
@@ -185,6 +198,7 @@ func (q Queries) list() []namedQuery {
 		{"object_effects", q.ObjectEffects, 4},
 		{"object", q.Object, 4},
 		{"payment", q.Payment, 4},
+		{"payload_present", q.PayloadPresent, 3},
 	}
 }
 

@@ -173,7 +173,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 func TestUnknownFieldsAndShape(t *testing.T) {
 	cases := map[string]struct{ src, want string }{
 		"unknown field": {"target:\n  name: x\n  bse_url: http://h\n",
-			`line 3: unknown field "bse_url" in target (valid: base_url, capabilities, endpoints, failpoints, lifecycle, limits, name, observe)`},
+			`line 3: unknown field "bse_url" in target (valid: base_url, capabilities, endpoints, failpoints, lifecycle, limits, name, observe, retention)`},
 		"unknown query": {"target:\n  observe:\n    postgres:\n      queries:\n        events: SELECT 1\n",
 			`line 5: unknown field "events" in target.observe.postgres.queries`},
 		"unknown top": {"targets: {}\n", `line 1: unknown field "targets" in (top level)`},

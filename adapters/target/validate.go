@@ -188,6 +188,7 @@ func (v *validator) build(doc *rawDoc) *Target {
 		}
 		t.FailpointsPath = v.path(at(base, "failpoints", "path"), p, true)
 	}
+	v.retention(t, rt.Retention, rt.Endpoints)
 	v.capabilities(t, rt)
 	t.MaxBodyBytes = DefaultMaxBodyBytes
 	if rt.Limits != nil && rt.Limits.MaxBodyBytes != 0 {
@@ -353,7 +354,8 @@ func (v *validator) observe(t *Target, ro *rawObserve) {
 		return
 	}
 	q := Queries{EventRows: rp.Queries.EventRows, Effects: rp.Queries.Effects,
-		ObjectEffects: rp.Queries.ObjectEffects, Object: rp.Queries.Object, Payment: rp.Queries.Payment}
+		ObjectEffects: rp.Queries.ObjectEffects, Object: rp.Queries.Object, Payment: rp.Queries.Payment,
+		PayloadPresent: rp.Queries.PayloadPresent}
 	for _, nq := range q.list() {
 		p := at(base, "queries", nq.name)
 		if strings.TrimSpace(nq.sql) == "" {
@@ -436,6 +438,13 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 		case DomainConstraint:
 			if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
 				missing = "target.observe.postgres.queries.object_effects"
+			}
+		case Retention:
+			switch {
+			case rt.Retention == nil:
+				missing = "target.retention"
+			case pg == nil || pg.Queries == nil || pg.Queries.PayloadPresent == "":
+				missing = "target.observe.postgres.queries.payload_present"
 			}
 		}
 		if missing != "" {

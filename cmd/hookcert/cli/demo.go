@@ -87,6 +87,9 @@ func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
 		Account string `yaml:"account"`
 		Path    string `yaml:"path"`
 		Secret  string `yaml:"secret"`
+		// The reference's retention for this endpoint (its profile's defaults).
+		KeyTTL     string `yaml:"key_ttl"`
+		PayloadTTL string `yaml:"payload_ttl"`
 	}
 	var teps []tEndpoint
 	for _, e := range demoEndpoints {
@@ -95,8 +98,10 @@ func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
 			return nil, nil, fmt.Errorf("secret for %s: %w", e.profile, err)
 		}
 		path := "/webhooks/" + e.profile + "/" + e.account
-		cfg.Endpoints = append(cfg.Endpoints, reference.Endpoint{Profile: e.profile, Account: e.account, Path: path, Secret: sec})
-		teps = append(teps, tEndpoint{e.profile, e.account, path, sec})
+		rep := reference.Endpoint{Profile: e.profile, Account: e.account, Path: path, Secret: sec}
+		cfg.Endpoints = append(cfg.Endpoints, rep)
+		r := rep.Retention()
+		teps = append(teps, tEndpoint{e.profile, e.account, path, sec, r.KeyTTL.String(), r.PayloadTTL.String()})
 		secrets = append(secrets, sec)
 	}
 	cfgBytes, err := yaml.Marshal(cfg)
@@ -130,15 +135,19 @@ func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
 			"event_table":  "processed_webhook_events",
 			"effect_table": "ledger_entries",
 			"queries": map[string]string{
-				"event_rows":     "SELECT count(*) FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3",
-				"effects":        "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND event_id=$3",
-				"object_effects": "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND object_id=$4",
-				"object":         "SELECT version, status FROM subscriptions WHERE source=$1 AND account_id=$2 AND object_id=$4",
-				"payment":        "SELECT status FROM payments WHERE source=$1 AND account_id=$2 AND payment_id=$4",
+				"event_rows":      "SELECT count(*) FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3",
+				"effects":         "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND event_id=$3",
+				"object_effects":  "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND object_id=$4",
+				"object":          "SELECT version, status FROM subscriptions WHERE source=$1 AND account_id=$2 AND object_id=$4",
+				"payment":         "SELECT status FROM payments WHERE source=$1 AND account_id=$2 AND payment_id=$4",
+				"payload_present": "SELECT payload IS NOT NULL FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3",
 			},
 		}},
-		"failpoints":   map[string]any{"path": "/_hookcert/failpoints"},
-		"capabilities": []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint"},
+		"failpoints": map[string]any{"path": "/_hookcert/failpoints"},
+		// The admin purge is mounted with --enable-failpoints; the running receiver
+		// applies its own config and defects, as its periodic purger does.
+		"retention":    map[string]any{"purge": map[string]any{"http": map[string]any{"method": "POST", "path": reference.AdminPurgePath}}},
+		"capabilities": []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint", "retention"},
 	}}
 	out, err := yaml.Marshal(doc)
 	return out, secrets, err

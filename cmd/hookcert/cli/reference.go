@@ -24,7 +24,7 @@ func newReferenceCmd() *cobra.Command {
 		Short: "The reference webhook receiver (see docs/reference.md)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newReferenceServeCmd(), newReferenceDefectsCmd())
+	cmd.AddCommand(newReferenceServeCmd(), newReferenceDefectsCmd(), newReferencePurgeCmd())
 	return cmd
 }
 
@@ -46,8 +46,9 @@ type referenceServeFlags struct {
 	listen, databaseURL, config, logFormat string
 	defects                                []string
 	enableFailpoints, keepDatabase         bool
+	enableAdmin                            bool
 	maxBodyBytes                           int64
-	tolerance                              time.Duration
+	tolerance, purgeInterval               time.Duration
 }
 
 func newReferenceServeCmd() *cobra.Command {
@@ -76,6 +77,8 @@ Defects (--defect, repeatable) break the receiver on purpose; see
 	fl.DurationVar(&f.tolerance, "tolerance", 0, "signed-timestamp tolerance (default: each profile's documented value, 5m for stripe, standard-webhooks, svix)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep an automatically provisioned database on exit")
+	fl.BoolVar(&f.enableAdmin, "enable-admin", false, "mount POST "+reference.AdminPurgePath+" (purge as of a given time; --enable-failpoints mounts it too)")
+	fl.DurationVar(&f.purgeInterval, "purge-interval", reference.DefaultPurgeInterval, "how often the in-process purger applies the endpoints' key and payload TTLs (negative: off)")
 	return cmd
 }
 
@@ -88,6 +91,9 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 	}
 	if f.tolerance < 0 {
 		return usageErr("--tolerance: must not be negative, got %s", f.tolerance)
+	}
+	if f.purgeInterval == 0 {
+		return usageErr("--purge-interval: must not be 0 (negative turns the purger off)")
 	}
 	var logHandler slog.Handler
 	switch f.logFormat {
@@ -141,6 +147,8 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 		Endpoints:        endpoints,
 		Defects:          f.defects,
 		EnableFailpoints: f.enableFailpoints,
+		EnableAdmin:      f.enableAdmin,
+		PurgeInterval:    f.purgeInterval,
 		MaxBodyBytes:     f.maxBodyBytes,
 		Tolerance:        f.tolerance,
 		Logger:           log,

@@ -1,0 +1,134 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// DefaultPurgeBatch is how many rows one purge transaction touches at most: small
+// enough that its row locks and its WAL burst are short, so deliveries arriving
+// meanwhile are not held up.
+const DefaultPurgeBatch = 1000
+
+// PurgeScope is the retention of one (source, account) key space, expressed as
+// cut-offs: rows received before KeyCutoff lose their key (the whole row), rows
+// received before PayloadCutoff lose their payload. A zero cut-off disables that
+// tier.
+type PurgeScope struct {
+	Source        string
+	AccountID     string
+	KeyCutoff     time.Time
+	PayloadCutoff time.Time
+}
+
+// PurgeOptions shape a purge run.
+type PurgeOptions struct {
+	// BatchSize bounds the rows of one transaction; 0 means DefaultPurgeBatch.
+	BatchSize int
+	// Pause is slept between batches, yielding the database to deliveries.
+	Pause time.Duration
+}
+
+// PurgeResult counts what a purge removed.
+type PurgeResult struct {
+	KeysDeleted    int64 `json:"keys_deleted"`
+	PayloadsPurged int64 `json:"payloads_purged"`
+	Batches        int   `json:"batches"`
+}
+
+// Add accumulates another result.
+func (r *PurgeResult) Add(o PurgeResult) {
+	r.KeysDeleted += o.KeysDeleted
+	r.PayloadsPurged += o.PayloadsPurged
+	r.Batches += o.Batches
+}
+
+// The purge statements. Each runs as its own short transaction on at most $4 rows,
+// picked through the age index; FOR UPDATE SKIP LOCKED leaves rows another
+// transaction holds to a later run instead of waiting for them. "processed_at IS NOT
+// NULL" is the unfinished-work hook: a row whose work is pending is never purged.
+const (
+	deleteKeysSQL = `DELETE FROM processed_webhook_events WHERE ctid = ANY (ARRAY(
+		SELECT ctid FROM processed_webhook_events
+		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND processed_at IS NOT NULL
+		LIMIT $4 FOR UPDATE SKIP LOCKED))`
+	purgePayloadsSQL = `UPDATE processed_webhook_events SET payload = NULL, payload_purged_at = now()
+		WHERE ctid = ANY (ARRAY(
+		SELECT ctid FROM processed_webhook_events
+		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND payload IS NOT NULL AND processed_at IS NOT NULL
+		LIMIT $4 FOR UPDATE SKIP LOCKED))`
+)
+
+// Purge applies each scope's cut-offs in bounded batches, each batch its own
+// transaction, keys first (a row about to be deleted needs no payload pass). It
+// returns what was removed so far even when it fails or ctx ends.
+func Purge(ctx context.Context, pool *pgxpool.Pool, scopes []PurgeScope, opts PurgeOptions) (PurgeResult, error) {
+	if pool == nil {
+		return PurgeResult{}, errors.New("purge: pool: required")
+	}
+	batch := opts.BatchSize
+	if batch <= 0 {
+		batch = DefaultPurgeBatch
+	}
+	var res PurgeResult
+	for _, sc := range scopes {
+		if !sc.KeyCutoff.IsZero() {
+			n, b, err := purgeLoop(ctx, pool, deleteKeysSQL, sc, sc.KeyCutoff, batch, opts.Pause)
+			res.KeysDeleted += n
+			res.Batches += b
+			if err != nil {
+				return res, fmt.Errorf("purge keys of (%s, %s): %w", sc.Source, sc.AccountID, err)
+			}
+		}
+		if !sc.PayloadCutoff.IsZero() {
+			n, b, err := purgeLoop(ctx, pool, purgePayloadsSQL, sc, sc.PayloadCutoff, batch, opts.Pause)
+			res.PayloadsPurged += n
+			res.Batches += b
+			if err != nil {
+				return res, fmt.Errorf("purge payloads of (%s, %s): %w", sc.Source, sc.AccountID, err)
+			}
+		}
+	}
+	return res, nil
+}
+
+// purgeLoop runs one statement until a batch comes back short.
+func purgeLoop(ctx context.Context, pool *pgxpool.Pool, sql string, sc PurgeScope, cutoff time.Time, batch int, pause time.Duration) (int64, int, error) {
+	var total int64
+	batches := 0
+	for {
+		var tag pgconn.CommandTag
+		// A purge batch need not wait for its WAL to reach disk: one lost in a
+		// crash is redone by the next purge. Not waiting keeps its commits out of
+		// the flush queue the deliveries' commits wait in.
+		err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
+				return err
+			}
+			var err error
+			tag, err = tx.Exec(ctx, sql, sc.Source, sc.AccountID, cutoff, batch)
+			return err
+		})
+		if err != nil {
+			return total, batches, err
+		}
+		batches++
+		total += tag.RowsAffected()
+		if tag.RowsAffected() < int64(batch) {
+			return total, batches, nil
+		}
+		if pause > 0 {
+			select {
+			case <-ctx.Done():
+				return total, batches, ctx.Err()
+			case <-time.After(pause):
+			}
+		}
+	}
+}
