@@ -44,6 +44,7 @@ demo: build ## Start the reference receiver on a throwaway PostgreSQL and certif
 .PHONY: bench
 bench: ## Benchmarks that print side-by-side figures measured in one run
 	./simulator/benchmark/bench.sh
+	./reference/benchmark/bench.sh
 
 FLAKE_RUNS ?= 20
 .PHONY: flake-check

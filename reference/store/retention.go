@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -50,19 +49,27 @@ func (r *PurgeResult) Add(o PurgeResult) {
 }
 
 // The purge statements. Each runs as its own short transaction on at most $4 rows,
-// picked through the age index; FOR UPDATE SKIP LOCKED leaves rows another
-// transaction holds to a later run instead of waiting for them. "processed_at IS NOT
-// NULL" is the unfinished-work hook: a row whose work is pending is never purged.
+// picked through the age index in age order from $5 on (keyset: a batch never
+// rescans the dead index entries earlier batches left behind), and returns the
+// ages it touched so the next batch starts after them. FOR UPDATE SKIP LOCKED leaves
+// rows another transaction holds to a later run instead of waiting for them.
+// "processed_at IS NOT NULL" is the unfinished-work hook: a row whose work is
+// pending is never purged.
 const (
 	deleteKeysSQL = `DELETE FROM processed_webhook_events WHERE ctid = ANY (ARRAY(
 		SELECT ctid FROM processed_webhook_events
-		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND processed_at IS NOT NULL
-		LIMIT $4 FOR UPDATE SKIP LOCKED))`
+		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND received_at >= $5 AND processed_at IS NOT NULL
+		ORDER BY received_at
+		LIMIT $4 FOR UPDATE SKIP LOCKED))
+		RETURNING received_at`
 	purgePayloadsSQL = `UPDATE processed_webhook_events SET payload = NULL, payload_purged_at = now()
 		WHERE ctid = ANY (ARRAY(
 		SELECT ctid FROM processed_webhook_events
-		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND payload IS NOT NULL AND processed_at IS NOT NULL
-		LIMIT $4 FOR UPDATE SKIP LOCKED))`
+		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND received_at >= $5
+		  AND payload IS NOT NULL AND processed_at IS NOT NULL
+		ORDER BY received_at
+		LIMIT $4 FOR UPDATE SKIP LOCKED))
+		RETURNING received_at`
 )
 
 // Purge applies each scope's cut-offs in bounded batches, each batch its own
@@ -98,12 +105,17 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, scopes []PurgeScope, opts Pu
 	return res, nil
 }
 
-// purgeLoop runs one statement until a batch comes back short.
+// purgeLoop runs one statement until a batch comes back short. Between batches it
+// rests at least as long as the batch took, so the purge never holds more than
+// about half of the database's time (and WAL bandwidth) while deliveries arrive.
 func purgeLoop(ctx context.Context, pool *pgxpool.Pool, sql string, sc PurgeScope, cutoff time.Time, batch int, pause time.Duration) (int64, int, error) {
 	var total int64
 	batches := 0
+	from := time.Time{} // keyset position: the oldest age not yet passed
 	for {
-		var tag pgconn.CommandTag
+		var n int64
+		var last time.Time
+		start := time.Now()
 		// A purge batch need not wait for its WAL to reach disk: one lost in a
 		// crash is redone by the next purge. Not waiting keeps its commits out of
 		// the flush queue the deliveries' commits wait in.
@@ -111,24 +123,39 @@ func purgeLoop(ctx context.Context, pool *pgxpool.Pool, sql string, sc PurgeScop
 			if _, err := tx.Exec(ctx, `SET LOCAL synchronous_commit = off`); err != nil {
 				return err
 			}
-			var err error
-			tag, err = tx.Exec(ctx, sql, sc.Source, sc.AccountID, cutoff, batch)
-			return err
+			rows, err := tx.Query(ctx, sql, sc.Source, sc.AccountID, cutoff, batch, from)
+			if err != nil {
+				return err
+			}
+			defer rows.Close()
+			for rows.Next() {
+				var at time.Time
+				if err := rows.Scan(&at); err != nil {
+					return err
+				}
+				n++
+				if at.After(last) {
+					last = at
+				}
+			}
+			return rows.Err()
 		})
 		if err != nil {
 			return total, batches, err
 		}
 		batches++
-		total += tag.RowsAffected()
-		if tag.RowsAffected() < int64(batch) {
+		total += n
+		if n < int64(batch) {
 			return total, batches, nil
 		}
-		if pause > 0 {
-			select {
-			case <-ctx.Done():
-				return total, batches, ctx.Err()
-			case <-time.After(pause):
-			}
+		// Rows sharing the last age may remain (LIMIT cut through them): resume at
+		// that age, not after it.
+		from = last
+		rest := max(pause, time.Since(start))
+		select {
+		case <-ctx.Done():
+			return total, batches, ctx.Err()
+		case <-time.After(rest):
 		}
 	}
 }
