@@ -2,7 +2,7 @@ package profiles
 
 import (
 	"bytes"
-	"encoding/json"
+	"encoding/base64"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -27,15 +27,6 @@ type AdyenItem struct {
 	OriginalReference   string            `json:"originalReference,omitempty"`
 	PSPReference        string            `json:"pspReference"`
 	Success             string            `json:"success"`
-}
-
-type adyenWrapped struct {
-	NotificationRequestItem AdyenItem `json:"NotificationRequestItem"`
-}
-
-type adyenBody struct {
-	Live              string         `json:"live"`
-	NotificationItems []adyenWrapped `json:"notificationItems"`
 }
 
 // adyenModel is hookcert's MODEL of the Adyen queue after its last published
@@ -109,28 +100,6 @@ func newAdyenLegacy() Profile {
 	return adyenProfile{base: base{id: "adyen-legacy", facts: adyenFacts(true)}, legacy: true}
 }
 
-// item builds the unsigned NotificationRequestItem: pspReference is the object ID
-// (docs/conformance-domain.md), eventCode the event type, success "true".
-func (p adyenProfile) item(ev Event) AdyenItem {
-	ad := map[string]string{}
-	if ev.Status != "" {
-		ad["status"] = ev.Status
-	}
-	if ev.Version != 0 {
-		ad["version"] = strconv.FormatInt(ev.Version, 10)
-	}
-	return AdyenItem{
-		AdditionalData:      ad,
-		Amount:              AdyenAmount{Value: ev.Amount, Currency: ev.Currency},
-		EventCode:           ev.Type,
-		EventDate:           ev.Created.UTC().Format(time.RFC3339),
-		MerchantAccountCode: ev.Account,
-		MerchantReference:   ev.ObjectID,
-		PSPReference:        ev.ObjectID,
-		Success:             "true",
-	}
-}
-
 func (p adyenProfile) derivedEventID(ev Event) string {
 	return ev.ObjectID + ":" + ev.Type + ":true"
 }
@@ -150,12 +119,60 @@ func (p adyenProfile) check(ev Event) error {
 	return nil
 }
 
-func (p adyenProfile) render(it AdyenItem) ([]byte, error) {
-	b, err := json.Marshal(adyenBody{Live: "false", NotificationItems: []adyenWrapped{{NotificationRequestItem: it}}})
-	if err != nil {
-		return nil, fmt.Errorf("%s: encode body: %w", p.id, err)
+// render writes {"live":"false","notificationItems":[{"NotificationRequestItem":
+// item}]} as json.Marshal of the former AdyenItem-based struct did
+// (oracle_test.go): fields in declaration order, additionalData's keys sorted
+// (hmacSignature, status, version) and the map left out when empty
+// (omitempty), originalReference (always empty) left out. The item maps the
+// event as docs/conformance-domain.md says: pspReference = merchantReference =
+// object ID, eventCode = type, success "true", status and version in
+// additionalData. sig is the base64 hmacSignature, empty for the unsigned body.
+func (p adyenProfile) render(ev *Event, sig []byte) []byte {
+	b := make([]byte, 0, 300+len(sig)+len(ev.Status)+len(ev.Currency)+len(ev.Type)+len(ev.Account)+2*len(ev.ObjectID))
+	b = append(b, `{"live":"false","notificationItems":[{"NotificationRequestItem":{`...)
+	if len(sig) > 0 || ev.Status != "" || ev.Version != 0 {
+		b = append(b, `"additionalData":{`...)
+		sep := false
+		if len(sig) > 0 {
+			// Standard base64 ([A-Za-z0-9+/=]): nothing to escape.
+			b = append(b, `"hmacSignature":"`...)
+			b = append(b, sig...)
+			b = append(b, '"')
+			sep = true
+		}
+		if ev.Status != "" {
+			if sep {
+				b = append(b, ',')
+			}
+			b = append(b, `"status":`...)
+			b = appendJSONString(b, ev.Status)
+			sep = true
+		}
+		if ev.Version != 0 {
+			if sep {
+				b = append(b, ',')
+			}
+			b = append(b, `"version":"`...) // a decimal: nothing to escape
+			b = strconv.AppendInt(b, ev.Version, 10)
+			b = append(b, '"')
+		}
+		b = append(b, `},`...)
 	}
-	return b, nil
+	b = append(b, `"amount":{"value":`...)
+	b = strconv.AppendInt(b, ev.Amount, 10)
+	b = append(b, `,"currency":`...)
+	b = appendJSONString(b, ev.Currency)
+	b = append(b, `},"eventCode":`...)
+	b = appendJSONString(b, ev.Type)
+	b = append(b, `,"eventDate":`...)
+	b = appendJSONTime(b, ev.Created, time.RFC3339)
+	b = append(b, `,"merchantAccountCode":`...)
+	b = appendJSONString(b, ev.Account)
+	b = append(b, `,"merchantReference":`...)
+	b = appendJSONString(b, ev.ObjectID)
+	b = append(b, `,"pspReference":`...)
+	b = appendJSONString(b, ev.ObjectID)
+	return append(b, `,"success":"true"}}]}`...)
 }
 
 // Body returns the UNSIGNED notification (no hmacSignature). Use Render or
@@ -164,11 +181,12 @@ func (p adyenProfile) Body(ev Event) ([]byte, error) {
 	if err := p.check(ev); err != nil {
 		return nil, err
 	}
-	return p.render(p.item(ev))
+	return p.render(&ev, nil), nil
 }
 
 // SignedBody returns the notification with additionalData.hmacSignature made
-// with the first secret (one signature per item; no rotation overlap).
+// with the first secret (one signature per item; no rotation overlap): what
+// AdyenHMAC computes for the rendered item, fed to the MAC field by field.
 func (p adyenProfile) SignedBody(ev Event, secrets []string) ([]byte, error) {
 	if err := p.check(ev); err != nil {
 		return nil, err
@@ -176,13 +194,16 @@ func (p adyenProfile) SignedBody(ev Event, secrets []string) ([]byte, error) {
 	if err := checkSecrets(p.id, secrets, true); err != nil {
 		return nil, err
 	}
-	it := p.item(ev)
-	sig, err := AdyenHMAC(secrets[0], it)
-	if err != nil {
-		return nil, fmt.Errorf("%s: secrets[0]: %w", p.id, err)
+	m, ok := getMAC(macAdyen256, secrets[0])
+	if !ok {
+		return nil, fmt.Errorf("%s: secrets[0]: %w", p.id, errAdyenKey)
 	}
-	it.AdditionalData["hmacSignature"] = sig
-	return p.render(it)
+	// pspReference = merchantReference = object ID, no originalReference.
+	writeAdyenContent(m, ev.ObjectID, "", ev.Account, ev.ObjectID, ev.Amount, ev.Currency, ev.Type, "true")
+	var sig [b64SHA256Len]byte
+	b64 := base64.StdEncoding.AppendEncode(sig[:0], m.finish())
+	m.release()
+	return p.render(&ev, b64), nil
 }
 
 // Headers carries only the content type: the signature is in the body.

@@ -1,8 +1,6 @@
 package profiles
 
 import (
-	"crypto/hmac"
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net/http"
@@ -141,15 +139,6 @@ func sum(d []time.Duration) time.Duration {
 	return t
 }
 
-// hmacSHA256 returns HMAC-SHA256 over the concatenation of parts.
-func hmacSHA256(key []byte, parts ...[]byte) []byte {
-	m := hmac.New(sha256.New, key)
-	for _, p := range parts {
-		m.Write(p)
-	}
-	return m.Sum(nil)
-}
-
 // errNoSecret is returned when a profile that always signs gets no secret.
 var errNoSecret = errors.New("secrets: at least one non-empty secret is required")
 
@@ -191,20 +180,6 @@ func checkAttempt(profile string, at Attempt, signedAt bool) error {
 		return fmt.Errorf("%s: attempt.signed_at: must be set (the scheme signs a timestamp)", profile)
 	}
 	return nil
-}
-
-// object is the conformance-domain business object (docs/conformance-domain.md:
-// id, amount, currency, status, version).
-type object struct {
-	ID       string `json:"id"`
-	Amount   int64  `json:"amount"`
-	Currency string `json:"currency"`
-	Status   string `json:"status"`
-	Version  int64  `json:"version"`
-}
-
-func domainObject(ev Event) object {
-	return object{ID: ev.ObjectID, Amount: ev.Amount, Currency: ev.Currency, Status: ev.Status, Version: ev.Version}
 }
 
 func unix(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }

@@ -1,9 +1,7 @@
 package profiles
 
 import (
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"net/http"
 	"strconv"
 	"strings"
@@ -54,29 +52,35 @@ func newGitHub() Profile {
 	}}}
 }
 
-type githubSender struct {
-	Login string `json:"login"`
-	ID    int64  `json:"id"`
-	Type  string `json:"type"`
-}
-
-type githubBody struct {
-	Action string       `json:"action"`
-	Object object       `json:"object"`
-	Sender githubSender `json:"sender"`
-}
-
 // stableNumber derives a positive numeric ID from s, so hook and target IDs
 // are deterministic per account.
-func stableNumber(s string) int64 {
-	h := fnv.New64a()
-	h.Write([]byte(s))
-	return int64(h.Sum64()%900_000_000) + 100_000_000
+func stableNumber(s string) int64 { return stableNumber2("", s) }
+
+// stableNumber2 is stableNumber(a+b) without building the string: FNV-1a 64
+// (hash/fnv New64a) inlined over both parts.
+func stableNumber2(a, b string) int64 {
+	const offset64, prime64 = 14695981039346656037, 1099511628211
+	h := uint64(offset64)
+	for i := 0; i < len(a); i++ {
+		h ^= uint64(a[i])
+		h *= prime64
+	}
+	for i := 0; i < len(b); i++ {
+		h ^= uint64(b[i])
+		h *= prime64
+	}
+	return int64(h%900_000_000) + 100_000_000
 }
+
+// githubSenderJSON is the constant sender object, rendered once (it was a
+// githubSender{Login, ID, Type} struct: field order login, id, type).
+var githubSenderJSON = `,"sender":{"login":"hookcert-simulator[bot]","id":` +
+	strconv.FormatInt(stableNumber("sender"), 10) + `,"type":"Bot"}}`
 
 // Body renders {"action", "object", "sender"}: the action is the last segment of
 // the type (GitHub puts the event name in X-GitHub-Event and the action in
-// $.action, providers.yaml github.other_headers).
+// $.action, providers.yaml github.other_headers). Bytes equal json.Marshal of
+// the former githubBody struct (oracle_test.go).
 func (p githubProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
@@ -85,16 +89,26 @@ func (p githubProfile) Body(ev Event) ([]byte, error) {
 	if i := strings.LastIndex(action, "."); i >= 0 {
 		action = action[i+1:]
 	}
-	b, err := json.Marshal(githubBody{
-		Action: action,
-		Object: domainObject(ev),
-		Sender: githubSender{Login: "hookcert-simulator[bot]", ID: stableNumber("sender"), Type: "Bot"},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("github: encode body: %w", err)
-	}
+	b := make([]byte, 0, len(`{"action":"","object":`)+len(action)+objectSizeHint(&ev)+len(githubSenderJSON))
+	b = append(b, `{"action":`...)
+	b = appendJSONString(b, action)
+	b = append(b, `,"object":`...)
+	b = appendObject(b, &ev)
+	b = append(b, githubSenderJSON...)
 	return b, nil
 }
+
+// Canonical forms of GitHub's header names (Header.Set canonicalises
+// "X-GitHub-Delivery" to "X-Github-Delivery").
+var (
+	hGitHubDelivery   = http.CanonicalHeaderKey("X-GitHub-Delivery")
+	hGitHubEvent      = http.CanonicalHeaderKey("X-GitHub-Event")
+	hGitHubHookID     = http.CanonicalHeaderKey("X-GitHub-Hook-ID")
+	hGitHubTargetType = http.CanonicalHeaderKey("X-GitHub-Hook-Installation-Target-Type")
+	hGitHubTargetID   = http.CanonicalHeaderKey("X-GitHub-Hook-Installation-Target-ID")
+	hHubSig256        = http.CanonicalHeaderKey("X-Hub-Signature-256")
+	hHubSig1          = http.CanonicalHeaderKey("X-Hub-Signature")
+)
 
 // Headers: X-GitHub-Delivery is the event ID (stable across redeliveries); the
 // signature uses the first secret only (no overlap mechanism is documented) and
@@ -109,19 +123,19 @@ func (p githubProfile) Headers(ev Event, body []byte, at Attempt, secrets []stri
 	if ev.ID == "" {
 		return nil, fmt.Errorf("github: event.id: must not be empty (it is X-GitHub-Delivery)")
 	}
-	h := http.Header{}
-	h.Set("Content-Type", p.facts.ContentType)
-	h.Set("User-Agent", githubUserAgent)
-	h.Set("X-GitHub-Delivery", ev.ID)
-	h.Set("X-GitHub-Event", ev.Type)
-	h.Set("X-GitHub-Hook-ID", strconv.FormatInt(stableNumber("hook:"+ev.Account), 10))
-	h.Set("X-GitHub-Hook-Installation-Target-Type", "repository")
-	h.Set("X-GitHub-Hook-Installation-Target-ID", strconv.FormatInt(stableNumber("target:"+ev.Account), 10))
+	h := newHeader(9)
+	h.set(hContentType, p.facts.ContentType)
+	h.set(hUserAgent, githubUserAgent)
+	h.set(hGitHubDelivery, ev.ID)
+	h.set(hGitHubEvent, ev.Type)
+	h.set(hGitHubHookID, strconv.FormatInt(stableNumber2("hook:", ev.Account), 10))
+	h.set(hGitHubTargetType, "repository")
+	h.set(hGitHubTargetID, strconv.FormatInt(stableNumber2("target:", ev.Account), 10))
 	if len(secrets) > 0 {
-		h.Set("X-Hub-Signature-256", GitHubSignature256(secrets[0], body))
-		h.Set("X-Hub-Signature", GitHubSignature1(secrets[0], body))
+		h.set(hHubSig256, GitHubSignature256(secrets[0], body))
+		h.set(hHubSig1, GitHubSignature1(secrets[0], body))
 	}
-	return h, nil
+	return h.h, nil
 }
 
 // Verdict: 2XX acknowledges; anything else is a failed delivery (which GitHub

@@ -1,10 +1,9 @@
 package profiles
 
 import (
-	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"math/big"
 	"math/bits"
 )
 
@@ -34,12 +33,21 @@ func randString(r RandSource, alphabet string, n int) string {
 
 // formatUUID formats 16 bytes as a version-4, RFC 4122 variant UUID string.
 func formatUUID(b []byte) string {
-	u := make([]byte, 16)
-	copy(u, b)
+	var u [16]byte
+	copy(u[:], b)
 	u[6] = u[6]&0x0f | 0x40
 	u[8] = u[8]&0x3f | 0x80
-	h := hex.EncodeToString(u)
-	return h[0:8] + "-" + h[8:12] + "-" + h[12:16] + "-" + h[16:20] + "-" + h[20:32]
+	var out [36]byte
+	hex.Encode(out[0:8], u[0:4])
+	out[8] = '-'
+	hex.Encode(out[9:13], u[4:6])
+	out[13] = '-'
+	hex.Encode(out[14:18], u[6:8])
+	out[18] = '-'
+	hex.Encode(out[19:23], u[8:10])
+	out[23] = '-'
+	hex.Encode(out[24:36], u[10:16])
+	return string(out[:])
 }
 
 func randUUID(r RandSource) string {
@@ -53,16 +61,48 @@ func randUUID(r RandSource) string {
 	return formatUUID(b)
 }
 
-// base36Hash renders SHA-256(s) as n lower-case base-36 characters: a
-// deterministic ID derived from s.
-func base36Hash(s string, n int) string {
-	sum := sha256.Sum256([]byte(s))
-	v := new(big.Int).SetBytes(sum[:])
-	out := v.Text(36)
-	for len(out) < n {
-		out = "0" + out
+// appendBase36 appends the first n characters of the 256-bit big-endian number
+// sum written in lower-case base 36 (big.Int.Text(36): no leading zeros),
+// left-padded with '0' to n characters when shorter. It divides by 36^12, the
+// largest power of 36 below 2^64, so a hash takes five passes over four limbs
+// instead of a big.Int allocation.
+func appendBase36(dst []byte, sum *[32]byte, n int) []byte {
+	const chunk = 4738381338321616896 // 36^12
+	var limbs [4]uint64               // limbs[0] is the most significant
+	for i := range limbs {
+		limbs[i] = binary.BigEndian.Uint64(sum[8*i:])
 	}
-	return out[:n]
+	var digits [60]byte // 256 bits need 50 base-36 digits; chunks round up to 60
+	pos := len(digits)
+	for {
+		var rem uint64
+		for i := range limbs {
+			limbs[i], rem = bits.Div64(rem, limbs[i], chunk)
+		}
+		if limbs == [4]uint64{} {
+			// The most significant chunk: no leading zeros.
+			for rem > 0 {
+				pos--
+				digits[pos] = base36[rem%36]
+				rem /= 36
+			}
+			break
+		}
+		for j := 0; j < 12; j++ {
+			pos--
+			digits[pos] = base36[rem%36]
+			rem /= 36
+		}
+	}
+	if pos == len(digits) {
+		pos-- // zero is "0"
+		digits[pos] = '0'
+	}
+	out := digits[pos:]
+	for k := len(out); k < n; k++ {
+		dst = append(dst, '0')
+	}
+	return append(dst, out[:min(n, len(out))]...)
 }
 
 // NewEventID returns a provider-side event ID in the provider's format, drawn

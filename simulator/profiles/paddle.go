@@ -1,8 +1,7 @@
 package profiles
 
 import (
-	"encoding/json"
-	"fmt"
+	"crypto/sha256"
 	"net/http"
 	"time"
 )
@@ -62,36 +61,42 @@ func newPaddle() Profile {
 	}}}
 }
 
-type paddleBody struct {
-	EventID        string `json:"event_id"`
-	EventType      string `json:"event_type"`
-	OccurredAt     string `json:"occurred_at"`
-	NotificationID string `json:"notification_id"`
-	Data           object `json:"data"`
+// appendPaddleNotificationID appends the per-destination notification ID, the
+// same for every attempt of one event at one account's endpoint: "ntf_" + 26
+// base-36 characters of SHA-256("paddle-notification:{account}:{id}").
+func appendPaddleNotificationID(dst []byte, ev *Event) []byte {
+	var tmp [128]byte
+	in := append(tmp[:0], "paddle-notification:"...)
+	in = append(in, ev.Account...)
+	in = append(in, ':')
+	in = append(in, ev.ID...)
+	sum := sha256.Sum256(in)
+	return appendBase36(append(dst, "ntf_"...), &sum, 26)
 }
 
-// paddleNotificationID derives the per-destination notification ID: the same
-// for every attempt of one event at one account's endpoint.
-func paddleNotificationID(ev Event) string {
-	return "ntf_" + base36Hash("paddle-notification:"+ev.Account+":"+ev.ID, 26)
-}
-
-// Body renders {event_id, event_type, occurred_at, notification_id, data}.
+// Body renders {event_id, event_type, occurred_at, notification_id, data}, in
+// the field order of the former paddleBody struct (oracle_test.go).
 func (p paddleProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(paddleBody{
-		EventID: ev.ID, EventType: ev.Type,
-		OccurredAt:     ev.Created.UTC().Format(time.RFC3339Nano),
-		NotificationID: paddleNotificationID(ev),
-		Data:           domainObject(ev),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("paddle: encode body: %w", err)
-	}
-	return b, nil
+	b := make([]byte, 0, 150+len(ev.ID)+len(ev.Type)+objectSizeHint(&ev))
+	b = append(b, `{"event_id":`...)
+	b = appendJSONString(b, ev.ID)
+	b = append(b, `,"event_type":`...)
+	b = appendJSONString(b, ev.Type)
+	b = append(b, `,"occurred_at":`...)
+	b = appendJSONTime(b, ev.Created, time.RFC3339Nano)
+	// The notification ID is ntf_ + [0-9a-z]: nothing to escape.
+	b = append(b, `,"notification_id":"`...)
+	b = appendPaddleNotificationID(b, &ev)
+	b = append(b, `","data":`...)
+	b = appendObject(b, &ev)
+	return append(b, '}'), nil
 }
+
+// hPaddleSignature is the canonical Paddle-Signature header name.
+var hPaddleSignature = http.CanonicalHeaderKey("Paddle-Signature")
 
 // Headers signs with every secret (one h1 each).
 func (p paddleProfile) Headers(_ Event, body []byte, at Attempt, secrets []string) (http.Header, error) {
@@ -101,10 +106,10 @@ func (p paddleProfile) Headers(_ Event, body []byte, at Attempt, secrets []strin
 	if err := checkSecrets(p.id, secrets, true); err != nil {
 		return nil, err
 	}
-	h := http.Header{}
-	h.Set("Content-Type", p.facts.ContentType)
-	h.Set("Paddle-Signature", PaddleSignatureHeader(at.SignedAt, body, secrets...))
-	return h, nil
+	h := newHeader(2)
+	h.set(hContentType, p.facts.ContentType)
+	h.set(hPaddleSignature, PaddleSignatureHeader(at.SignedAt, body, secrets...))
+	return h.h, nil
 }
 
 // Verdict: only HTTP 200 is documented as an acknowledgement; anything else is

@@ -2,7 +2,6 @@ package profiles
 
 import (
 	"crypto/sha256"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -67,38 +66,44 @@ func newShopify() Profile {
 	}}}
 }
 
-type shopifyResource struct {
-	ID        string `json:"id"`
-	Amount    int64  `json:"amount"`
-	Currency  string `json:"currency"`
-	Status    string `json:"status"`
-	Version   int64  `json:"version"`
-	UpdatedAt string `json:"updated_at"` // Shopify suggests updated_at to order deliveries
-}
-
 // Body is the resource itself (providers.yaml shopify.payload.body: "full REST
-// resource for the topic").
+// resource for the topic"): id, amount, currency, status, version and
+// updated_at (Shopify suggests updated_at to order deliveries), in the field
+// order of the former shopifyResource struct (oracle_test.go).
 func (p shopifyProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
 	}
-	o := domainObject(ev)
-	b, err := json.Marshal(shopifyResource{
-		ID: o.ID, Amount: o.Amount, Currency: o.Currency, Status: o.Status, Version: o.Version,
-		UpdatedAt: ev.Created.UTC().Format(time.RFC3339Nano),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("shopify: encode resource: %w", err)
-	}
-	return b, nil
+	b := make([]byte, 0, objectSizeHint(&ev)+len(`,"updated_at":""`)+len(time.RFC3339Nano)+8)
+	b = appendObject(b, &ev)
+	b = append(b[:len(b)-1], `,"updated_at":`...) // reopen the object
+	b = appendJSONTime(b, ev.Created, time.RFC3339Nano)
+	return append(b, '}'), nil
 }
 
-// derivedUUID formats the first 16 bytes of SHA-256(s) as a version-4-shaped
-// UUID: a deterministic stand-in where the caller passes no ID.
-func derivedUUID(s string) string {
-	sum := sha256.Sum256([]byte(s))
+// shopifyDeliveryUUID derives a per-attempt X-Shopify-Webhook-Id: the first
+// 16 bytes of SHA-256("shopify-webhook:{id}:{n}") formatted as a
+// version-4-shaped UUID, a deterministic stand-in where the caller passes none.
+func shopifyDeliveryUUID(id string, n int) string {
+	var tmp [128]byte
+	in := append(tmp[:0], "shopify-webhook:"...)
+	in = append(in, id...)
+	in = append(in, ':')
+	in = strconv.AppendInt(in, int64(n), 10)
+	sum := sha256.Sum256(in)
 	return formatUUID(sum[:16])
 }
+
+// Canonical forms of Shopify's header names.
+var (
+	hShopifyTopic       = http.CanonicalHeaderKey("X-Shopify-Topic")
+	hShopifyEventID     = http.CanonicalHeaderKey("X-Shopify-Event-Id")
+	hShopifyWebhookID   = http.CanonicalHeaderKey("X-Shopify-Webhook-Id")
+	hShopifyShopDomain  = http.CanonicalHeaderKey("X-Shopify-Shop-Domain")
+	hShopifyTriggeredAt = http.CanonicalHeaderKey("X-Shopify-Triggered-At")
+	hShopifyAPIVersion  = http.CanonicalHeaderKey("X-Shopify-API-Version")
+	hShopifyHMAC        = http.CanonicalHeaderKey("X-Shopify-Hmac-Sha256")
+)
 
 // Headers: X-Shopify-Webhook-Id is Attempt.DeliveryID, or, when empty, one
 // derived from (event ID, attempt number), i.e. a new one per attempt.
@@ -114,19 +119,19 @@ func (p shopifyProfile) Headers(ev Event, body []byte, at Attempt, secrets []str
 	}
 	delivery := at.DeliveryID
 	if delivery == "" {
-		delivery = derivedUUID("shopify-webhook:" + ev.ID + ":" + strconv.Itoa(at.N))
+		delivery = shopifyDeliveryUUID(ev.ID, at.N)
 	}
-	h := http.Header{}
-	h.Set("Content-Type", p.facts.ContentType)
-	h.Set("X-Shopify-Topic", ev.Type)
-	h.Set("X-Shopify-Event-Id", ev.ID)
-	h.Set("X-Shopify-Webhook-Id", delivery)
-	h.Set("X-Shopify-Shop-Domain", ev.Account+".myshopify.com")
-	h.Set("X-Shopify-Triggered-At", ev.Created.UTC().Format(time.RFC3339Nano))
-	h.Set("X-Shopify-API-Version", ShopifyAPIVersion)
+	h := newHeader(8)
+	h.set(hContentType, p.facts.ContentType)
+	h.set(hShopifyTopic, ev.Type)
+	h.set(hShopifyEventID, ev.ID)
+	h.set(hShopifyWebhookID, delivery)
+	h.set(hShopifyShopDomain, ev.Account+".myshopify.com")
+	h.set(hShopifyTriggeredAt, ev.Created.UTC().Format(time.RFC3339Nano))
+	h.set(hShopifyAPIVersion, ShopifyAPIVersion)
 	// One signature only: a rotated secret switches over within an hour, no overlap.
-	h.Set("X-Shopify-Hmac-Sha256", ShopifyHMAC(secrets[0], body))
-	return h, nil
+	h.set(hShopifyHMAC, ShopifyHMAC(secrets[0], body))
+	return h.h, nil
 }
 
 // Verdict: a 200-series response acknowledges; anything else, redirects

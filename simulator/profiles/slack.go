@@ -1,7 +1,6 @@
 package profiles
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -53,38 +52,34 @@ func newSlack() Profile {
 	}}}
 }
 
-type slackAuthorization struct {
-	EnterpriseID *string `json:"enterprise_id"`
-	TeamID       string  `json:"team_id"`
-	UserID       string  `json:"user_id"`
-	IsBot        bool    `json:"is_bot"`
-}
-
-type slackInner struct {
-	Type    string `json:"type"`
-	EventTS string `json:"event_ts"`
-	Object  object `json:"object"`
-}
-
-type slackEnvelope struct {
-	TeamID         string               `json:"team_id"`
-	APIAppID       string               `json:"api_app_id"`
-	Event          slackInner           `json:"event"`
-	Type           string               `json:"type"`
-	EventID        string               `json:"event_id"`
-	EventTime      int64                `json:"event_time"`
-	Authorizations []slackAuthorization `json:"authorizations"`
-}
-
 // slackID renders a Slack-style ID (prefix + 10 upper-case base-36 chars)
 // derived from s, for app and user IDs that must be stable per account.
 func slackID(prefix, s string) string {
-	n := uint64(stableNumber(s))*2654435761 + 1
-	return prefix + strings.ToUpper(strconv.FormatUint(n%3656158440062976, 36)) // 36^10
+	return string(appendSlackID(nil, prefix, "", s))
 }
 
+// appendSlackID appends slackID(prefix, a+b) without building a+b.
+func appendSlackID(dst []byte, prefix, a, b string) []byte {
+	n := uint64(stableNumber2(a, b))*2654435761 + 1
+	dst = append(dst, prefix...)
+	start := len(dst)
+	dst = strconv.AppendUint(dst, n%3656158440062976, 36) // 36^10
+	for i := start; i < len(dst); i++ {
+		if c := dst[i]; c >= 'a' && c <= 'z' {
+			dst[i] = c - 'a' + 'A'
+		}
+	}
+	return dst
+}
+
+// slackAppID is the constant api_app_id, rendered once.
+var slackAppID = slackID("A", "app")
+
 // Body renders the event_callback envelope; team_id is the account. The legacy
-// verification token is left out (signatures supersede it).
+// verification token is left out (signatures supersede it). Field order and
+// escaping are json.Marshal's for the former slackEnvelope struct
+// (oracle_test.go): team_id, api_app_id, event{type, event_ts, object}, type,
+// event_id, event_time, authorizations[{enterprise_id, team_id, user_id, is_bot}].
 func (p slackProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
@@ -92,24 +87,44 @@ func (p slackProfile) Body(ev Event) ([]byte, error) {
 	if ev.Account == "" {
 		return nil, fmt.Errorf("slack: event.account: must not be empty (it is team_id)")
 	}
-	b, err := json.Marshal(slackEnvelope{
-		TeamID:   ev.Account,
-		APIAppID: slackID("A", "app"),
-		Event: slackInner{
-			Type:    ev.Type,
-			EventTS: fmt.Sprintf("%d.%06d", ev.Created.Unix(), ev.Created.Nanosecond()/1000),
-			Object:  domainObject(ev),
-		},
-		Type:           "event_callback",
-		EventID:        ev.ID,
-		EventTime:      ev.Created.Unix(),
-		Authorizations: []slackAuthorization{{TeamID: ev.Account, UserID: slackID("U", "bot:"+ev.Account), IsBot: true}},
-	})
-	if err != nil {
-		return nil, fmt.Errorf("slack: encode envelope: %w", err)
+	sec := ev.Created.Unix()
+	b := make([]byte, 0, 256+2*len(ev.Account)+len(ev.Type)+len(ev.ID)+objectSizeHint(&ev))
+	b = append(b, `{"team_id":`...)
+	b = appendJSONString(b, ev.Account)
+	b = append(b, `,"api_app_id":`...)
+	b = appendJSONString(b, slackAppID)
+	b = append(b, `,"event":{"type":`...)
+	b = appendJSONString(b, ev.Type)
+	// event_ts is "%d.%06d" of the Unix seconds and microseconds.
+	b = append(b, `,"event_ts":"`...)
+	b = strconv.AppendInt(b, sec, 10)
+	b = append(b, '.')
+	us := ev.Created.Nanosecond() / 1000
+	for d := 100000; d > 0; d /= 10 {
+		b = append(b, byte('0'+us/d%10))
 	}
+	b = append(b, `","object":`...)
+	b = appendObject(b, &ev)
+	b = append(b, `},"type":"event_callback","event_id":`...)
+	b = appendJSONString(b, ev.ID)
+	b = append(b, `,"event_time":`...)
+	b = strconv.AppendInt(b, sec, 10)
+	b = append(b, `,"authorizations":[{"enterprise_id":null,"team_id":`...)
+	b = appendJSONString(b, ev.Account)
+	// The user ID is [0-9A-Z] after "U": nothing to escape.
+	b = append(b, `,"user_id":"`...)
+	b = appendSlackID(b, "U", "bot:", ev.Account)
+	b = append(b, `","is_bot":true}]}`...)
 	return b, nil
 }
+
+// Canonical forms of Slack's header names.
+var (
+	hSlackTimestamp   = http.CanonicalHeaderKey("X-Slack-Request-Timestamp")
+	hSlackSignature   = http.CanonicalHeaderKey("X-Slack-Signature")
+	hSlackRetryNum    = http.CanonicalHeaderKey("X-Slack-Retry-Num")
+	hSlackRetryReason = http.CanonicalHeaderKey("X-Slack-Retry-Reason")
+)
 
 // Headers signs with the first secret; retries (N > 1) carry x-slack-retry-num
 // = N-1 and x-slack-retry-reason.
@@ -120,12 +135,9 @@ func (p slackProfile) Headers(_ Event, body []byte, at Attempt, secrets []string
 	if err := checkSecrets(p.id, secrets, true); err != nil {
 		return nil, err
 	}
-	h := http.Header{}
-	h.Set("Content-Type", p.facts.ContentType)
-	h.Set("X-Slack-Request-Timestamp", unix(at.SignedAt))
-	h.Set("X-Slack-Signature", SlackSignature(secrets[0], at.SignedAt, body))
+	reason := ""
 	if at.N > 1 {
-		reason := at.RetryReason
+		reason = at.RetryReason
 		if reason == "" {
 			reason = "unknown_error"
 		}
@@ -136,10 +148,16 @@ func (p slackProfile) Headers(_ Event, body []byte, at Attempt, secrets []string
 		if !valid {
 			return nil, fmt.Errorf("slack: attempt.retry_reason: %q is not one of %s", reason, strings.Join(slackRetryReasons, ", "))
 		}
-		h.Set("X-Slack-Retry-Num", strconv.Itoa(at.N-1))
-		h.Set("X-Slack-Retry-Reason", reason)
 	}
-	return h, nil
+	h := newHeader(5)
+	h.set(hContentType, p.facts.ContentType)
+	h.set(hSlackTimestamp, unix(at.SignedAt))
+	h.set(hSlackSignature, SlackSignature(secrets[0], at.SignedAt, body))
+	if at.N > 1 {
+		h.set(hSlackRetryNum, strconv.Itoa(at.N-1))
+		h.set(hSlackRetryReason, reason)
+	}
+	return h.h, nil
 }
 
 // Verdict: 2xx acknowledges; a non-2xx with x-slack-no-retry: 1 stops ("you'd

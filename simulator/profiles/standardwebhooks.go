@@ -1,7 +1,6 @@
 package profiles
 
 import (
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -12,7 +11,8 @@ import (
 // with webhook- or svix- header names.
 type stdProfile struct {
 	base
-	prefix string // "webhook-" or "svix-"
+	prefix string    // "webhook-" or "svix-"
+	hdr    [3]string // canonical id, timestamp and signature header names
 	svix   bool
 }
 
@@ -22,7 +22,7 @@ var stdSources = []string{
 }
 
 func newStandardWebhooks() Profile {
-	return stdProfile{prefix: "webhook-", base: base{id: "standard-webhooks", facts: Facts{
+	return stdProfile{prefix: "webhook-", hdr: stdHeaderKeys("webhook-"), base: base{id: "standard-webhooks", facts: Facts{
 		Name:              "Standard Webhooks v1",
 		ContentType:       "application/json", // "JSON recommended" (spec)
 		EventIDHeader:     "webhook-id",       // "remains the same no matter how many times a webhook that has failed is retried"
@@ -57,7 +57,7 @@ func newStandardWebhooks() Profile {
 }
 
 func newSvix() Profile {
-	return stdProfile{prefix: "svix-", svix: true, base: base{id: "svix", facts: Facts{
+	return stdProfile{prefix: "svix-", hdr: stdHeaderKeys("svix-"), svix: true, base: base{id: "svix", facts: Facts{
 		Name:               "Svix",
 		ContentType:        "application/json", // "application/json (most common)"
 		EventIDHeader:      "svix-id",          // "will be the same when the same webhook is being resent"
@@ -90,22 +90,30 @@ func newSvix() Profile {
 	}}}
 }
 
-type stdBody struct {
-	Type      string `json:"type"`
-	Timestamp string `json:"timestamp"`
-	Data      object `json:"data"`
-}
-
-// Body renders {type, timestamp (event time, RFC 3339), data} (spec payload).
+// Body renders {type, timestamp (event time, RFC 3339), data} (spec payload),
+// in the field order of the former stdBody struct (oracle_test.go).
 func (p stdProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
 	}
-	b, err := json.Marshal(stdBody{Type: ev.Type, Timestamp: ev.Created.UTC().Format(time.RFC3339Nano), Data: domainObject(ev)})
-	if err != nil {
-		return nil, fmt.Errorf("%s: encode body: %w", p.id, err)
+	b := make([]byte, 0, len(`{"type":"","timestamp":"","data":}`)+len(ev.Type)+len(time.RFC3339Nano)+8+objectSizeHint(&ev))
+	b = append(b, `{"type":`...)
+	b = appendJSONString(b, ev.Type)
+	b = append(b, `,"timestamp":`...)
+	b = appendJSONTime(b, ev.Created, time.RFC3339Nano)
+	b = append(b, `,"data":`...)
+	b = appendObject(b, &ev)
+	return append(b, '}'), nil
+}
+
+// stdHeaderKeys are the canonical id, timestamp and signature header names
+// for a prefix ("webhook-" → "Webhook-Id", …).
+func stdHeaderKeys(prefix string) [3]string {
+	return [3]string{
+		http.CanonicalHeaderKey(prefix + "id"),
+		http.CanonicalHeaderKey(prefix + "timestamp"),
+		http.CanonicalHeaderKey(prefix + "signature"),
 	}
-	return b, nil
 }
 
 // Headers signs with every secret ("v1,<sig>" entries joined by spaces).
@@ -120,20 +128,22 @@ func (p stdProfile) Headers(ev Event, body []byte, at Attempt, secrets []string)
 	if ev.ID == "" || strings.Contains(ev.ID, ".") {
 		return nil, fmt.Errorf("%s: event.id: must be non-empty and contain no '.' (it is signed as {id}.{ts}.{body})", p.id)
 	}
-	sigs := make([]string, len(secrets))
+	var sigs strings.Builder
+	sigs.Grow(len(secrets) * (len("v1, ") + b64SHA256Len))
 	for i, s := range secrets {
-		sig, err := StandardWebhooksSignature(s, ev.ID, at.SignedAt, body)
-		if err != nil {
+		if i > 0 {
+			sigs.WriteByte(' ')
+		}
+		if err := writeStandardWebhooksSignature(&sigs, s, ev.ID, at.SignedAt, body); err != nil {
 			return nil, fmt.Errorf("%s: secrets[%d]: %w", p.id, i, err)
 		}
-		sigs[i] = sig
 	}
-	h := http.Header{}
-	h.Set("Content-Type", p.facts.ContentType)
-	h.Set(p.prefix+"id", ev.ID)
-	h.Set(p.prefix+"timestamp", unix(at.SignedAt))
-	h.Set(p.prefix+"signature", strings.Join(sigs, " "))
-	return h, nil
+	h := newHeader(4)
+	h.set(hContentType, p.facts.ContentType)
+	h.set(p.hdr[0], ev.ID)
+	h.set(p.hdr[1], unix(at.SignedAt))
+	h.set(p.hdr[2], sigs.String())
+	return h.h, nil
 }
 
 // Verdict: 2xx acknowledges. Standard Webhooks: 410 Gone stops. Svix: a response

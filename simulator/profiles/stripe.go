@@ -1,9 +1,8 @@
 package profiles
 
 import (
-	"encoding/json"
-	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -67,32 +66,6 @@ func newStripe() Profile {
 	}}}
 }
 
-type stripeObject struct {
-	ID       string `json:"id"`
-	Object   string `json:"object"`
-	Amount   int64  `json:"amount"`
-	Currency string `json:"currency"`
-	Status   string `json:"status"`
-	Version  int64  `json:"version"`
-}
-
-type stripeEvent struct {
-	ID         string `json:"id"`
-	Object     string `json:"object"`
-	APIVersion string `json:"api_version"`
-	Created    int64  `json:"created"`
-	Data       struct {
-		Object stripeObject `json:"object"`
-	} `json:"data"`
-	Livemode        bool `json:"livemode"`
-	PendingWebhooks int  `json:"pending_webhooks"`
-	Request         struct {
-		ID             *string `json:"id"`
-		IdempotencyKey *string `json:"idempotency_key"`
-	} `json:"request"`
-	Type string `json:"type"`
-}
-
 // stripeObjectName guesses the resource name Stripe puts in data.object.object
 // from the event type: "payment_intent.succeeded" → "payment_intent",
 // "customer.subscription.updated" → "subscription".
@@ -110,25 +83,47 @@ func stripeObjectName(typ string) string {
 
 // Body renders the Stripe Event object (docs.stripe.com/api/events/object):
 // test-mode (livemode false), request id/idempotency_key null as for events not
-// caused by an API request.
+// caused by an API request. Field order and escaping are encoding/json's for
+// the former stripeEvent struct (id, object, api_version, created,
+// data.object{id, object, amount, currency, status, version}, livemode,
+// pending_webhooks, request, type); oracle_test.go holds that struct's
+// json.Marshal rendering as the oracle.
 func (p stripeProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
 	}
-	var e stripeEvent
-	e.ID = ev.ID
-	e.Object = "event"
-	e.APIVersion = StripeAPIVersion
-	e.Created = ev.Created.Unix()
-	e.Data.Object = stripeObject{ID: ev.ObjectID, Object: stripeObjectName(ev.Type), Amount: ev.Amount, Currency: ev.Currency, Status: ev.Status, Version: ev.Version}
-	e.PendingWebhooks = 1
-	e.Type = ev.Type
-	b, err := json.Marshal(e)
-	if err != nil {
-		return nil, fmt.Errorf("stripe: encode event: %w", err)
-	}
+	objName := stripeObjectName(ev.Type)
+	b := make([]byte, 0, len(stripeHead)+len(stripeMid)+len(stripeTail)+objectSizeHint(&ev)+
+		len(ev.ID)+len(objName)+len(ev.Type)+40)
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, ev.ID)
+	b = append(b, stripeHead...)
+	b = strconv.AppendInt(b, ev.Created.Unix(), 10)
+	b = append(b, `,"data":{"object":{"id":`...)
+	b = appendJSONString(b, ev.ObjectID)
+	b = append(b, `,"object":`...)
+	b = appendJSONString(b, objName)
+	b = append(b, `,"amount":`...)
+	b = strconv.AppendInt(b, ev.Amount, 10)
+	b = append(b, `,"currency":`...)
+	b = appendJSONString(b, ev.Currency)
+	b = append(b, `,"status":`...)
+	b = appendJSONString(b, ev.Status)
+	b = append(b, `,"version":`...)
+	b = strconv.AppendInt(b, ev.Version, 10)
+	b = append(b, stripeMid...)
+	b = appendJSONString(b, ev.Type)
+	b = append(b, stripeTail...)
 	return b, nil
 }
+
+// Static parts of the Stripe envelope.
+var (
+	stripeHead = string(appendJSONString([]byte(`,"object":"event","api_version":`), StripeAPIVersion)) + `,"created":`
+	stripeMid  = `}},"livemode":false,"pending_webhooks":1,"request":{"id":null,"idempotency_key":null},"type":`
+	stripeTail = `}`
+	hStripeSig = http.CanonicalHeaderKey("Stripe-Signature")
+)
 
 // Headers signs with every secret given: one v1 per active secret during a roll.
 func (p stripeProfile) Headers(ev Event, body []byte, at Attempt, secrets []string) (http.Header, error) {
@@ -138,10 +133,10 @@ func (p stripeProfile) Headers(ev Event, body []byte, at Attempt, secrets []stri
 	if err := checkSecrets(p.id, secrets, true); err != nil {
 		return nil, err
 	}
-	h := http.Header{}
-	h.Set("Content-Type", p.facts.ContentType)
-	h.Set("Stripe-Signature", StripeSignatureHeader(at.SignedAt, body, secrets...))
-	return h, nil
+	h := newHeader(2)
+	h.set(hContentType, p.facts.ContentType)
+	h.set(hStripeSig, StripeSignatureHeader(at.SignedAt, body, secrets...))
+	return h.h, nil
 }
 
 // Verdict: any 2xx acknowledges; everything else, redirects included, is retried.
