@@ -40,7 +40,7 @@ Use the same --config and --defect as the receiver. Prints the counts as JSON.`,
 	fl.StringVar(&f.asOf, "as-of", "", "purge as if the clock read this RFC 3339 time (default now)")
 	fl.StringArrayVar(&f.defects, "defect", nil, "the receiver's defects (repeatable), so the purge behaves as that receiver's")
 	fl.IntVar(&f.batch, "batch-size", store.DefaultPurgeBatch, "rows per purge transaction")
-	fl.DurationVar(&f.pause, "pause", 0, "pause between batches")
+	fl.DurationVar(&f.pause, "pause", 0, "least rest between batches (0: 25ms; every rest is also at least as long as the batch took)")
 	return cmd
 }
 

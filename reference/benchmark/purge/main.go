@@ -22,6 +22,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
@@ -103,6 +104,12 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 	if _, err := db.Exec(ctx, `VACUUM ANALYZE processed_webhook_events`); err != nil {
 		return fmt.Errorf("vacuum: %w", err)
 	}
+	// Flush the fill's dirty pages now, so that the baseline is not measured
+	// during the checkpoint the fill itself caused (that would flatter the ratio);
+	// needs superuser, and says so when it cannot.
+	if _, err := db.Exec(ctx, `CHECKPOINT`); err != nil {
+		fmt.Printf("note: CHECKPOINT after the fill failed (%v); the baseline may include the fill's checkpoint\n", err)
+	}
 	fmt.Printf("filled %d expired rows in %s\n", rows, time.Since(t0).Round(time.Millisecond))
 
 	hs := httptest.NewServer(srv.Handler())
@@ -131,11 +138,18 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 	}
 	fmt.Printf("purge: %d keys deleted in %d batches of <= %d rows, %s (%.0f rows/s); expired rows left: %d\n",
 		res.KeysDeleted, res.Batches, orDefault(opts.BatchSize), purgeDur.Round(time.Millisecond), float64(res.KeysDeleted)/purgeDur.Seconds(), left)
+	// A second baseline after the purge: on a shared machine p99 is set by rare
+	// disk stalls, so the purge is compared with the no-purge windows on both sides.
+	after := load.phase(rate, dur, nil)
+	pooled := &stats{lat: append(append([]time.Duration(nil), base.lat...), after.lat...), errors: base.errors + after.errors}
+	slices.Sort(pooled.lat)
 	fmt.Printf("\n%-26s %10s %10s %10s %10s %8s\n", "deliveries at "+strconv.Itoa(rate)+"/s", "count", "p50", "p99", "max", "errors")
-	base.print("without purge")
+	base.print("without purge (before)")
 	during.print("during purge")
-	ratio := float64(during.p(0.99)) / float64(base.p(0.99))
-	fmt.Printf("\np99 during purge / p99 without: %.2fx (goal <= 2x)\n", ratio)
+	after.print("without purge (after)")
+	pooled.print("without purge (both)")
+	ratio := float64(during.p(0.99)) / float64(pooled.p(0.99))
+	fmt.Printf("\np99 during purge / p99 without (both windows): %.2fx (goal <= 2x)\n", ratio)
 	return nil
 }
 
