@@ -5,11 +5,11 @@
 # measured in one run against one in-process reference receiver (loopback HTTP,
 # a fresh database on $HOOKCERT_DATABASE_URL's server, dropped afterwards).
 # Usage: reference/benchmark/bench.sh [rows, default 1000000] [rate/s, default 200]
-#        [baseline duration, default 10s] [batch, default 250] [pause, default 25ms]
+#        [baseline window, default 30s] [batch, default 250] [pause, default 25ms]
 set -euo pipefail
 ROWS=${1:-1000000}
 RATE=${2:-200}
-DUR=${3:-10s}
+DUR=${3:-30s}
 BATCH=${4:-250}
 PAUSE=${5:-25ms}
 cd "$(dirname "$0")/../.."
