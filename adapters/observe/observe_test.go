@@ -2,48 +2,19 @@ package observe
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
-	"net/url"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
 	"github.com/hookcert/hookcert/adapters/target"
 )
 
 // newDB creates a database of its own for the test and returns its URL.
-func newDB(t *testing.T) string {
-	t.Helper()
-	server := os.Getenv("HOOKCERT_TEST_DATABASE_URL")
-	if server == "" {
-		server = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, server)
-	if err != nil {
-		t.Fatalf("PostgreSQL at HOOKCERT_TEST_DATABASE_URL is required: %v", err)
-	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "hookcert_observe_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database: %v", err)
-		}
-		_ = admin.Close(context.Background())
-	})
-	u, _ := url.Parse(server)
-	u.Path = "/" + name
-	return u.String()
-}
+func newDB(t *testing.T) string { return pgtest.Database(t) }
 
 // schema is a receiver's tables in the conformance domain, with some fixture rows.
 const schema = `

@@ -2,15 +2,14 @@ package pgfault
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -20,30 +19,12 @@ import (
 // newDB creates a database of its own for the test and returns its URL and name.
 func newDB(t *testing.T) (string, string) {
 	t.Helper()
-	server := os.Getenv("HOOKCERT_TEST_DATABASE_URL")
-	if server == "" {
-		server = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
-	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, server)
+	u := pgtest.Database(t)
+	pu, err := url.Parse(u)
 	if err != nil {
-		t.Fatalf("PostgreSQL at HOOKCERT_TEST_DATABASE_URL is required: %v", err)
+		t.Fatal(err)
 	}
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "hookcert_pgfault_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		t.Fatalf("create database: %v", err)
-	}
-	t.Cleanup(func() {
-		if _, err := admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
-			t.Errorf("drop database: %v", err)
-		}
-		_ = admin.Close(context.Background())
-	})
-	u, _ := url.Parse(server)
-	u.Path = "/" + name
-	return u.String(), name
+	return u, strings.TrimPrefix(pu.Path, "/")
 }
 
 func receiverConn(t *testing.T, dbURL string) *pgx.Conn {

@@ -2,8 +2,6 @@ package purge
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -15,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
 
 	"github.com/jackc/pgx/v5"
 
@@ -91,25 +91,11 @@ func TestCommandTrigger(t *testing.T) {
 }
 
 func TestSQLTrigger(t *testing.T) {
-	server := os.Getenv("HOOKCERT_TEST_DATABASE_URL")
-	if server == "" {
-		server = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	}
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, server)
+	u, err := url.Parse(pgtest.Database(t))
 	if err != nil {
-		t.Fatalf("PostgreSQL at HOOKCERT_TEST_DATABASE_URL is required: %v", err)
-	}
-	defer admin.Close(ctx)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "hookcert_purge_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") })
-	u, _ := url.Parse(server)
-	u.Path = "/" + name
 	c, err := pgx.Connect(ctx, u.String())
 	if err != nil {
 		t.Fatal(err)
