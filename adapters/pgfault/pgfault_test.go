@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
-
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
 )
 
 // newDB creates a database of its own for the test and returns its URL and name.
