@@ -64,6 +64,10 @@ var _ = ginkgo.ReportAfterEach(func(r types.SpecReport) {
 	case types.SpecStatePassed:
 		o.State = "passed"
 	case types.SpecStateSkipped:
+		if !strings.HasPrefix(r.Failure.Message, "not applicable") {
+			// Left out by --label-filter or --focus: not judged, not reported.
+			return
+		}
 		o.State = "skipped"
 		o.Message = r.Failure.Message
 	case types.SpecStatePending:

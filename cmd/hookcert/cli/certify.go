@@ -105,6 +105,10 @@ func runCertify(ctx context.Context, out io.Writer, opts scenarios.CertifyOption
 	case err != nil:
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
+	if res.Summary.Total == 0 {
+		return usageErr("no scenario selected: --label-filter %q and --focus %q match none (labels: guarantee IDs, families, needs:<capability>; see hookcert guarantees)",
+			opts.Run.LabelFilter, strings.Join(opts.Run.Focus, ","))
+	}
 	printSummary(out, res)
 	if opts.ReportDir != "" {
 		fmt.Fprintf(out, "reports: %s/{results.json,junit.xml,summary.md,index.html,history.jsonl}\n", strings.TrimRight(opts.ReportDir, "/"))

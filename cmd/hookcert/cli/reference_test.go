@@ -5,19 +5,23 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/reports"
 )
 
 // TestHelperReferenceServe is not a test: it is the child process of
@@ -123,5 +127,79 @@ func TestReferenceServeUsageErrors(t *testing.T) {
 		if code := Main(args, &out, &errb); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d (%s)", args, code, ExitUsage, errb.String())
 		}
+	}
+}
+
+// The suite runs once per process (Ginkgo) and demo starts the reference from its
+// own executable, so demo runs as the real binary, built once.
+var (
+	binOnce sync.Once
+	binPath string
+	binErr  error
+)
+
+func hookcertBinary(t *testing.T) string {
+	t.Helper()
+	binOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "hookcert-cli-test-")
+		if err != nil {
+			binErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "hookcert")
+		if out, err := exec.Command("go", "build", "-o", binPath, "github.com/hookcert/hookcert/cmd/hookcert").CombinedOutput(); err != nil {
+			binErr = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if binErr != nil {
+		t.Fatal(binErr)
+	}
+	return binPath
+}
+
+// TestMain removes the binary built for the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binPath != "" {
+		_ = os.RemoveAll(filepath.Dir(binPath))
+	}
+	os.Exit(code)
+}
+
+func runChild(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	out, err := exec.Command(hookcertBinary(t), args...).CombinedOutput()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), string(out)
+	}
+	if err != nil {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return 0, string(out)
+}
+
+// A label filter reports only what it selected (never as not applicable), and a
+// filter that selects nothing is a usage error.
+func TestDemoLabelFilter(t *testing.T) {
+	server := pgtest.ServerURL()
+	dir := t.TempDir()
+	code, out := runChild(t, "demo", "--database-url", server, "--report-dir", dir, "--seed", "3", "--label-filter", "ACK-6 || ORDER-1")
+	if code != ExitOK {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, g := range res.Guarantees {
+		ids = append(ids, g.ID+"="+string(g.Status))
+	}
+	if got := strings.Join(ids, ","); got != "ACK-6=passed,ORDER-1=passed" {
+		t.Fatalf("guarantees reported: %s", got)
+	}
+	if code, out := runChild(t, "demo", "--database-url", server, "--report-dir", t.TempDir(), "--label-filter", "NOPE-9"); code != ExitUsage || !strings.Contains(out, "no scenario selected") {
+		t.Fatalf("empty selection: exit %d, want %d:\n%s", code, ExitUsage, out)
 	}
 }
