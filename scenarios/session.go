@@ -44,6 +44,9 @@ type session struct {
 	mu      sync.Mutex
 	runners map[string]*simulator.Runner
 	n       int
+	// expired are keys the scenario had the receiver purge on purpose; an
+	// acknowledged event missing from them is expected, not lost.
+	expired map[profiles.Key]bool
 }
 
 // begin starts a scenario for guarantee id: it skips with the reason when the target
@@ -514,6 +517,9 @@ func (s *session) reconcile() {
 		if t.bad || !handledType(t.typ) {
 			continue
 		}
+		if s.expired[k] {
+			continue
+		}
 		rows := s.rows(k)
 		if t.acked > 0 && rows == 0 {
 			// An asynchronous (inbox) receiver may store a moment after its 2xx.
@@ -556,4 +562,14 @@ func handledType(t string) bool {
 		return true
 	}
 	return false
+}
+
+// expire marks k as purged on purpose, so reconciliation does not call it lost.
+func (s *session) expire(k profiles.Key) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.expired == nil {
+		s.expired = map[profiles.Key]bool{}
+	}
+	s.expired[k] = true
 }
