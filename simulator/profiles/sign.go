@@ -53,19 +53,7 @@ func rawSHA256(secret string) *mac {
 // secret string, whsec_ prefix included, as UTF-8 bytes (providers.yaml
 // stripe.signature; stripe-go webhook.ComputeSignature).
 func StripeSignatureHeader(t time.Time, body []byte, secrets ...string) string {
-	var b strings.Builder
-	b.Grow(2 + 20 + len(secrets)*(4+hexSHA256Len))
-	b.WriteString("t=")
-	writeUnix(&b, t)
-	for _, s := range secrets {
-		m := rawSHA256(s)
-		m.write(append(strconv.AppendInt(m.buf[:0], t.Unix(), 10), '.'))
-		m.write(body)
-		b.WriteString(",v1=")
-		writeHex(&b, m.finish())
-		m.release()
-	}
-	return b.String()
+	return timestampedHexHeader("t=", ",v1=", '.', t, body, secrets)
 }
 
 // StandardWebhooksKey decodes a Standard Webhooks / Svix secret: strip "whsec_",
@@ -195,15 +183,22 @@ func SlackSignature(secret string, t time.Time, body []byte) string {
 // over "{ts}:{body}", one h1 per secret (providers.yaml paddle_billing.signature;
 // several h1 during rotation is secondary: hookdeck skill).
 func PaddleSignatureHeader(t time.Time, body []byte, secrets ...string) string {
+	return timestampedHexHeader("ts=", ";h1=", ':', t, body, secrets)
+}
+
+// timestampedHexHeader builds "<tsKey><unix>(<sigKey><hex>)…": one hex
+// HMAC-SHA256 per secret over "{unix}<sep>{body}", the secret's UTF-8 bytes as key
+// (the shape Stripe and Paddle share).
+func timestampedHexHeader(tsKey, sigKey string, sep byte, t time.Time, body []byte, secrets []string) string {
 	var b strings.Builder
-	b.Grow(3 + 20 + len(secrets)*(4+hexSHA256Len))
-	b.WriteString("ts=")
+	b.Grow(len(tsKey) + 20 + len(secrets)*(len(sigKey)+hexSHA256Len))
+	b.WriteString(tsKey)
 	writeUnix(&b, t)
 	for _, s := range secrets {
 		m := rawSHA256(s)
-		m.write(append(strconv.AppendInt(m.buf[:0], t.Unix(), 10), ':'))
+		m.write(append(strconv.AppendInt(m.buf[:0], t.Unix(), 10), sep))
 		m.write(body)
-		b.WriteString(";h1=")
+		b.WriteString(sigKey)
 		writeHex(&b, m.finish())
 		m.release()
 	}
