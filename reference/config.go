@@ -79,11 +79,17 @@ func DefaultEndpoints() []Endpoint {
 
 // LoadConfig reads and validates an endpoints YAML file. Unknown fields are errors.
 func LoadConfig(path string) (Config, error) {
+	return LoadConfigWithDefects(path, nil)
+}
+
+// LoadConfigWithDefects is LoadConfig for a receiver started with defects: under
+// no-ttl-floor a key TTL below the provider's redelivery horizon is accepted.
+func LoadConfigWithDefects(path string, defects []string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
-	cfg, err := ParseConfig(data)
+	cfg, err := ParseConfigWithDefects(data, defects)
 	if err != nil {
 		return Config{}, fmt.Errorf("config %s: %w", path, err)
 	}
@@ -93,6 +99,12 @@ func LoadConfig(path string) (Config, error) {
 // ParseConfig decodes and validates an endpoints YAML document, resolving
 // secret_env references from the environment.
 func ParseConfig(data []byte) (Config, error) {
+	return ParseConfigWithDefects(data, nil)
+}
+
+// ParseConfigWithDefects is ParseConfig for a receiver started with defects (see
+// LoadConfigWithDefects).
+func ParseConfigWithDefects(data []byte, defects []string) (Config, error) {
 	var cfg Config
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -107,7 +119,7 @@ func ParseConfig(data []byte) (Config, error) {
 			}
 		}
 	}
-	if err := ValidateEndpoints(cfg.Endpoints); err != nil {
+	if err := ValidateEndpointsWithDefects(cfg.Endpoints, defects); err != nil {
 		return Config{}, err
 	}
 	return cfg, nil
@@ -119,6 +131,19 @@ var reservedPaths = []string{"/healthz", "/metrics", "/_hookcert/"}
 // ValidateEndpoints checks an endpoint list; errors name the field path and rule,
 // e.g. "endpoints[2].secret: required". Secrets never appear in errors.
 func ValidateEndpoints(eps []Endpoint) error {
+	return ValidateEndpointsWithDefects(eps, nil)
+}
+
+// ValidateEndpointsWithDefects is ValidateEndpoints for a receiver started with
+// defects: no-ttl-floor drops the check of key TTLs against the provider's
+// redelivery horizon.
+func ValidateEndpointsWithDefects(eps []Endpoint, defects []string) error {
+	floor := true
+	for _, d := range defects {
+		if d == DefectNoTTLFloor {
+			floor = false
+		}
+	}
 	if len(eps) == 0 {
 		return errors.New("endpoints: at least one endpoint required")
 	}
@@ -177,7 +202,7 @@ func ValidateEndpoints(eps []Endpoint) error {
 			f("secret", "set only one of secret and secret_env")
 		}
 		if contains(supported, e.Profile) {
-			validateRetention(e, f)
+			validateRetention(e, floor, f)
 		}
 		// Two endpoints with one (source, account) would share one key space, which
 		// is allowed (e.g. secret rotation to a new URL) but a likely mistake if the

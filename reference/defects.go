@@ -27,6 +27,11 @@ const (
 	DefectKeepPayloads       = "keep-payloads"
 	DefectPurgeAll           = "purge-all"
 	DefectKeepKeysForever    = "keep-keys-forever"
+	DefectMemoryDedup        = "memory-dedup"
+	DefectAckOnError         = "ack-on-error"
+	DefectApplyUnknownTypes  = "apply-unknown-types"
+	DefectOrphanPayloads     = "orphan-payloads"
+	DefectNoTTLFloor         = "no-ttl-floor"
 )
 
 // slowAckWork is the synchronous downstream call the slow-ack defect makes per
@@ -58,6 +63,11 @@ var defectTable = map[string]string{
 	DefectKeepPayloads:       "ignores the payload TTL: raw payloads stay until their key expires, keeping personal data nobody needs",
 	DefectPurgeAll:           "the purge deletes every key older than the payload TTL instead of only the payloads; replays inside the key TTL are applied again",
 	DefectKeepKeysForever:    "the purge only removes payloads and never deletes keys; the key table grows forever and data is kept with no end",
+	DefectMemoryDedup:        "deduplicates in process memory: a mutex-guarded map of seen keys, a plain INSERT and no unique key index; after a restart the map is empty and a redelivery of an event processed before the crash is applied again",
+	DefectAckOnError:         "\"log and return 200\": a failed precondition or a database error rolls back but is still answered 200, so the provider never retries and the event is lost",
+	DefectApplyUnknownTypes:  "a default branch credits the ledger for every event type it does not recognise instead of acknowledging and ignoring it",
+	DefectOrphanPayloads:     "also copies every raw payload into webhook_payload_archive, which the purge never touches; payloads outlive their TTL and their key",
+	DefectNoTTLFloor:         "accepts any configured key TTL, even one below the provider's redelivery horizon; a redelivery after the key is gone is applied again",
 }
 
 // Defects lists every defect with its one-line description, sorted by name.
@@ -92,13 +102,17 @@ func ValidateDefects(names []string) error {
 	// These each replace how the key is recorded; two at once has no single meaning.
 	var keyModes []string
 	for _, n := range []string{DefectCheckThenInsert, DefectDuplicate500, DefectMarkerSeparateTx,
-		DefectBusinessFirst, DefectGlobalEventID, DefectAckBeforeCommit} {
+		DefectBusinessFirst, DefectGlobalEventID, DefectAckBeforeCommit, DefectMemoryDedup} {
 		if seen[n] {
 			keyModes = append(keyModes, n)
 		}
 	}
 	if len(keyModes) > 1 {
 		return fmt.Errorf("defects %s: at most one of them may be active (each replaces the transaction structure)", strings.Join(keyModes, ", "))
+	}
+	if seen[DefectRejectUnknownTypes] && seen[DefectApplyUnknownTypes] {
+		return fmt.Errorf("defects %s, %s: at most one of them may be active (each decides what an unknown type does)",
+			DefectApplyUnknownTypes, DefectRejectUnknownTypes)
 	}
 	return nil
 }

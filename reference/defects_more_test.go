@@ -2,6 +2,8 @@ package reference
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"net/http"
 	"sync"
 	"testing"
@@ -101,5 +103,119 @@ func TestDefectRejectUnknownTypes(t *testing.T) {
 		if r.Code != want {
 			t.Fatalf("defects %v: unknown type answered %d (%s), want %d", defects, r.Code, r.Reason, want)
 		}
+	}
+}
+
+func TestDefectMemoryDedup(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectMemoryDedup}} {
+		e := newEnv(t, Options{Defects: defects})
+		ep := e.ep("stripe", "acct_A")
+		id := newID("evt_mem")
+		d := build(ep, id, store.TypeCashBalance, obj{ID: "cb", Amount: 5}, time.Now())
+
+		// Within one process the map does its job: concurrent copies and a later
+		// redelivery are all answered duplicate but one.
+		processed := 0
+		for _, r := range e.fire(d, 8) {
+			if r.Code != 200 {
+				t.Fatalf("defects %v: concurrent copy answered %d %s/%s", defects, r.Code, r.Status, r.Reason)
+			}
+			if r.Status == StatusProcessed {
+				processed++
+			}
+		}
+		e.expect(e.send(d), 200, StatusDuplicate, "")
+		if k, l := e.keyRows(ep, id), e.ledger(ep, id); processed != 1 || k != 1 || l != 1 {
+			t.Fatalf("defects %v, one process: %d processed, %d key rows, %d ledger entries; want 1, 1, 1", defects, processed, k, l)
+		}
+		// An attempt that rolls back gives its claim back: the provider's retry
+		// after the precondition holds is applied, not taken for a duplicate.
+		refund := build(ep, newID("evt_mem_r"), store.TypeChargeRefunded, obj{ID: "pi_mem", Amount: 5}, time.Now())
+		e.expect(e.send(refund), 503, StatusRetry, "failed_precondition")
+		e.expect(e.send(build(ep, newID("evt_mem_s"), store.TypePaymentSucceeded, obj{ID: "pi_mem", Amount: 5}, time.Now())), 200, StatusProcessed, "")
+		e.expect(e.send(refund), 200, StatusProcessed, "")
+
+		// A restart (a fresh receiver on the same database, as after a crash that
+		// lost the acknowledgement), then the provider's redelivery.
+		restarted := newEnvOn(t, e.pool, Options{Defects: defects})
+		got := restarted.send(d)
+		k, l := e.keyRows(ep, id), e.ledger(ep, id)
+		if defects == nil {
+			restarted.expect(got, 200, StatusDuplicate, "")
+			if k != 1 || l != 1 {
+				t.Fatalf("clean after restart: %d key rows, %d ledger entries; want 1 and 1", k, l)
+			}
+			continue
+		}
+		restarted.expect(got, 200, StatusProcessed, "")
+		if k != 2 || l != 2 {
+			t.Fatalf("memory-dedup after restart: %d key rows, %d ledger entries; the defect should apply the redelivery again (2 and 2)", k, l)
+		}
+		// The damage is left for a clean receiver to refuse, as check-then-insert's.
+		if _, err := New(context.Background(), e.pool, Options{}); !errors.Is(err, store.ErrDuplicateKeys) {
+			t.Fatalf("clean start after memory-dedup's duplicates: %v, want ErrDuplicateKeys", err)
+		}
+	}
+}
+
+func TestDefectAckOnError(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectAckOnError}} {
+		e := newEnv(t, Options{Defects: defects})
+		ep := e.ep("stripe", "acct_A")
+
+		// A failed precondition: a refund of a payment that has not succeeded.
+		refundID := newID("evt_refund")
+		refund := e.send(build(ep, refundID, store.TypeChargeRefunded, obj{ID: "pi_none", Amount: 3}, time.Now()))
+
+		// A database error: the ledger refuses the entry, so the insert fails and
+		// the transaction rolls back.
+		if _, err := e.pool.Exec(context.Background(),
+			`ALTER TABLE ledger_entries ADD CONSTRAINT test_small_amounts CHECK (amount < 1000) NOT VALID`); err != nil {
+			t.Fatal(err)
+		}
+		bigID := newID("evt_big")
+		dbErr := e.send(build(ep, bigID, store.TypeCashBalance, obj{ID: "cb", Amount: 5000}, time.Now()))
+
+		// Bad input is still refused whatever the defect.
+		forged := build(ep, newID("evt_forged"), store.TypeCashBalance, obj{ID: "cb", Amount: 1}, time.Now())
+		forged.header.Set("Stripe-Signature", "t=1,v1=00")
+		e.expect(e.send(forged), 401, StatusRejected, "bad_signature")
+
+		if n := e.totalRows(); n != 0 {
+			t.Fatalf("defects %v: %d rows after two failed deliveries; both must roll back", defects, n)
+		}
+		if defects == nil {
+			e.expect(refund, 503, StatusRetry, "failed_precondition")
+			e.expect(dbErr, 500, StatusRetry, "transient_error")
+			continue
+		}
+		// Acknowledged with nothing stored: the provider will never send them again.
+		e.expect(refund, 200, StatusProcessed, "")
+		e.expect(dbErr, 200, StatusProcessed, "")
+	}
+}
+
+func TestDefectApplyUnknownTypes(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectApplyUnknownTypes}} {
+		e := newEnv(t, Options{Defects: defects})
+		ep := e.ep("github", "acct_A")
+		id := newID("gh_unknown")
+		r := e.send(build(ep, id, "hookcert.conformance.unhandled", obj{ID: "x", Amount: 4}, time.Now()))
+		entries := e.ledger(ep, id)
+		credited := e.count(`SELECT coalesce(sum(amount), 0) FROM ledger_entries WHERE event_id = $1`, id)
+		if defects == nil {
+			e.expect(r, 200, StatusIgnored, "unhandled_type")
+			if entries != 0 {
+				t.Fatalf("clean: %d ledger entries for an unknown type, want 0", entries)
+			}
+			continue
+		}
+		e.expect(r, 200, StatusProcessed, "")
+		if entries != 1 || credited != 4 {
+			t.Fatalf("apply-unknown-types: %d ledger entries crediting %d, want 1 crediting 4", entries, credited)
+		}
+	}
+	if err := ValidateDefects([]string{DefectApplyUnknownTypes, DefectRejectUnknownTypes}); err == nil {
+		t.Fatal("apply-unknown-types with reject-unknown-types was accepted")
 	}
 }

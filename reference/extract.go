@@ -33,8 +33,10 @@ type businessObject struct {
 // extract reads the event ID, type and business object where the endpoint's
 // profile puts them (docs/conformance-domain.md, "Where each profile puts the
 // fields"). The key's source and account come from the endpoint.
-// lenient (the no-input-validation defect) lets a missing event ID through as "".
-func extract(ep Endpoint, h http.Header, body []byte, lenient bool) (store.Event, error) {
+// lenient (the no-input-validation defect) lets a missing event ID through as "";
+// readUnknown (the apply-unknown-types defect) reads the object of unknown types
+// too, as best it can, for the default branch that credits it.
+func extract(ep Endpoint, h http.Header, body []byte, lenient, readUnknown bool) (store.Event, error) {
 	if !json.Valid(body) {
 		return store.Event{}, &badRequest{"malformed_json", "body is not well-formed JSON"}
 	}
@@ -96,6 +98,11 @@ func extract(ep Endpoint, h http.Header, body []byte, lenient bool) (store.Event
 	}
 	if !store.Handled(typ) {
 		// Unknown types are acknowledged and recorded; their object is not read.
+		if readUnknown {
+			var o businessObject
+			_ = json.Unmarshal(obj, &o) // whatever parses; the defect credits it anyway
+			ev.ObjectID, ev.Amount = o.ID, o.Amount
+		}
 		return ev, nil
 	}
 	var o businessObject

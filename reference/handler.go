@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -105,7 +106,7 @@ func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ev, err := extract(ep, r.Header, body, s.defects.has(DefectNoInputValidation))
+	ev, err := extract(ep, r.Header, body, s.defects.has(DefectNoInputValidation), s.defects.has(DefectApplyUnknownTypes))
 	if err != nil {
 		var br *badRequest
 		if errors.As(err, &br) && br.Reason == "malformed_json" && s.defects.has(DefectNoInputValidation) {
@@ -149,6 +150,12 @@ func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 		_ = http.NewResponseController(w).Flush()
 	}
 	res := s.process(ctx, ev, ack, log)
+	if res.code/100 == 5 && s.defects.has(DefectAckOnError) {
+		// "Log and return 200": the failure has been logged and rolled back, and
+		// the provider is told all is well, so it never sends the event again.
+		log.Warn("processing failed; answering 200 anyway", "event_id", ev.EventID, "reason", res.Reason)
+		res = result{http.StatusOK, response{Status: StatusProcessed}}
+	}
 	if !acked {
 		ack(res)
 		if res.code/100 == 2 {
@@ -225,6 +232,7 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
 	keyEv := ev
+	markCommitted := func() {} // memory-dedup keeps its claim once committed
 	if s.defects.has(DefectDedupeByPayload) {
 		// "Same body, same event": a body seen before is taken for a duplicate.
 		seen, err := store.PayloadSeen(ctx, tx, ev.Key, ev.Payload)
@@ -237,6 +245,25 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 	}
 	var inserted bool
 	switch {
+	case s.defects.has(DefectMemoryDedup):
+		// Checked and set in memory before any database work; the database holds
+		// no unique key, so nothing else stands between two copies.
+		if !s.seen.claim(keyEv.Key) {
+			return duplicate
+		}
+		// A copy that does not commit gives the key back, so the provider's retry
+		// of a failed attempt is processed, in this process at least.
+		committed := false
+		defer func() {
+			if !committed {
+				s.seen.release(keyEv.Key)
+			}
+		}()
+		markCommitted = func() { committed = true }
+		if err := store.InsertKeyPlain(ctx, tx, keyEv); err != nil {
+			return s.transient(log, ev, "insert key", err)
+		}
+		inserted = true
 	case s.defects.has(DefectCheckThenInsert):
 		exists, err := store.KeyExists(ctx, tx, keyEv.Key)
 		if err != nil {
@@ -267,6 +294,11 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 		// event has been applied once; acknowledge without touching anything.
 		return duplicate
 	}
+	if s.defects.has(DefectOrphanPayloads) {
+		if err := store.ArchivePayload(ctx, tx, ev); err != nil {
+			return s.transient(log, ev, "archive payload", err)
+		}
+	}
 	applied, err := store.Apply(ctx, tx, ev, s.rules)
 	if err != nil {
 		return s.applyErr(log, ev, err)
@@ -291,6 +323,7 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 		// commit) or applied (it did not); both are correct.
 		return s.transient(log, ev, "commit", err)
 	}
+	markCommitted()
 	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
 		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
 	}
@@ -307,6 +340,11 @@ func (s *Server) processMarkerFirst(ctx context.Context, ev store.Event, log *sl
 	}
 	if !inserted {
 		return duplicate
+	}
+	if s.defects.has(DefectOrphanPayloads) {
+		if err := store.ArchivePayload(ctx, s.pool, ev); err != nil {
+			return s.transient(log, ev, "archive payload", err)
+		}
 	}
 	if err := s.fp.hit(fpAfterInsertBeforeCommit, ev.EventID); err != nil {
 		return s.injected(log, ev, fpAfterInsertBeforeCommit, err)
@@ -352,8 +390,41 @@ func (s *Server) processBusinessFirst(ctx context.Context, ev store.Event, log *
 	if _, err := store.InsertKey(ctx, s.pool, ev); err != nil {
 		return s.transient(log, ev, "insert key", err)
 	}
+	if s.defects.has(DefectOrphanPayloads) {
+		if err := store.ArchivePayload(ctx, s.pool, ev); err != nil {
+			return s.transient(log, ev, "archive payload", err)
+		}
+	}
 	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
 		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
 	}
 	return fromApply(applied)
+}
+
+// seenKeys is the memory-dedup defect's record of the keys this process has
+// claimed: correct among the copies one process sees, empty after every restart.
+type seenKeys struct {
+	mu   sync.Mutex
+	keys map[store.Key]struct{}
+}
+
+// claim records k and reports whether it was not recorded yet.
+func (m *seenKeys) claim(k store.Key) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.keys[k]; ok {
+		return false
+	}
+	if m.keys == nil {
+		m.keys = map[store.Key]struct{}{}
+	}
+	m.keys[k] = struct{}{}
+	return true
+}
+
+// release forgets k after an attempt that did not commit.
+func (m *seenKeys) release(k store.Key) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.keys, k)
 }

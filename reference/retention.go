@@ -36,6 +36,16 @@ const (
 	AdminPurgePath = "/_hookcert/purge"
 )
 
+// PayloadPresentQuery is the harness query ($1 source, $2 account, $3 event ID;
+// docs/reference.md, "Queries for a harness") saying whether any payload of one
+// event is still stored, in its key row or in webhook_payload_archive: one row,
+// present true or false, while either table holds a row for the key; no row once
+// neither does.
+const PayloadPresentQuery = `SELECT bool_or(present) AS present FROM (` +
+	`SELECT payload IS NOT NULL AS present FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3 ` +
+	`UNION ALL SELECT true FROM webhook_payload_archive WHERE source=$1 AND account_id=$2 AND event_id=$3) stored ` +
+	`HAVING count(*) > 0`
+
 // Horizon is how long after an event's first delivery its provider may deliver it
 // again, with the documents that say so.
 type Horizon struct {
@@ -151,8 +161,9 @@ func (d *Duration) UnmarshalText(b []byte) error {
 }
 
 // validateRetention checks one endpoint's retention fields; f records an error on a
-// field of that endpoint.
-func validateRetention(e Endpoint, f func(field, format string, args ...any)) {
+// field of that endpoint. floor refuses a key TTL below the redelivery horizon
+// (off only under the no-ttl-floor defect).
+func validateRetention(e Endpoint, floor bool, f func(field, format string, args ...any)) {
 	if e.KeyTTL < 0 {
 		f("key_ttl", "must be positive, got %s", e.KeyTTL)
 	}
@@ -167,7 +178,7 @@ func validateRetention(e Endpoint, f func(field, format string, args ...any)) {
 		f("payload_ttl", "%s is longer than the key TTL %s (a payload cannot outlive its key)", r.PayloadTTL, r.KeyTTL)
 	}
 	h, ok := ProfileHorizon(e.Profile)
-	if ok && r.KeyTTL < h.Total() && !e.AllowShortKeyTTL {
+	if floor && ok && r.KeyTTL < h.Total() && !e.AllowShortKeyTTL {
 		f("key_ttl", "endpoint %s keeps keys %s, below the %s redelivery horizon %s (%s): a redelivery after the key is gone is applied twice; raise key_ttl or set allow_short_key_ttl: true",
 			e.Path, r.KeyTTL, e.Profile, h.Total(), h.Source)
 	}
@@ -228,10 +239,10 @@ func (s *Server) Purge(ctx context.Context, asOf time.Time) (store.PurgeResult, 
 // PurgeDatabase runs the purge of a receiver configured with endpoints and defects
 // on pool, without serving (hookcert reference purge).
 func PurgeDatabase(ctx context.Context, pool *pgxpool.Pool, endpoints []Endpoint, defects []string, asOf time.Time, opts store.PurgeOptions) (store.PurgeResult, error) {
-	if err := ValidateEndpoints(endpoints); err != nil {
+	if err := ValidateDefects(defects); err != nil {
 		return store.PurgeResult{}, fmt.Errorf("reference: %w", err)
 	}
-	if err := ValidateDefects(defects); err != nil {
+	if err := ValidateEndpointsWithDefects(endpoints, defects); err != nil {
 		return store.PurgeResult{}, fmt.Errorf("reference: %w", err)
 	}
 	s := &Server{pool: pool, epList: endpoints, defects: defectSet{}, purgeOpts: opts}
@@ -334,7 +345,8 @@ func (s *Server) logRetention() {
 		h, _ := ProfileHorizon(e.Profile)
 		s.log.Info("retention", "path", e.Path, "key_ttl", r.KeyTTL.String(), "payload_ttl", r.PayloadTTL.String(),
 			"redelivery_horizon", h.Total().String())
-		if r.KeyTTL < h.Total() {
+		// A receiver without the floor knows nothing of horizons and says nothing.
+		if r.KeyTTL < h.Total() && !s.defects.has(DefectNoTTLFloor) {
 			s.log.Warn("SHORT KEY TTL ALLOWED: endpoint "+e.Path+" keeps keys "+r.KeyTTL.String()+", below the "+e.Profile+
 				" redelivery horizon "+h.Total().String()+" ("+h.Source+"); redeliveries after that are applied twice",
 				"path", e.Path, "allow_short_key_ttl", true)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookcert/hookcert/reference/store"
 )
 
@@ -352,5 +354,103 @@ func TestDefectKeepKeysForever(t *testing.T) {
 	e.purge(time.Now().Add(10 * ep.Retention().KeyTTL))
 	if found, present := e.payload(ep, id); !found || present {
 		t.Fatalf("keep-keys-forever: found=%v payload=%v, want the key kept without its payload", found, present)
+	}
+}
+
+// payloadQuery runs PayloadPresentQuery, the harness's view of whether any payload
+// of the event is stored: found is whether it returned a row.
+func (e *env) payloadQuery(ep Endpoint, id string) (found, present bool) {
+	e.t.Helper()
+	rows, err := e.pool.Query(context.Background(), PayloadPresentQuery, ep.KeySource(), ep.Account, id)
+	if err != nil {
+		e.t.Fatalf("payload_present: %v", err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[bool])
+	if err != nil {
+		e.t.Fatalf("payload_present: %v", err)
+	}
+	switch len(got) {
+	case 0:
+		return false, false
+	case 1:
+		return true, got[0]
+	}
+	e.t.Fatalf("payload_present: %d rows, want at most 1", len(got))
+	return false, false
+}
+
+func TestDefectOrphanPayloads(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectOrphanPayloads}} {
+		e := newEnv(t, Options{Defects: defects})
+		ep, id, _ := e.retained("stripe")
+		r := ep.Retention()
+		archived := func() int {
+			return e.count(`SELECT count(*) FROM webhook_payload_archive WHERE source=$1 AND account_id=$2 AND event_id=$3`, ep.KeySource(), ep.Account, id)
+		}
+		wantArchived := 0
+		if defects != nil {
+			wantArchived = 1
+		}
+		if found, present := e.payloadQuery(ep, id); !found || !present {
+			t.Fatalf("defects %v, after delivery: payload_present found=%v present=%v, want a stored payload", defects, found, present)
+		}
+
+		e.purge(time.Now().Add(r.PayloadTTL + time.Hour))
+		if found, present := e.payload(ep, id); !found || present {
+			t.Fatalf("defects %v, past the payload TTL: key found=%v payload=%v, want the key without its payload", defects, found, present)
+		}
+		_, present := e.payloadQuery(ep, id)
+		if n := archived(); n != wantArchived || present != (defects != nil) {
+			t.Fatalf("defects %v, past the payload TTL: %d archived payloads, payload_present %v", defects, n, present)
+		}
+
+		e.purge(time.Now().Add(r.KeyTTL + time.Hour))
+		if found, _ := e.payload(ep, id); found {
+			t.Fatalf("defects %v: key kept past its TTL", defects)
+		}
+		found, present := e.payloadQuery(ep, id)
+		if n := archived(); n != wantArchived {
+			t.Fatalf("defects %v, past the key TTL: %d archived payloads, want %d", defects, n, wantArchived)
+		}
+		if defects == nil && found {
+			t.Fatalf("clean, past the key TTL: payload_present returned a row (present=%v), want none", present)
+		}
+		if defects != nil && (!found || !present) {
+			t.Fatalf("orphan-payloads, past the key TTL: payload_present found=%v present=%v, want the orphaned payload seen", found, present)
+		}
+	}
+}
+
+func TestDefectNoTTLFloor(t *testing.T) {
+	doc := []byte("endpoints:\n  - {profile: stripe, account: acct_A, path: /w/s, secret: whsec_x, key_ttl: 1h, payload_ttl: 30m}\n")
+	if _, err := ParseConfig(doc); err == nil || !strings.Contains(err.Error(), "endpoints[0].key_ttl") {
+		t.Fatalf("clean: a 1h key TTL for stripe: %v, want refused", err)
+	}
+	cfg, err := ParseConfigWithDefects(doc, []string{DefectNoTTLFloor})
+	if err != nil {
+		t.Fatalf("no-ttl-floor: config refused: %v", err)
+	}
+	// Other rules still hold under the defect.
+	if _, err := ParseConfigWithDefects([]byte("endpoints:\n  - {profile: stripe, account: acct_A, path: /w/s, secret: whsec_x, key_ttl: 1h, payload_ttl: 2h}\n"),
+		[]string{DefectNoTTLFloor}); err == nil || !strings.Contains(err.Error(), "endpoints[0].payload_ttl") {
+		t.Fatalf("no-ttl-floor: payload TTL above the key TTL: %v, want refused", err)
+	}
+
+	pool := testPool(t, testDatabase(t))
+	if _, err := New(context.Background(), pool, Options{Endpoints: cfg.Endpoints}); err == nil || !strings.Contains(err.Error(), "stripe redelivery horizon") {
+		t.Fatalf("clean start with a 1h key TTL: %v, want refused", err)
+	}
+	e := newEnvOn(t, pool, Options{Endpoints: cfg.Endpoints, Defects: []string{DefectNoTTLFloor}})
+	ep, id, d := e.retained("stripe")
+	// Two hours on, well inside Stripe's three days of retries, the key is gone
+	// and the provider's retry is applied again.
+	e.purge(time.Now().Add(2 * time.Hour))
+	if found, _ := e.payload(ep, id); found {
+		t.Fatal("no-ttl-floor: the 1h key outlived a purge two hours on")
+	}
+	d.sign(time.Now())
+	e.expect(e.send(d), 200, StatusProcessed, "")
+	if l := e.ledger(ep, id); l != 2 {
+		t.Fatalf("no-ttl-floor: a retry after two hours gave %d ledger entries, want 2 (applied twice)", l)
 	}
 }

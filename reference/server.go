@@ -75,6 +75,7 @@ type Server struct {
 	rules     store.Rules
 	maxBody   int64
 	slowMu    sync.Mutex // the slow-ack defect's one-at-a-time lock
+	seen      seenKeys   // the memory-dedup defect's in-process record of keys
 	tolerance time.Duration
 	dbTimeout time.Duration
 	shutdown  time.Duration
@@ -92,7 +93,7 @@ type Server struct {
 }
 
 // New prepares a receiver on pool: it validates the options, applies the migrations
-// (or, for check-then-insert, drops the unique key index, loudly) and logs the
+// (or, for check-then-insert and memory-dedup, drops the unique key index, loudly) and logs the
 // endpoints (never their secrets) and every active defect.
 func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error) {
 	if pool == nil {
@@ -102,10 +103,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	if eps == nil {
 		eps = DefaultEndpoints()
 	}
-	if err := ValidateEndpoints(eps); err != nil {
+	if err := ValidateDefects(opts.Defects); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
-	if err := ValidateDefects(opts.Defects); err != nil {
+	if err := ValidateEndpointsWithDefects(eps, opts.Defects); err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
 	if opts.MaxBodyBytes < 0 {
@@ -147,13 +148,14 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	for _, d := range opts.Defects {
 		s.defects[d] = true
 	}
-	s.rules = store.Rules{LastWriteWins: s.defects.has(DefectLastWriteWins), NoDomainConstraint: s.defects.has(DefectNoDomainConstraint)}
+	s.rules = store.Rules{LastWriteWins: s.defects.has(DefectLastWriteWins), NoDomainConstraint: s.defects.has(DefectNoDomainConstraint),
+		ApplyUnknownTypes: s.defects.has(DefectApplyUnknownTypes)}
 	if s.defects.has(DefectNoInputValidation) {
 		s.maxBody = 1 << 40 // effectively unbounded: the defect reads whatever comes
 	}
 
 	applied, err := store.MigrateSchema(ctx, pool, store.Schema{
-		WithoutEventKeyIndex:    s.defects.has(DefectCheckThenInsert),
+		WithoutEventKeyIndex:    s.defects.has(DefectCheckThenInsert) || s.defects.has(DefectMemoryDedup),
 		WithoutDomainConstraint: s.defects.has(DefectNoDomainConstraint),
 	})
 	if err != nil {
@@ -166,10 +168,12 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 				"defect", d.Name)
 		}
 	}
-	if s.defects.has(DefectCheckThenInsert) {
-		s.log.Warn("DEFECT ACTIVE: check-then-insert dropped unique index "+store.EventKeyIndex+
-			"; a clean receiver recreates it at start and refuses to run if duplicate keys were left",
-			"defect", DefectCheckThenInsert)
+	for _, d := range []string{DefectCheckThenInsert, DefectMemoryDedup} {
+		if s.defects.has(d) {
+			s.log.Warn("DEFECT ACTIVE: "+d+" dropped unique index "+store.EventKeyIndex+
+				"; a clean receiver recreates it at start and refuses to run if duplicate keys were left",
+				"defect", d)
+		}
 	}
 	for _, e := range eps {
 		s.log.Info("endpoint", "path", e.Path, "profile", e.Profile, "source", e.KeySource(), "account", e.Account)

@@ -16,6 +16,9 @@ type Rules struct {
 	// NoDomainConstraint credits a payment for every succeeded event: no state
 	// check and no one-credit-per-payment index (the no-domain-constraint defect).
 	NoDomainConstraint bool
+	// ApplyUnknownTypes credits the ledger for every type Apply does not handle,
+	// as the cash credit would (the apply-unknown-types defect).
+	ApplyUnknownTypes bool
 }
 
 // Result says what Apply did.
@@ -43,6 +46,10 @@ func Apply(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error
 		return applyRefund(ctx, tx, ev, rules)
 	case TypeSubscriptionUpdated:
 		return applySubscription(ctx, tx, ev, rules)
+	}
+	if rules.ApplyUnknownTypes {
+		// The defect's default branch: whatever it is, treat it as a credit.
+		return applyCash(ctx, tx, ev, rules)
 	}
 	return Result{Reason: "unhandled_type"}, nil
 }

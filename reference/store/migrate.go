@@ -26,7 +26,8 @@ const migrateLockKey int64 = 0x686f6f6b63657274
 const EventKeyIndex = "processed_webhook_events_key"
 
 // ErrDuplicateKeys is returned by Migrate when the unique event-key index cannot be
-// recreated because duplicate keys are present (left by a check-then-insert run).
+// recreated because duplicate keys are present (left by a check-then-insert or
+// memory-dedup run).
 var ErrDuplicateKeys = errors.New("processed_webhook_events holds duplicate event keys")
 
 // Migrate applies the embedded migrations that are not yet recorded in
@@ -40,7 +41,8 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool) ([]string, error) {
 // Schema selects which safety indexes a defective receiver runs without. The zero
 // value is the correct schema.
 type Schema struct {
-	// WithoutEventKeyIndex drops the unique event-key index (check-then-insert).
+	// WithoutEventKeyIndex drops the unique event-key index (check-then-insert,
+	// memory-dedup).
 	WithoutEventKeyIndex bool
 	// WithoutDomainConstraint drops the one-credit-per-payment index
 	// (no-domain-constraint).
@@ -120,7 +122,7 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema Schema) ([]string, 
 			}
 			return nil
 		}
-		if err := createUnique(ctx, tx, EventKeyIndex, `ON processed_webhook_events (source, account_id, event_id)`, "check-then-insert"); err != nil {
+		if err := createUnique(ctx, tx, EventKeyIndex, `ON processed_webhook_events (source, account_id, event_id)`, "check-then-insert or memory-dedup"); err != nil {
 			return err
 		}
 		return nil

@@ -116,6 +116,17 @@ func InsertKeyUnlessEventIDSeen(ctx context.Context, q Querier, ev Event) (bool,
 	return true, nil
 }
 
+// ArchivePayload copies the event's raw payload into webhook_payload_archive. Only
+// the orphan-payloads defect calls it: nothing ever deletes from that table, so the
+// copy outlives the payload TTL and the key.
+func ArchivePayload(ctx context.Context, q Querier, ev Event) error {
+	if _, err := q.Exec(ctx, `INSERT INTO webhook_payload_archive (source, account_id, event_id, payload)
+		VALUES ($1, $2, $3, $4)`, ev.Source, ev.AccountID, ev.EventID, ev.Payload); err != nil {
+		return fmt.Errorf("archive payload: %w", err)
+	}
+	return nil
+}
+
 // KeyExists reports whether the key has been recorded. A check like this before an
 // insert is a race (used only by defects); the clean path relies on InsertKey.
 func KeyExists(ctx context.Context, q Querier, k Key) (bool, error) {
