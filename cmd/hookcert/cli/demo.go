@@ -87,11 +87,13 @@ func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
 		Account string `yaml:"account"`
 		Path    string `yaml:"path"`
 		Secret  string `yaml:"secret"`
-		// The reference's retention for this endpoint (its profile's defaults).
+		// The reference's retention for this endpoint (its profile's defaults, or
+		// the short TTLs the no-ttl-floor defect lets through).
 		KeyTTL     string `yaml:"key_ttl"`
 		PayloadTTL string `yaml:"payload_ttl"`
 	}
 	var teps []tEndpoint
+	shortTTLs := demoHasDefect(defects, reference.DefectNoTTLFloor)
 	for _, e := range demoEndpoints {
 		sec, err := profiles.GenerateSecret(e.profile, rand.Reader)
 		if err != nil {
@@ -99,6 +101,10 @@ func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
 		}
 		path := "/webhooks/" + e.profile + "/" + e.account
 		rep := reference.Endpoint{Profile: e.profile, Account: e.account, Path: path, Secret: sec}
+		if shortTTLs {
+			// Below every profile's redelivery horizon; only the defect starts with it.
+			rep.KeyTTL, rep.PayloadTTL = demoShortTTLs()
+		}
 		cfg.Endpoints = append(cfg.Endpoints, rep)
 		r := rep.Retention()
 		teps = append(teps, tEndpoint{e.profile, e.account, path, sec, r.KeyTTL.String(), r.PayloadTTL.String()})
@@ -140,7 +146,7 @@ func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
 				"object_effects":  "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND object_id=$4",
 				"object":          "SELECT version, status FROM subscriptions WHERE source=$1 AND account_id=$2 AND object_id=$4",
 				"payment":         "SELECT status FROM payments WHERE source=$1 AND account_id=$2 AND payment_id=$4",
-				"payload_present": "SELECT payload IS NOT NULL FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3",
+				"payload_present": reference.PayloadPresentQuery, // key row or the orphan-payloads archive
 			},
 		}},
 		"failpoints": map[string]any{"path": "/_hookcert/failpoints"},
@@ -151,4 +157,21 @@ func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
 	}}
 	out, err := yaml.Marshal(doc)
 	return out, secrets, err
+}
+
+// demoShortTTLs are the key and payload TTLs the no-ttl-floor defect runs the demo
+// with, configured in the reference and declared in the target alike.
+func demoShortTTLs() (key, payload reference.Duration) {
+	key, _ = reference.ParseDuration("1h") // constants: cannot fail
+	payload, _ = reference.ParseDuration("30m")
+	return key, payload
+}
+
+func demoHasDefect(defects []string, name string) bool {
+	for _, d := range defects {
+		if d == name {
+			return true
+		}
+	}
+	return false
 }

@@ -108,7 +108,7 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 
 	var endpoints []reference.Endpoint
 	if f.config != "" {
-		cfg, err := reference.LoadConfig(f.config)
+		cfg, err := reference.LoadConfigWithDefects(f.config, f.defects)
 		if err != nil {
 			return usageErr("--config: %v", err)
 		}

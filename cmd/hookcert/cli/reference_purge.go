@@ -61,7 +61,7 @@ func runReferencePurge(cmd *cobra.Command, f referencePurgeFlags) error {
 	}
 	endpoints := reference.DefaultEndpoints()
 	if f.config != "" {
-		cfg, err := reference.LoadConfig(f.config)
+		cfg, err := reference.LoadConfigWithDefects(f.config, f.defects)
 		if err != nil {
 			return usageErr("--config: %v", err)
 		}
