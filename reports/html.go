@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"html/template"
 	"io"
-	"math"
 	"sort"
 	"strings"
 	"time"
@@ -34,7 +33,12 @@ func WriteHTML(w io.Writer, r *Results) error {
 	if r == nil {
 		return fmt.Errorf("write index.html: results are nil")
 	}
-	r = Redact(r, nil)
+	return writeHTML(w, Redact(r, nil))
+}
+
+// writeHTML renders results that are already scrubbed (Write scrubs once for
+// all four files).
+func writeHTML(w io.Writer, r *Results) error {
 	if err := htmlTemplate.Execute(w, newHTMLPage(r)); err != nil {
 		return fmt.Errorf("write index.html: %w", err)
 	}
@@ -107,6 +111,9 @@ type svgTimeline struct {
 	Origin        string // the axis origin, as time since run start
 	Ticks         []svgTick
 	Rows          []svgRow
+	// More says how many attempts were left out (maxTimelineRows), at MoreY.
+	More  string
+	MoreY int
 }
 
 type svgTick struct {
@@ -126,35 +133,62 @@ type svgRow struct {
 	Title          string // full detail for the hover tooltip
 }
 
+// maxTimelineNS bounds the times a timeline draws: about 36 years of nanoseconds,
+// far past any run, and small enough that no sum or product below overflows int64.
+// A results file is input: a start_ns near MaxInt64 must not wrap the tick loop.
+const maxTimelineNS = int64(1) << 60
+
+// maxTimelineRows caps the bars drawn per scenario; results.json keeps every
+// attempt, and a page of a million bars helps nobody.
+const maxTimelineRows = 1000
+
+func clampNS(ns int64) int64 { return min(max(ns, 0), maxTimelineNS) }
+
 // newTimeline lays out every attempt of a scenario as a horizontal bar on one time
-// axis running from the first start to the last end.
-func newTimeline(as []Attempt) *svgTimeline {
-	if len(as) == 0 {
+// axis running from the first start to the last end. Times outside
+// [0, maxTimelineNS] are drawn clamped and said so in the bar's tooltip.
+func newTimeline(all []Attempt) *svgTimeline {
+	if len(all) == 0 {
 		return nil
 	}
-	t0, t1 := as[0].StartNS, as[0].StartNS
+	as := all
+	if len(as) > maxTimelineRows {
+		as = as[:maxTimelineRows]
+	}
+	t0, t1 := clampNS(as[0].StartNS), clampNS(as[0].StartNS)
 	for _, a := range as {
-		t0 = min(t0, a.StartNS)
-		t1 = max(t1, a.StartNS)
+		t0 = min(t0, clampNS(a.StartNS))
+		t1 = max(t1, clampNS(a.StartNS))
 		if a.Finished() {
-			t1 = max(t1, a.EndNS)
+			t1 = max(t1, clampNS(a.EndNS))
 		}
 	}
-	span := t1 - t0
+	span := max(t1-t0, 1)
 	step := niceStep(span)
 	// Extend the axis to a whole tick so the last bar does not touch the edge.
-	axisEnd := t0 + int64(math.Ceil(float64(max(span, 1))/float64(step)))*step
-	scale := float64(tlPlotW) / float64(axisEnd-t0)
+	intervals := span / step
+	if span%step != 0 {
+		intervals++
+	}
+	axisLen := intervals * step
+	axisEnd := t0 + axisLen
+	scale := float64(tlPlotW) / float64(axisLen)
+	rows := len(as)
+	if len(all) > len(as) {
+		rows++ // the "more attempts" line
+	}
 	tl := &svgTimeline{
 		PlotX: tlLabelW, PlotW: tlPlotW, AxisY: tlAxisH - 4,
 		Width:  tlLabelW + tlPlotW + tlPadR,
-		Height: tlAxisH + len(as)*tlRowH + 6,
+		Height: tlAxisH + rows*tlRowH + 6,
 		Origin: fmtNS(t0),
 	}
-	for t := t0; t <= axisEnd; t += step {
-		tl.Ticks = append(tl.Ticks, svgTick{X: float64(tlLabelW) + float64(t-t0)*scale, Label: "+" + fmtNS(t-t0)})
+	// Counted, not stepped in time: the loop ends even if a step were wrong.
+	for i := int64(0); i <= intervals && i <= maxTicks; i++ {
+		tl.Ticks = append(tl.Ticks, svgTick{X: float64(tlLabelW) + float64(i*step)*scale, Label: "+" + fmtNS(i*step)})
 	}
 	for i, a := range as {
+		start := clampNS(a.StartNS)
 		y := float64(tlAxisH + i*tlRowH)
 		row := svgRow{Y: y, BarY: y + (tlRowH-tlBarH)/2, TextY: y + tlRowH/2 + 4}
 		row.WhoFull = fmt.Sprintf("%s #%d", a.EventID, a.Attempt)
@@ -168,10 +202,10 @@ func newTimeline(as []Attempt) *svgTimeline {
 		}
 		end := axisEnd
 		if a.Finished() {
-			end = a.EndNS
+			end = clampNS(a.EndNS)
 		}
-		row.X = float64(tlLabelW) + float64(a.StartNS-t0)*scale
-		row.W = max(float64(end-a.StartNS)*scale, tlMinBar)
+		row.X = float64(tlLabelW) + float64(start-t0)*scale
+		row.W = max(float64(end-start)*scale, tlMinBar)
 		switch a.Outcome {
 		case OutcomeAcknowledged:
 			row.Class = "ack"
@@ -198,9 +232,12 @@ func newTimeline(as []Attempt) *svgTimeline {
 		}
 		dur := "unfinished"
 		if a.Finished() {
-			dur = fmtNS(a.EndNS - a.StartNS)
+			dur = fmtNS(end - start)
 		}
-		row.Title = fmt.Sprintf("%s: %s, start +%s, duration %s", row.WhoFull, row.Text, fmtNS(a.StartNS-t0), dur)
+		row.Title = fmt.Sprintf("%s: %s, start +%s, duration %s", row.WhoFull, row.Text, fmtNS(start-t0), dur)
+		if start != a.StartNS || (a.Finished() && end != a.EndNS) {
+			row.Title += fmt.Sprintf(" (recorded start_ns %d, end_ns %d: out of range, drawn clamped)", a.StartNS, a.EndNS)
+		}
 		if a.ErrorClass != "" {
 			row.Title += ", error " + a.ErrorClass
 		}
@@ -208,6 +245,10 @@ func newTimeline(as []Attempt) *svgTimeline {
 			row.Title += ", delivery " + a.DeliveryID
 		}
 		tl.Rows = append(tl.Rows, row)
+	}
+	if more := len(all) - len(as); more > 0 {
+		tl.More = fmt.Sprintf("… and %d more attempts in results.json", more)
+		tl.MoreY = tlAxisH + len(as)*tlRowH + tlRowH/2 + 4
 	}
 	return tl
 }
@@ -230,26 +271,37 @@ func attemptText(a Attempt) string {
 	return b.String()
 }
 
+// maxTicks bounds the tick marks of one axis (niceStep gives at most six intervals).
+const maxTicks = 12
+
 // niceStep picks a tick step of 1, 2 or 5 times a power of ten giving at most six
-// intervals over span nanoseconds.
+// intervals over span nanoseconds. No intermediate value overflows int64.
 func niceStep(span int64) int64 {
 	if span <= 0 {
 		return 1
 	}
-	for p := int64(1); ; p *= 10 {
+	for p := int64(1); p <= 1e18; p *= 10 {
 		for _, m := range []int64{1, 2, 5} {
-			if s := m * p; (span+s-1)/s <= 6 || p > math.MaxInt64/100 {
+			s := m * p
+			n := span / s
+			if span%s != 0 {
+				n++
+			}
+			if n <= 6 {
 				return s
 			}
 		}
 	}
+	return 5e18
 }
 
 // fmtNS formats nanoseconds compactly: 0, 850ns, 43µs, 1.5ms, 2.25s.
-func fmtNS(ns int64) string {
+func fmtNS(n int64) string {
 	neg := ""
-	if ns < 0 {
-		neg, ns = "-", -ns
+	// The magnitude as uint64: -MinInt64 does not fit an int64.
+	ns := uint64(n)
+	if n < 0 {
+		neg, ns = "-", uint64(-(n+1))+1
 	}
 	var v float64
 	var unit string

@@ -90,49 +90,57 @@ func WriteJUnit(w io.Writer, r *Results) error {
 	if r == nil {
 		return fmt.Errorf("write junit.xml: results are nil")
 	}
-	r = Redact(r, nil)
+	return writeJUnit(w, Redact(r, nil))
+}
+
+// writeJUnit renders results that are already scrubbed (Write scrubs once for
+// all four files).
+func writeJUnit(w io.Writer, r *Results) error {
 	ts := ""
 	if !r.StartedAt.IsZero() {
 		ts = r.StartedAt.UTC().Format(time.RFC3339)
 	}
 	props := []junitProperty{
-		{"run_id", r.RunID},
+		{"run_id", junitText(r.RunID)},
 		{"seed", strconv.FormatInt(r.Seed, 10)},
-		{"target", r.Target.Name},
-		{"base_url", r.Target.BaseURL},
-		{"profiles", strings.Join(r.Profiles, ",")},
-		{"tool_version", r.Tool.Version},
+		{"target", junitText(r.Target.Name)},
+		{"base_url", junitText(r.Target.BaseURL)},
+		{"profiles", junitText(strings.Join(r.Profiles, ","))},
+		{"tool_version", junitText(r.Tool.Version)},
 	}
-	doc := junitTestSuites{Name: toolName(r), Time: seconds(r.DurationMS), Timestamp: ts}
+	doc := junitTestSuites{Name: junitText(toolName(r)), Time: seconds(r.DurationMS), Timestamp: ts}
 	index := map[string]int{}
+	var suiteMS []int64
 	for _, g := range r.Guarantees {
 		fam := family(g)
 		i, ok := index[fam]
 		if !ok {
 			i = len(doc.Suites)
 			index[fam] = i
-			doc.Suites = append(doc.Suites, junitTestSuite{Name: fam, Package: "hookcert", Timestamp: ts, Properties: props})
+			doc.Suites = append(doc.Suites, junitTestSuite{Name: junitText(fam), Package: "hookcert", Timestamp: ts, Properties: props})
+			suiteMS = append(suiteMS, 0)
 		}
 		s := &doc.Suites[i]
+		suiteMS[i] += g.DurationMS
 		tc := junitTestCase{
-			Name:      testcaseName(g),
-			Classname: "hookcert." + fam,
+			Name:      junitText(testcaseName(g)),
+			Classname: junitText("hookcert." + fam),
 			Time:      seconds(g.DurationMS),
 		}
 		if out := scenarioText(g); out != "" {
-			tc.SystemOut = &junitCDATA{Text: xmlText(out)}
+			tc.SystemOut = &junitCDATA{Text: junitText(out)}
 		}
 		switch g.Status {
 		case StatusFailed:
-			tc.Failure = &junitProblem{Message: g.Reason, Type: "failed", Body: xmlText(problemText(g))}
+			tc.Failure = &junitProblem{Message: junitText(g.Reason), Type: "failed", Body: junitText(problemText(g))}
 			s.Failures++
 			doc.Failures++
 		case StatusError:
-			tc.Error = &junitProblem{Message: g.Reason, Type: "error", Body: xmlText(problemText(g))}
+			tc.Error = &junitProblem{Message: junitText(g.Reason), Type: "error", Body: junitText(problemText(g))}
 			s.Errors++
 			doc.Errors++
 		case StatusNotApplicable:
-			tc.Skipped = &junitSkipped{Message: g.Reason}
+			tc.Skipped = &junitSkipped{Message: junitText(g.Reason)}
 			s.Skipped++
 			doc.Skipped++
 		}
@@ -141,13 +149,7 @@ func WriteJUnit(w io.Writer, r *Results) error {
 		s.Cases = append(s.Cases, tc)
 	}
 	for i := range doc.Suites {
-		var ms int64
-		for _, g := range r.Guarantees {
-			if family(g) == doc.Suites[i].Name {
-				ms += g.DurationMS
-			}
-		}
-		doc.Suites[i].Time = seconds(ms)
+		doc.Suites[i].Time = seconds(suiteMS[i])
 	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("write junit.xml: %w", err)
@@ -212,6 +214,13 @@ func scenarioText(g Guarantee) string {
 		}
 	}
 	return b.String()
+}
+
+// junitText prepares text from the run (much of it a receiver's words) for the
+// file: control characters become visible escapes (escapeControls), newlines stay,
+// and nothing XML cannot carry is left.
+func junitText(s string) string {
+	return xmlText(escapeControls(strings.ReplaceAll(s, "\r\n", "\n"), true))
 }
 
 // xmlText replaces characters outside the XML 1.0 Char production (control

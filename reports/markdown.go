@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxMarkdownEvidence caps the evidence lines per guarantee in summary.md: GitHub
@@ -19,7 +20,12 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 	if r == nil {
 		return fmt.Errorf("write summary.md: results are nil")
 	}
-	r = Redact(r, nil)
+	return writeMarkdown(w, Redact(r, nil))
+}
+
+// writeMarkdown renders results that are already scrubbed (Write scrubs once for
+// all four files).
+func writeMarkdown(w io.Writer, r *Results) error {
 	bw := bufio.NewWriter(w)
 	s := Summarize(r.Guarantees)
 	target := r.Target.Name
@@ -53,7 +59,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		}
 		fmt.Fprintf(bw, "## %s %s: %s\n\n", g.Status.Label(), mdInline(g.ID), mdInline(g.Title))
 		if g.Reason != "" {
-			fmt.Fprintf(bw, "%s\n\n", mdInline(g.Reason))
+			fmt.Fprintf(bw, "%s\n\n", mdPara(mdTruncate(g.Reason)))
 		}
 		if len(g.Evidence) > 0 {
 			shown := g.Evidence
@@ -65,7 +71,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 			// multi-line item cannot pass for two.
 			items := make([]string, len(shown))
 			for i, e := range shown {
-				items[i] = "- " + strings.ReplaceAll(e, "\n", "\n  ")
+				items[i] = "- " + strings.ReplaceAll(mdTruncate(e), "\n", "\n  ")
 			}
 			text := strings.Join(items, "\n")
 			if more := len(g.Evidence) - len(shown); more > 0 {
@@ -75,7 +81,7 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 		}
 		if g.Repro != "" {
 			bw.WriteString("Reproduce:\n\n")
-			writeFence(bw, "sh", g.Repro)
+			writeFence(bw, "sh", mdTruncate(g.Repro))
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -86,7 +92,9 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 
 // writeFence writes text in a fenced code block whose fence is longer than any
 // backtick run inside it, so the content cannot close the block early.
+// Control characters are written as escapes (a code block shows them raw).
 func writeFence(w *bufio.Writer, lang, text string) {
+	text = escapeControls(strings.ReplaceAll(text, "\r\n", "\n"), true)
 	n, run := 3, 0
 	for _, c := range text {
 		if c == '`' {
@@ -107,13 +115,84 @@ func writeFence(w *bufio.Writer, lang, text string) {
 // these renders them literally.
 const mdPunct = "\\`*_[]<>|~&#!"
 
-// mdInline escapes text for use inside a paragraph or heading, folding newlines.
+// maxMarkdownText caps one reason, cell or evidence item in summary.md, in bytes;
+// a longer text is cut at a character boundary and says how much is left out.
+const maxMarkdownText = 2000
+
+// mdTruncate cuts s to maxMarkdownText bytes at a rune boundary.
+func mdTruncate(s string) string {
+	if len(s) <= maxMarkdownText {
+		return s
+	}
+	cut := maxMarkdownText
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d more bytes in results.json)", s[:cut], len(s)-cut)
+}
+
+// isControl reports the runes escapeControls writes as escapes: C0 and C1 control
+// characters, DEL, line and paragraph separators, zero-width and byte-order marks,
+// and the bidirectional overrides and isolates that can make text read differently
+// from what it is.
+func isControl(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7F && r <= 0x9F,
+		r >= 0x200B && r <= 0x200F, r >= 0x2028 && r <= 0x202E,
+		r >= 0x2066 && r <= 0x2069, r == 0xFEFF:
+		return true
+	}
+	return false
+}
+
+// escapeControls writes control characters (isControl) and invalid UTF-8 bytes as
+// visible escapes (\x1b, \u202e, \r), so that text a receiver sent cannot drive a
+// terminal, hide or reorder words, or break a line where the writer did not.
+// keepLines keeps newlines and tabs as they are.
+func escapeControls(s string, keepLines bool) string {
+	clean := true
+	for _, r := range s {
+		if r == utf8.RuneError || isControl(r) && !(keepLines && (r == '\n' || r == '\t')) {
+			clean = false
+			break
+		}
+	}
+	if clean {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, n := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && n == 1:
+			fmt.Fprintf(&b, "\\x%02x", s[i])
+		case keepLines && (r == '\n' || r == '\t'):
+			b.WriteRune(r)
+		case r == '\r':
+			b.WriteString("\\r")
+		case r == '\t':
+			b.WriteString("\\t")
+		case r == '\n':
+			b.WriteString("\\n")
+		case r < 0x80 && isControl(r):
+			fmt.Fprintf(&b, "\\x%02x", r)
+		case isControl(r):
+			fmt.Fprintf(&b, "\\u%04x", r)
+		default:
+			b.WriteString(s[i : i+n])
+		}
+		i += n
+	}
+	return b.String()
+}
+
+// mdInline escapes text for use inside a paragraph or heading, folding newlines and
+// writing other control characters as escapes.
 func mdInline(s string) string {
 	var b strings.Builder
-	for _, c := range s {
+	for _, c := range escapeControls(strings.ReplaceAll(s, "\r\n", "\n"), true) {
 		switch {
-		case c == '\r':
-		case c == '\n':
+		case c == '\n' || c == '\t':
 			b.WriteByte(' ')
 		case strings.ContainsRune(mdPunct, c):
 			b.WriteByte('\\')
@@ -125,10 +204,28 @@ func mdInline(s string) string {
 	return b.String()
 }
 
+// mdPara is mdInline for text that starts a paragraph: leading blanks (an indented
+// code block) are dropped, and a leading "-", "+", "=" or "1." cannot start a list, a
+// rule or a heading underline.
+func mdPara(s string) string {
+	s = strings.TrimLeft(mdInline(s), " ")
+	if s != "" && strings.ContainsRune("-+=", rune(s[0])) {
+		return "\\" + s
+	}
+	i := 0
+	for i < len(s) && i < 9 && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i > 0 && i < len(s) && (s[i] == '.' || s[i] == ')') {
+		return s[:i] + "\\" + s[i:]
+	}
+	return s
+}
+
 // mdCell escapes text for a GFM table cell: like mdInline, but a newline becomes
 // <br> so multi-line text stays in its cell.
 func mdCell(s string) string {
-	s = strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+	s = strings.ReplaceAll(strings.ReplaceAll(mdTruncate(s), "\r\n", "\n"), "\r", "\n")
 	lines := strings.Split(s, "\n")
 	for i, l := range lines {
 		lines[i] = mdInline(l)

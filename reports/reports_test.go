@@ -161,6 +161,7 @@ func TestScrubPatterns(t *testing.T) {
 		{"postgres://app@db/x", "postgres://app@db/x"}, // no password, nothing to hide
 		{"host=db password=pa55 user=x", "host=db password=[REDACTED] user=x"},
 		{"host=db password='p a s s' user=x", "host=db password=[REDACTED] user=x"},
+		{"host=db PASSWORD=pa55 user=x", "host=db PASSWORD=[REDACTED] user=x"},
 		{"bare abcdefghijkl from a lib without prefix", "bare [REDACTED] from a lib without prefix"},
 		{"whsec_... is the format", "whsec_... is the format"},
 		{"http://127.0.0.1:8080/healthz", "http://127.0.0.1:8080/healthz"},
@@ -242,7 +243,8 @@ func TestJUnitParsesWithCounts(t *testing.T) {
 		t.Errorf("failure message %q, want the reason %q", f.Message, r.Guarantees[0].Reason)
 	}
 	for _, e := range r.Guarantees[0].Evidence {
-		e = strings.NewReplacer("\x00", "\uFFFD", "\x1b", "\uFFFD", "\n", "\n  ").Replace(e)
+		// Control characters are written as visible escapes, not dropped.
+		e = strings.NewReplacer("\x00", `\x00`, "\x1b", `\x1b`, "\n", "\n  ").Replace(e)
 		if !strings.Contains(f.Body, e) {
 			t.Errorf("failure body lacks evidence %q", e)
 		}

@@ -46,10 +46,10 @@ func Write(dir string, r *Results, opts Options) ([]string, error) {
 		name  string
 		write func(io.Writer, *Results) error
 	}{
-		{FileJSON, WriteJSON},
-		{FileJUnit, WriteJUnit},
-		{FileMarkdown, WriteMarkdown},
-		{FileHTML, WriteHTML},
+		{FileJSON, writeJSON},
+		{FileJUnit, writeJUnit},
+		{FileMarkdown, writeMarkdown},
+		{FileHTML, writeHTML},
 	}
 	var paths []string
 	for _, wr := range writers {
