@@ -57,3 +57,13 @@ flake-check: build ## Certify the clean reference FLAKE_RUNS times in a row; sto
 
 .PHONY: verify
 verify: lint test ## Everything CI checks
+
+FUZZTIME ?= 10m
+.PHONY: fuzz
+fuzz: ## Run every Fuzz test in the repository for FUZZTIME (default 10m) each; stop at the first finding
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for name in $$($(GO) test -list '^Fuzz' $$dir | grep '^Fuzz'); do \
+	    echo "== $$dir $$name ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$dir; \
+	  done; \
+	done

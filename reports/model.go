@@ -68,6 +68,9 @@ type Results struct {
 	Summary     Summary           `json:"summary"`
 	Guarantees  []Guarantee       `json:"guarantees"`
 	Environment map[string]string `json:"environment,omitempty"`
+	// Interrupted is set when the run was stopped (a signal, a deadline) before
+	// every selected guarantee was judged; those left are errors.
+	Interrupted bool `json:"interrupted,omitempty"`
 }
 
 // ToolInfo names the program that produced the results.
@@ -144,7 +147,9 @@ type Guarantee struct {
 	// Reason is one line: why it failed, errored or is not applicable.
 	Reason string `json:"reason,omitempty"`
 	// Evidence lists every deviation found, not only the first.
-	Evidence   []string `json:"evidence,omitempty"`
+	Evidence []string `json:"evidence,omitempty"`
+	// Codes are the distinct deviation codes of the evidence, sorted.
+	Codes      []string `json:"codes,omitempty"`
 	DurationMS int64    `json:"duration_ms"`
 	// Repro is the command that reproduces this verdict.
 	Repro     string     `json:"repro,omitempty"`
@@ -153,11 +158,13 @@ type Guarantee struct {
 
 // Scenario is one run of a plan against the target, judged on its own.
 type Scenario struct {
-	Name       string        `json:"name"`
-	Status     Status        `json:"status"`
-	Deviations []string      `json:"deviations,omitempty"`
-	Timeline   []Attempt     `json:"timeline,omitempty"`
-	Observed   []Observation `json:"observed,omitempty"`
+	Name       string   `json:"name"`
+	Status     Status   `json:"status"`
+	Deviations []string `json:"deviations,omitempty"`
+	// Codes holds the stable code of each deviation, in the same order.
+	Codes    []string      `json:"codes,omitempty"`
+	Timeline []Attempt     `json:"timeline,omitempty"`
+	Observed []Observation `json:"observed,omitempty"`
 	// Notes are measurements worth a reader's eye, e.g. "release spread 43µs".
 	Notes []string `json:"notes,omitempty"`
 }

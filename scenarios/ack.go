@@ -1,10 +1,9 @@
 package scenarios
 
 import (
+	"sort"
 	"sync"
 	"time"
-
-	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -13,92 +12,63 @@ import (
 // concurrentACK2 is the load under which ACK-2 measures acknowledgement time.
 const concurrentACK2 = 64
 
-var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Label("ACK"), func() {
-	It("ACK-1 every acknowledged event survives a kill right after its 2xx", labels("ACK-1"), func(ctx SpecContext) {
-		s := begin(ctx, "ACK-1")
+// ACK-1 without failpoints: rounds of concurrent deliveries, each killed after a
+// seeded number of acknowledgements.
+const (
+	roundsACK1   = 3
+	perRoundACK1 = 16
+)
+
+// Phases and roles the ACK checkers read.
+const (
+	PhaseAfterRestart    = "after-restart"
+	PhaseAfterRedelivery = "after-redelivery"
+	PhaseBad             = "bad"
+	PhaseUnknownType     = "unknown-type"
+
+	RoleLoad        = "load"
+	RoleBadPrefix   = "bad:"
+	RoleUnknownType = "unknown-type"
+)
+
+func init() {
+	register("ACK-1", "every acknowledged event survives a kill right after its 2xx", func(s *session) {
 		ep := s.primary()
 		if ok, _ := s.env.has("failpoints"); ok {
 			// Deterministic: the receiver kills itself right after flushing the 2xx.
 			for range 2 {
-				typ := typeCash
-				ev := s.event(ep, typ, s.newID("cbtxn"))
+				ev := s.event(ep, typeCash, s.newID("cbtxn"))
 				k := s.key(ep, ev)
 				s.arm(fpAfterResponse, k.EventID)
-				a := s.send(ep, ev, simulator.SendOptions{})
-				s.crashedRestart()
-				if !is2xx(a.Status) {
-					s.deviate("event %s was not acknowledged before the kill: %s", k.EventID, describe(a))
-					continue
-				}
-				s.expectRows(k, 1, "acknowledged, then killed and restarted")
-				s.expectEffects(k, 1, "acknowledged, then killed and restarted")
+				a := s.send(ep, ev, RoleLoad, simulator.SendOptions{})
+				s.crashedRestart(fpAfterResponse)
+				s.ack1Check([]profiles.Event{ev}, []simulator.AttemptRecord{a}, ep)
 			}
-			s.verdict()
 			return
 		}
-		// Without failpoints: SIGKILL the moment the first 2xx of many arrives.
-		s.note("no failpoints capability: killing on the first 2xx of %d concurrent deliveries", 32)
-		evs := make([]profiles.Event, 32)
-		for i := range evs {
-			evs[i] = s.event(ep, typeCash, s.newID("cbtxn"))
+		s.note("no failpoints capability: SIGKILL after a seeded number of acknowledgements, %d rounds of %d concurrent deliveries", roundsACK1, perRoundACK1)
+		for round := 1; round <= roundsACK1; round++ {
+			s.ack1Round(ep, round)
 		}
-		var once sync.Once
-		out := make([]simulator.AttemptRecord, len(evs))
-		var wg sync.WaitGroup
-		for i, ev := range evs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				defer GinkgoRecover()
-				a, err := s.runner(ep).Send(s.ctx, ev, simulator.SendOptions{Copy: i})
-				if err != nil {
-					return
-				}
-				out[i] = a
-				if is2xx(a.Status) {
-					once.Do(func() { _ = s.env.Controller.Kill() })
-				}
-			}()
-		}
-		wg.Wait()
-		s.rec.attempts(out...)
-		s.restart()
-		acked := 0
-		for i, a := range out {
-			if is2xx(a.Status) {
-				acked++
-				k := s.key(ep, evs[i])
-				s.expectRows(k, 1, "acknowledged before the kill")
-				s.expectEffects(k, 1, "acknowledged before the kill")
-			}
-		}
-		s.note("%d of %d deliveries were acknowledged before the kill", acked, len(evs))
-		s.verdict()
 	})
 
-	It("ACK-2 every delivery is acknowledged within the profile's timeout under 64 concurrent deliveries", labels("ACK-2"), func(ctx SpecContext) {
-		s := begin(ctx, "ACK-2")
+	register("ACK-2", "every delivery is acknowledged within the profile's timeout under 64 concurrent deliveries", func(s *session) {
 		ep, timeout, ok := s.env.shortestTimeout()
 		if !ok {
-			Skip("not applicable: no endpoint's profile documents an acknowledgement timeout")
+			s.notApplicable("no endpoint's profile documents an acknowledgement timeout")
 		}
 		evs := make([]profiles.Event, concurrentACK2)
 		for i := range evs {
 			evs[i] = s.event(ep, typeCash, s.newID("cbtxn"))
 		}
-		recs := s.parallel(ep, evs, simulator.SendOptions{Timeout: timeout})
-		for _, a := range recs {
-			if a.Outcome != simulator.OutcomeAcknowledged {
-				s.deviate("%s: not acknowledged within %s (%s timeout): %s after %s", a.Key.EventID, timeout, ep.Profile.ID(), describe(a), a.Duration().Round(time.Millisecond))
-			}
-		}
+		s.fact("timeout", timeout)
+		s.fact("profile", ep.Profile.ID())
+		recs := s.parallel(ep, evs, RoleLoad, simulator.SendOptions{Timeout: timeout})
 		p50, p99, max := latencies(recs)
 		s.note("%d concurrent deliveries to %s: p50 %s, p99 %s, max %s (timeout %s)", len(recs), ep.Profile.ID(), p50.Round(time.Microsecond), p99.Round(time.Microsecond), max.Round(time.Microsecond), timeout)
-		s.verdict()
 	})
 
-	It("ACK-3 a bad signature gets a 4xx and leaves nothing", labels("ACK-3"), func(ctx SpecContext) {
-		s := begin(ctx, "ACK-3")
+	register("ACK-3", "a bad signature gets a 4xx and leaves nothing", func(s *session) {
 		for _, ep := range s.env.Endpoints {
 			for _, f := range []struct {
 				name   string
@@ -108,37 +78,24 @@ var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Lab
 				{"wrong secret", simulator.Faults{WrongSecret: true}},
 				{"missing signature", simulator.Faults{MissingSignature: true}},
 			} {
-				ev := s.event(ep, typeCash, s.newID("cbtxn"))
-				k := s.key(ep, ev)
-				a := s.send(ep, ev, simulator.SendOptions{Faults: f.faults})
-				s.expect4xx(ep.Profile.ID()+" "+f.name, a)
-				s.expectRows(k, 0, ep.Profile.ID()+" "+f.name)
-				s.expectEffects(k, 0, ep.Profile.ID()+" "+f.name)
+				s.badDelivery(ep, ep.Profile.ID()+" "+f.name, f.faults)
 			}
 		}
-		s.verdict()
 	})
 
-	It("ACK-4 a stale signed timestamp gets a 4xx and leaves nothing", labels("ACK-4"), func(ctx SpecContext) {
-		s := begin(ctx, "ACK-4")
+	register("ACK-4", "a stale signed timestamp gets a 4xx and leaves nothing", func(s *session) {
 		for _, ep := range s.env.Endpoints {
 			if !signsTimestamp(ep) {
 				continue
 			}
 			tol := *ep.Profile.Facts().Tolerance
-			ev := s.event(ep, typeCash, s.newID("cbtxn"))
-			k := s.key(ep, ev)
 			stale := 2*tol + time.Minute
-			a := s.send(ep, ev, simulator.SendOptions{Faults: simulator.Faults{StaleBy: simulator.Duration(stale)}})
-			s.expect4xx(ep.Profile.ID()+" delivery signed "+stale.String()+" ago (tolerance "+tol.String()+")", a)
-			s.expectRows(k, 0, ep.Profile.ID()+" stale timestamp")
-			s.expectEffects(k, 0, ep.Profile.ID()+" stale timestamp")
+			s.badDelivery(ep, ep.Profile.ID()+" delivery signed "+stale.String()+" ago (tolerance "+tol.String()+")",
+				simulator.Faults{StaleBy: simulator.Duration(stale)})
 		}
-		s.verdict()
 	})
 
-	It("ACK-5 malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing", labels("ACK-5"), func(ctx SpecContext) {
-		s := begin(ctx, "ACK-5")
+	register("ACK-5", "malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing", func(s *session) {
 		ep := s.primary()
 		limit := s.env.MaxBodyBytes
 		if limit <= 0 {
@@ -152,33 +109,121 @@ var _ = Describe("ACK: acknowledge what is durable, refuse what is invalid", Lab
 			{"missing event ID", simulator.Faults{MissingID: true}},
 			{"oversized body", simulator.Faults{OversizeBytes: 2 * limit}},
 		} {
-			ev := s.event(ep, typeCash, s.newID("cbtxn"))
-			k := s.key(ep, ev)
-			a := s.send(ep, ev, simulator.SendOptions{Faults: f.faults})
-			s.expect4xx(f.name, a)
-			s.expectRows(k, 0, f.name)
-			s.expectEffects(k, 0, f.name)
+			k := s.badDelivery(ep, f.name, f.faults)
 			if f.faults.MissingID {
+				// Stored under an empty ID is stored all the same.
 				empty := k
 				empty.EventID = ""
-				s.expectRows(empty, 0, "missing event ID (stored under an empty ID)")
+				s.rows(empty, PhaseBad)
 			}
 		}
-		s.verdict()
 	})
 
-	It("ACK-6 a valid event of an unhandled type is acknowledged and changes nothing", labels("ACK-6"), func(ctx SpecContext) {
-		s := begin(ctx, "ACK-6")
+	register("ACK-6", "a valid event of an unhandled type is acknowledged and changes nothing", func(s *session) {
 		for _, ep := range s.env.Endpoints {
 			ev := s.event(ep, typeUnknown, s.newID("obj"))
 			k := s.key(ep, ev)
-			a := s.send(ep, ev, simulator.SendOptions{})
-			if !is2xx(a.Status) {
-				sched := simulator.ScheduleFor(ep.Profile, nil)
-				s.deviate("%s: an unhandled event type was answered %s; the provider retries it (up to %d attempts over %s)", ep.Profile.ID(), describe(a), sched.MaxAttempts, sched.Total())
-			}
-			s.expectEffects(k, 0, ep.Profile.ID()+" unhandled event type")
+			s.send(ep, ev, RoleUnknownType, simulator.SendOptions{})
+			s.effects(k, PhaseUnknownType)
 		}
-		s.verdict()
 	})
-})
+}
+
+// badDelivery sends one invalid delivery and reads that it left nothing.
+func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) profiles.Key {
+	ev := s.event(ep, typeCash, s.newID("cbtxn"))
+	k := s.key(ep, ev)
+	s.send(ep, ev, RoleBadPrefix+what, simulator.SendOptions{Faults: f})
+	s.rows(k, PhaseBad)
+	s.effects(k, PhaseBad)
+	return k
+}
+
+// ack1Check reads, after a restart, every acknowledged event of evs, then
+// redelivers every event — in flight at the kill or not: a provider resends
+// both — and reads them again. A receiver that deduplicates in process memory
+// applies the redelivery a second time.
+func (s *session) ack1Check(evs []profiles.Event, recs []simulator.AttemptRecord, ep Endpoint) {
+	for i, ev := range evs {
+		if acked(recs[i]) {
+			s.state(s.key(ep, ev), PhaseAfterRestart, 1)
+		}
+	}
+	s.parallel(ep, evs, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+	for _, ev := range evs {
+		s.state(s.key(ep, ev), PhaseAfterRedelivery, 1)
+	}
+}
+
+// ack1Round sends perRoundACK1 events at once and SIGKILLs the receiver when the
+// k-th acknowledgement arrives, k drawn from the seed, then restarts it.
+func (s *session) ack1Round(ep Endpoint, round int) {
+	evs := make([]profiles.Event, perRoundACK1)
+	for i := range evs {
+		evs[i] = s.event(ep, typeCash, s.newID("cbtxn"))
+	}
+	s.mu.Lock()
+	kth := 1 + s.rng.IntN(perRoundACK1/2)
+	s.mu.Unlock()
+	r := s.run.runner(ep)
+	out := make([]simulator.AttemptRecord, len(evs))
+	errs := make([]error, len(evs))
+	var mu sync.Mutex
+	acks, killed := 0, false
+	var killErr error
+	var wg sync.WaitGroup
+	for i, ev := range evs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a, err := r.Send(s.ctx, ev, simulator.SendOptions{Copy: i})
+			out[i], errs[i] = a, err
+			if err != nil || !acked(a) {
+				return
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if acks++; acks == kth && !killed {
+				killed = true
+				killErr = s.env.Controller.Kill()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			s.abort("the harness could not build a delivery: %v", err)
+		}
+	}
+	s.harnessSide(out...)
+	s.record(RoleLoad, s.run.align(r, out...)...)
+	if killErr != nil {
+		s.abort("killing the receiver: %v", killErr)
+	}
+	switch {
+	case acks == 0:
+		s.abort("round %d: none of %d deliveries was acknowledged, so there was no acknowledged event to kill after", round, len(evs))
+	case !killed:
+		// Fewer acknowledgements than drawn: kill after the last of them.
+		if err := s.env.Controller.Kill(); err != nil {
+			s.abort("killing the receiver: %v", err)
+		}
+		s.note("round %d: only %d acknowledgement(s) of %d wanted before the kill; killed after the last", round, acks, kth)
+	default:
+		s.note("round %d: SIGKILL on acknowledgement %d of %d deliveries (%d acknowledged in all)", round, kth, len(evs), acks)
+	}
+	s.restart()
+	s.ack1Check(evs, out, ep)
+}
+
+func latencies(recs []simulator.AttemptRecord) (p50, p99, max time.Duration) {
+	if len(recs) == 0 {
+		return
+	}
+	ds := make([]time.Duration, len(recs))
+	for i, a := range recs {
+		ds[i] = a.Duration()
+	}
+	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
+	return ds[len(ds)/2], ds[(len(ds)*99)/100], ds[len(ds)-1]
+}

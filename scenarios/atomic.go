@@ -4,9 +4,8 @@ import (
 	"context"
 	"time"
 
-	. "github.com/onsi/ginkgo/v2"
-
 	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
 // Failpoint names of the failpoint protocol (docs/failpoints.md).
@@ -16,125 +15,127 @@ const (
 	fpAfterResponse             = "after-response"
 )
 
-var _ = Describe("ATOMIC: the key and the change commit together", Label("ATOMIC"), func() {
-	It("ATOMIC-1 a crash before commit leaves nothing, and the redelivery applies once", labels("ATOMIC-1"), func(ctx SpecContext) {
-		s := begin(ctx, "ATOMIC-1")
+// Phases and roles the ATOMIC checkers read.
+const (
+	PhaseAfterCrash   = "after-crash"
+	PhaseAfterRefusal = "after-refusal"
+	PhaseAfterCut     = "after-cut"
+
+	RoleDoomed      = "doomed"
+	RoleRefundEarly = "refund-early"
+)
+
+func init() {
+	register("ATOMIC-1", "a crash before commit leaves nothing, and the redelivery applies once", func(s *session) {
 		ep := s.primary()
 		ev := s.event(ep, typeCash, s.newID("cbtxn"))
 		k := s.key(ep, ev)
-
 		s.arm(fpAfterInsertBeforeCommit, k.EventID)
-		a := s.send(ep, ev, simulator.SendOptions{})
-		if is2xx(a.Status) {
-			s.deviate("delivery was acknowledged although the receiver was to crash before its commit: %s", describe(a))
-		}
-		s.crashedRestart()
-		s.expectRows(k, 0, "after a crash before commit")
-		s.expectEffects(k, 0, "after a crash before commit")
-
-		s.expectAcked("redelivery after the crash", s.send(ep, ev, simulator.SendOptions{Attempt: 2}))
-		s.expectRows(k, 1, "after the redelivery")
-		s.expectEffects(k, 1, "after the redelivery")
-		s.verdict()
+		a := s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
+		s.crashedRestart(fpAfterInsertBeforeCommit)
+		s.state(k, PhaseAfterCrash, 0)
+		s.redeliverUnlessAcked(ep, ev, k, a)
 	})
 
-	It("ATOMIC-2 a failed precondition rolls back the key and is retried successfully", labels("ATOMIC-2"), func(ctx SpecContext) {
-		s := begin(ctx, "ATOMIC-2")
+	register("ATOMIC-2", "a failed precondition rolls back the key and is retried successfully", func(s *session) {
 		ep := s.primary()
 		pay := s.newID("pi")
 		refund := s.event(ep, typeRefunded, pay)
 		k := s.key(ep, refund)
-
 		// The refund arrives before the payment it refunds exists.
-		a := s.send(ep, refund, simulator.SendOptions{})
-		if is2xx(a.Status) {
-			s.deviate("refund of a payment that has not succeeded was acknowledged (%s); the provider will not retry it", describe(a))
-		}
-		s.expectRows(k, 0, "after the failed precondition")
-		s.expectEffects(k, 0, "after the failed precondition")
-
+		early := s.send(ep, refund, RoleRefundEarly, simulator.SendOptions{})
+		s.state(k, PhaseAfterRefusal, 0)
 		created := s.event(ep, typePayCreated, pay)
 		succeeded := s.event(ep, typePaySucceeded, pay)
 		succeeded.Amount = refund.Amount
-		s.expectAcked("payment created", s.send(ep, created, simulator.SendOptions{}))
-		s.expectAcked("payment succeeded", s.send(ep, succeeded, simulator.SendOptions{}))
-
-		s.expectAcked("refund redelivered once the payment succeeded", s.send(ep, refund, simulator.SendOptions{Attempt: 2}))
-		s.expectRows(k, 1, "after the refund's redelivery")
-		s.expectEffects(k, 1, "after the refund's redelivery")
-		if st, found := s.payment(ep, pay); !found || st != "refunded" {
-			s.deviate("payment %s: status %q (found %v) after the refund's redelivery, want \"refunded\"", pay, st, found)
+		s.send(ep, created, RoleSetup, simulator.SendOptions{})
+		s.send(ep, succeeded, RoleSetup, simulator.SendOptions{})
+		if s.redeliverUnlessAcked(ep, refund, k, early) {
+			s.payment(ep, pay, PhaseAfter)
 		}
-		s.verdict()
 	})
 
-	It("ATOMIC-3 a lost database connection mid-transaction leaves nothing partial", labels("ATOMIC-3"), func(ctx SpecContext) {
-		s := begin(ctx, "ATOMIC-3")
+	register("ATOMIC-3", "a lost database connection mid-transaction leaves nothing partial", func(s *session) {
 		if s.env.EffectTable == "" {
-			Skip("not applicable: observe.postgres.effect_table is not configured, so the harness cannot hold the receiver inside its transaction")
+			s.notApplicable("observe.postgres.effect_table is not configured, so the harness cannot hold the receiver inside its transaction")
 		}
 		ep := s.primary()
 		ev := s.event(ep, typeCash, s.newID("cbtxn"))
 		k := s.key(ep, ev)
-
 		// Hold the effect table so the receiver stops inside its transaction, after
-		// the key and before the effect; then cut its database sessions.
+		// the key and before the effect; then cut exactly the sessions waiting on
+		// this gate.
 		g, err := s.env.DB.Hold(s.ctx, s.env.EffectTable)
 		if err != nil {
 			s.abort("locking %s: %v", s.env.EffectTable, err)
 		}
-		var first simulator.AttemptRecord
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer GinkgoRecover()
-			first = s.send(ep, ev, simulator.SendOptions{})
+		released := false
+		defer func() {
+			if !released {
+				_ = g.Release(context.WithoutCancel(s.ctx))
+			}
 		}()
+		finished := make(chan struct{})
+		var doomed simulator.AttemptRecord
+		wait := s.spawn(func() {
+			defer close(finished)
+			doomed = s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
+		})
 		waited := 0
 		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && waited == 0; time.Sleep(10 * time.Millisecond) {
 			if waited, err = g.Waiters(s.ctx); err != nil {
-				_ = g.Release(context.WithoutCancel(s.ctx))
-				s.abort("counting waiters: %v", err)
+				s.abort("counting waiters on %s: %v", s.env.EffectTable, err)
+			}
+			select {
+			case <-finished:
+				deadline = time.Now()
+			default:
 			}
 		}
-		pids, err := s.env.DB.TerminateInTransaction(s.ctx)
-		_ = g.Release(context.WithoutCancel(s.ctx))
-		<-done
-		if err != nil {
-			s.abort("terminating the receiver's sessions: %v", err)
-		}
 		if waited == 0 {
-			s.abort("the receiver never waited on %s; cannot cut it mid-transaction", s.env.EffectTable)
+			_ = g.Release(context.WithoutCancel(s.ctx))
+			released = true
+			wait()
+			s.abort("the delivery never waited on %s while it was locked: the harness could not stop the receiver inside its transaction", s.env.EffectTable)
+		}
+		pids, err := s.env.DB.TerminateWaiters(s.ctx, g)
+		_ = g.Release(context.WithoutCancel(s.ctx))
+		released = true
+		wait()
+		if err != nil {
+			s.abort("terminating the receiver's sessions waiting on %s: %v", s.env.EffectTable, err)
+		}
+		if len(pids) == 0 {
+			s.abort("no receiver session was waiting on %s when the harness cut them", s.env.EffectTable)
 		}
 		s.note("%d session(s) waited on %s; terminated backends %v mid-transaction", waited, s.env.EffectTable, pids)
-		if is2xx(first.Status) {
-			s.deviate("delivery acknowledged although its database session was terminated mid-transaction: %s", describe(first))
-		}
-		s.expectRows(k, 0, "after the connection loss")
-		s.expectEffects(k, 0, "after the connection loss")
-
-		s.expectAcked("redelivery after the connection loss", s.send(ep, ev, simulator.SendOptions{Attempt: 2}))
-		s.expectRows(k, 1, "after the redelivery")
-		s.expectEffects(k, 1, "after the redelivery")
-		s.verdict()
+		s.state(k, PhaseAfterCut, 0)
+		s.redeliverUnlessAcked(ep, ev, k, doomed)
 	})
 
-	It("ATOMIC-4 a crash after commit, before the answer, makes the redelivery harmless", labels("ATOMIC-4"), func(ctx SpecContext) {
-		s := begin(ctx, "ATOMIC-4")
+	register("ATOMIC-4", "a crash after commit, before the answer, makes the redelivery harmless", func(s *session) {
 		ep := s.primary()
 		ev := s.event(ep, typeCash, s.newID("cbtxn"))
 		k := s.key(ep, ev)
-
 		s.arm(fpAfterCommitBeforeResponse, k.EventID)
-		a := s.send(ep, ev, simulator.SendOptions{})
-		s.note("first attempt: %s (outcome %s)", describe(a), a.Outcome)
-		s.crashedRestart()
-		s.expectRows(k, 1, "after a crash after commit")
-		s.expectEffects(k, 1, "after a crash after commit")
-
-		s.expectAcked("redelivery after commit uncertainty", s.send(ep, ev, simulator.SendOptions{Attempt: 2}))
-		s.expectRows(k, 1, "after the redelivery")
-		s.expectEffects(k, 1, "after the redelivery")
-		s.verdict()
+		a := s.send(ep, ev, RoleFirst, simulator.SendOptions{})
+		s.note("first attempt: %s (outcome %s)", Describe(a), a.Outcome)
+		s.crashedRestart(fpAfterCommitBeforeResponse)
+		s.state(k, PhaseAfterCrash, 1)
+		s.send(ep, ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+		s.state(k, PhaseAfter, 1)
 	})
-})
+}
+
+// redeliverUnlessAcked redelivers ev as the provider would — only when its first
+// attempt was not acknowledged — and reads the result. An acknowledged event is
+// never sent again by the provider: if it was not stored, it is lost.
+func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profiles.Key, first simulator.AttemptRecord) bool {
+	if acked(first) {
+		s.note("the first attempt was acknowledged, so the provider will not redeliver %s", k.EventID)
+		return false
+	}
+	s.send(ep, ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+	s.state(k, PhaseAfter, 1)
+	return true
+}

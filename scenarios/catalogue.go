@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 )
 
@@ -24,12 +23,9 @@ type Guarantee struct {
 	Needs []Capability `json:"needs,omitempty"`
 	// Scenarios names the checks (Ginkgo specs) that judge the promise.
 	Scenarios []string `json:"scenarios"`
-	// BrokenBy lists the reference defects expected to make this guarantee fail;
-	// the self-test holds the suite to it.
-	BrokenBy []string `json:"broken_by"`
-	// SometimesBrokenBy lists defects that make this guarantee fail depending on
-	// timing (a race the scenario does not force); the self-test allows it.
-	SometimesBrokenBy []string `json:"sometimes_broken_by,omitempty"`
+	// Codes are the deviation codes its checker can report (see DeviationCodes),
+	// besides the reconciliation's, which every scenario can report.
+	Codes []string `json:"codes"`
 }
 
 // Families in report order. INBOX and OUTBOX are reserved.
@@ -41,14 +37,14 @@ var catalogue = []Guarantee{
 		Promise:   "Concurrent copies of one delivery converge on one event row and one effect, and every copy is acknowledged.",
 		Why:       "Providers retry while a first attempt is still running; a check-then-insert receiver applies the event twice.",
 		Scenarios: []string{"16 copies released together (lock-gated when the target allows it)"},
-		BrokenBy:  []string{"check-then-insert", "duplicate-500", "business-first"},
+		Codes:     []string{"dedup.not-acked", "dedup.rows", "dedup.effects"},
 	},
 	{
 		ID: "DEDUP-2", Family: "DEDUP", Title: "Redelivery after a lost acknowledgement",
 		Promise:   "A redelivery after a lost acknowledgement is acknowledged and changes nothing.",
 		Why:       "The provider never saw the first 2xx, so it sends the event again; a receiver that errors on the duplicate is retried for days.",
 		Scenarios: []string{"first response discarded, redelivered per the profile's schedule"},
-		BrokenBy:  []string{"duplicate-500"},
+		Codes:     []string{"dedup.not-acked", "dedup.rows", "dedup.effects"},
 	},
 	{
 		ID: "DEDUP-3", Family: "DEDUP", Title: "Account scope",
@@ -56,7 +52,7 @@ var catalogue = []Guarantee{
 		Why:       "Event IDs are unique per provider account at best; a global key silently drops another tenant's event.",
 		Needs:     []Capability{"multi-account"},
 		Scenarios: []string{"one event ID delivered to two accounts' endpoints"},
-		BrokenBy:  []string{"global-event-id"},
+		Codes:     []string{"dedup.not-acked", "dedup.rows", "dedup.effects"},
 	},
 	{
 		ID: "DEDUP-4", Family: "DEDUP", Title: "Source scope",
@@ -64,7 +60,7 @@ var catalogue = []Guarantee{
 		Why:       "Two providers (or test and live) can produce the same ID; keying on the ID alone drops one of them.",
 		Needs:     []Capability{"multi-source"},
 		Scenarios: []string{"one event ID delivered through two profiles' endpoints"},
-		BrokenBy:  []string{"global-event-id"},
+		Codes:     []string{"dedup.not-acked", "dedup.rows", "dedup.effects"},
 	},
 	{
 		ID: "DEDUP-5", Family: "DEDUP", Title: "Identical payloads, different IDs",
@@ -72,7 +68,7 @@ var catalogue = []Guarantee{
 		Why:       "Deduplicating on a hash of the body drops genuinely repeated business events (two equal top-ups).",
 		Needs:     []Capability{"header-event-id"},
 		Scenarios: []string{"two event IDs, byte-identical bodies"},
-		BrokenBy:  []string{"dedupe-by-payload"},
+		Codes:     []string{"dedup.not-acked", "dedup.rows", "dedup.effects"},
 	},
 	{
 		ID: "DEDUP-6", Family: "DEDUP", Title: "One business operation, one effect",
@@ -80,7 +76,7 @@ var catalogue = []Guarantee{
 		Why:       "Providers sometimes emit two events for one change; the event key alone cannot stop a double credit.",
 		Needs:     []Capability{"domain-constraint"},
 		Scenarios: []string{"two succeeded events for one payment, sequential and concurrent"},
-		BrokenBy:  []string{"no-domain-constraint"},
+		Codes:     []string{"dedup.not-acked", "dedup.object-effects"},
 	},
 	{
 		ID: "ATOMIC-1", Family: "ATOMIC", Title: "Crash before commit",
@@ -88,7 +84,7 @@ var catalogue = []Guarantee{
 		Why:       "A key committed apart from its change turns a crash into a lost event; a change committed apart from its key turns it into a double.",
 		Needs:     []Capability{"crash", "failpoints"},
 		Scenarios: []string{"crash at after-insert-before-commit, restart, redeliver"},
-		BrokenBy:  []string{"marker-separate-tx", "business-first"},
+		Codes:     []string{"atomic.acked-uncommitted", "atomic.partial", "atomic.not-acked", "atomic.not-applied"},
 	},
 	{
 		ID: "ATOMIC-2", Family: "ATOMIC", Title: "Failed precondition rolls back",
@@ -96,7 +92,7 @@ var catalogue = []Guarantee{
 		Why:       "If the key survives the failed attempt, every redelivery is taken for a duplicate and the event is lost.",
 		Needs:     []Capability{"state-machine"},
 		Scenarios: []string{"refund before the payment succeeded, then after"},
-		BrokenBy:  []string{"marker-separate-tx"},
+		Codes:     []string{"atomic.acked-uncommitted", "atomic.partial", "atomic.not-acked", "atomic.not-applied", "atomic.payment-state"},
 	},
 	{
 		ID: "ATOMIC-3", Family: "ATOMIC", Title: "Lost database connection",
@@ -104,7 +100,7 @@ var catalogue = []Guarantee{
 		Why:       "A receiver that committed part of its work in an earlier transaction is left half-done by a network blip.",
 		Needs:     []Capability{"connection-loss"},
 		Scenarios: []string{"effect table gated, receiver's backends terminated mid-transaction, redeliver"},
-		BrokenBy:  []string{"marker-separate-tx"},
+		Codes:     []string{"atomic.acked-uncommitted", "atomic.partial", "atomic.not-acked", "atomic.not-applied"},
 	},
 	{
 		ID: "ATOMIC-4", Family: "ATOMIC", Title: "Commit uncertainty is retryable",
@@ -112,7 +108,7 @@ var catalogue = []Guarantee{
 		Why:       "The provider cannot know the commit happened; the receiver must make its retry harmless.",
 		Needs:     []Capability{"crash", "failpoints"},
 		Scenarios: []string{"crash at after-commit-before-response, restart, redeliver"},
-		BrokenBy:  []string{"duplicate-500"},
+		Codes:     []string{"atomic.not-acked", "atomic.not-applied"},
 	},
 	{
 		ID: "ACK-1", Family: "ACK", Title: "2xx only after durability",
@@ -120,21 +116,21 @@ var catalogue = []Guarantee{
 		Why:       "An acknowledgement sent before the commit tells the provider to stop retrying an event that may be lost.",
 		Needs:     []Capability{"crash"},
 		Scenarios: []string{"kill right after each 2xx (failpoint after-response where declared), restart, observe"},
-		BrokenBy:  []string{"ack-before-commit"},
+		Codes:     []string{"ack.lost", "ack.effects"},
 	},
 	{
 		ID: "ACK-2", Family: "ACK", Title: "Acknowledgement within the timeout",
 		Promise:   "Under 64 concurrent deliveries every delivery is acknowledged within the profile's timeout.",
 		Why:       "A provider that times out counts the delivery as failed and sends it again, multiplying load exactly when the receiver is slow.",
 		Scenarios: []string{"64 concurrent distinct events on the endpoint with the shortest documented timeout"},
-		BrokenBy:  []string{"slow-ack"},
+		Codes:     []string{"ack.timeout"},
 	},
 	{
 		ID: "ACK-3", Family: "ACK", Title: "Bad signatures rejected",
 		Promise:   "A delivery with a bad signature, a tampered body, a wrong secret or no signature gets a 4xx and leaves nothing behind.",
 		Why:       "Anyone who knows the URL could otherwise forge events.",
 		Scenarios: []string{"tampered body, wrong secret, missing signature"},
-		BrokenBy:  []string{"skip-signature"},
+		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input"},
 	},
 	{
 		ID: "ACK-4", Family: "ACK", Title: "Stale timestamps rejected",
@@ -142,21 +138,21 @@ var catalogue = []Guarantee{
 		Why:       "Without the recency check a captured delivery can be replayed forever.",
 		Needs:     []Capability{"signed-timestamp"},
 		Scenarios: []string{"replay signed 10 minutes ago"},
-		BrokenBy:  []string{"skip-timestamp-check", "skip-signature"},
+		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input"},
 	},
 	{
 		ID: "ACK-5", Family: "ACK", Title: "Malformed deliveries rejected",
 		Promise:   "A signed delivery with malformed JSON, no event ID, or an oversized body gets a 4xx and leaves nothing behind.",
 		Why:       "Storing an event without an ID, or reading unbounded bodies, corrupts the key space or exhausts memory.",
 		Scenarios: []string{"malformed JSON, missing event ID, oversized body"},
-		BrokenBy:  []string{"no-input-validation"},
+		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input"},
 	},
 	{
 		ID: "ACK-6", Family: "ACK", Title: "Unknown types acknowledged",
 		Promise:   "A valid delivery of an event type the receiver does not handle is acknowledged and changes no business state.",
 		Why:       "Rejecting unknown types makes the provider retry them for days and can get the endpoint disabled.",
 		Scenarios: []string{"a signed event of an unknown type"},
-		BrokenBy:  []string{"reject-unknown-types"},
+		Codes:     []string{"ack.unknown-type-rejected", "ack.unknown-type-applied"},
 	},
 	{
 		ID: "ORDER-1", Family: "ORDER", Title: "Late older update",
@@ -164,7 +160,7 @@ var catalogue = []Guarantee{
 		Why:       "Providers do not keep order; deduplication alone lets version 2 overwrite version 3.",
 		Needs:     []Capability{"ordering"},
 		Scenarios: []string{"version 3, then version 2"},
-		BrokenBy:  []string{"last-write-wins"},
+		Codes:     []string{"order.not-acked", "order.regressed"},
 	},
 	{
 		ID: "ORDER-2", Family: "ORDER", Title: "Shuffled duplicated stream",
@@ -172,10 +168,9 @@ var catalogue = []Guarantee{
 		Why:       "Retries and parallel delivery interleave versions arbitrarily.",
 		Needs:     []Capability{"ordering"},
 		Scenarios: []string{"versions 1..N duplicated and shuffled by the seed, sent concurrently"},
-		BrokenBy:  []string{"last-write-wins", "duplicate-500"},
+		Codes:     []string{"order.not-acked", "order.regressed"},
 		// Concurrent copies in the stream race without a unique key: the
 		// reconciliation then finds a duplicated event row.
-		SometimesBrokenBy: []string{"check-then-insert"},
 	},
 	{
 		ID: "ORDER-3", Family: "ORDER", Title: "Invalid transitions refused",
@@ -183,7 +178,7 @@ var catalogue = []Guarantee{
 		Why:       "Out-of-order events otherwise move objects backwards in their lifecycle.",
 		Needs:     []Capability{"state-machine"},
 		Scenarios: []string{"created, succeeded, refunded, then a late succeeded"},
-		BrokenBy:  []string{"last-write-wins", "no-domain-constraint"},
+		Codes:     []string{"order.not-acked", "order.transition-applied"},
 	},
 	{
 		ID: "RETENTION-1", Family: "RETENTION", Title: "Key TTL covers the redelivery horizon",
@@ -191,7 +186,7 @@ var catalogue = []Guarantee{
 		Why:       "Advice like \"keep IDs for 5 minutes\" meets retry schedules of days and resend buttons of weeks; a key deleted first turns a redelivery into a second effect.",
 		Needs:     []Capability{"retention"},
 		Scenarios: []string{"declared key TTL against the profile's retry horizon and manual resend window (with sources); purge as of the end of the horizon, then redeliver"},
-		BrokenBy:  []string{"short-retention", "purge-all", "duplicate-500"},
+		Codes:     []string{"retention.ttl-below-horizon", "retention.key-purged-early", "retention.replay-applied"},
 	},
 	{
 		ID: "RETENTION-2", Family: "RETENTION", Title: "Replay inside the key TTL",
@@ -199,7 +194,7 @@ var catalogue = []Guarantee{
 		Why:       "A purge that removes keys early (a wrong TTL, or a purge that deletes more than it should) makes old events look new.",
 		Needs:     []Capability{"retention"},
 		Scenarios: []string{"deliver, purge as of key TTL − 1 h, replay"},
-		BrokenBy:  []string{"short-retention", "purge-all", "duplicate-500"},
+		Codes:     []string{"retention.key-purged-early", "retention.replay-applied"},
 	},
 	{
 		ID: "RETENTION-3", Family: "RETENTION", Title: "Payloads expire before keys",
@@ -207,7 +202,7 @@ var catalogue = []Guarantee{
 		Why:       "Payloads carry personal data nobody needs once processed; keys must stay to keep deduplicating.",
 		Needs:     []Capability{"retention"},
 		Scenarios: []string{"deliver, purge as of payload TTL + 1 h, read payload_present and event_rows, replay"},
-		BrokenBy:  []string{"keep-payloads", "short-retention", "purge-all", "duplicate-500"},
+		Codes:     []string{"retention.payload-kept", "retention.key-purged-early", "retention.replay-applied"},
 	},
 	{
 		ID: "RETENTION-4", Family: "RETENTION", Title: "Keys expire",
@@ -215,7 +210,7 @@ var catalogue = []Guarantee{
 		Why:       "Keys kept forever grow without bound and keep data past any stated purpose.",
 		Needs:     []Capability{"retention"},
 		Scenarios: []string{"deliver, purge as of a ladder of times up to 10 × key TTL, report when the key disappeared"},
-		BrokenBy:  []string{"keep-keys-forever"},
+		Codes:     []string{"retention.key-kept", "retention.payload-orphaned"},
 	},
 }
 
@@ -240,27 +235,57 @@ func Lookup(id string) (Guarantee, error) {
 	return Guarantee{}, fmt.Errorf("unknown guarantee %q (valid: %s)", id, strings.Join(ids, ", "))
 }
 
-// PossibleFailures maps each defect to the guarantees it may make fail by timing.
-func PossibleFailures() map[string][]string {
-	m := map[string][]string{}
-	for _, g := range catalogue {
-		for _, d := range g.SometimesBrokenBy {
-			m[d] = append(m[d], g.ID)
+func catalogueIndex(id string) int {
+	for i, g := range catalogue {
+		if g.ID == id {
+			return i
 		}
 	}
-	return m
+	return len(catalogue)
 }
 
-// ExpectedFailures maps each defect to the guarantees it must make fail.
-func ExpectedFailures() map[string][]string {
-	m := map[string][]string{}
-	for _, g := range catalogue {
-		for _, d := range g.BrokenBy {
-			m[d] = append(m[d], g.ID)
-		}
+// ReconcileCodes are the reconciliation's deviation codes: every scenario can
+// report them.
+var ReconcileCodes = []string{"reconcile.lost", "reconcile.duplicated", "reconcile.applied-twice"}
+
+// codeDocs says what each deviation code means. Codes are stable: reports and CI
+// configurations refer to them.
+var codeDocs = map[string]string{
+	"dedup.not-acked":             "a valid delivery (a copy, a redelivery, the same ID in another scope) was not acknowledged",
+	"dedup.rows":                  "the event's key rows are not what one event per key means (0 or more than 1)",
+	"dedup.effects":               "the event's effects are not exactly one",
+	"dedup.object-effects":        "one business operation was applied other than once",
+	"atomic.acked-uncommitted":    "a delivery was acknowledged although its transaction could not have committed (crash, failed precondition, lost connection)",
+	"atomic.partial":              "a key row or an effect survived a transaction that did not commit",
+	"atomic.not-acked":            "a valid delivery or redelivery was not acknowledged",
+	"atomic.not-applied":          "after the redelivery (or a commit before a crash) the event is not stored exactly once",
+	"atomic.payment-state":        "the payment is not in the state its events lead to",
+	"ack.lost":                    "an acknowledged event is not stored after the receiver was killed and restarted",
+	"ack.effects":                 "an event killed in flight and redelivered after the restart is not applied exactly once",
+	"ack.timeout":                 "a delivery was not acknowledged within the provider's timeout",
+	"ack.accepted-bad-input":      "an invalid delivery (bad signature, stale timestamp, malformed body) was not refused with a 4xx",
+	"ack.stored-bad-input":        "an invalid delivery left a key row or an effect",
+	"ack.unknown-type-rejected":   "a valid event of an unhandled type was not acknowledged",
+	"ack.unknown-type-applied":    "a valid event of an unhandled type changed the receiver's state",
+	"order.not-acked":             "a valid update was not acknowledged",
+	"order.regressed":             "the object is not at the newest version delivered",
+	"order.transition-applied":    "a forbidden state transition changed the object or added an effect",
+	"retention.ttl-below-horizon": "an endpoint declares no key TTL, or one shorter than its provider's redelivery horizon",
+	"retention.key-purged-early":  "a purge removed a key inside its declared key TTL (or payload TTL)",
+	"retention.replay-applied":    "a replay inside the key TTL was not acknowledged as a duplicate",
+	"retention.payload-kept":      "a payload is still stored after a purge past its payload TTL",
+	"retention.payload-orphaned":  "a payload is still stored after its key was purged",
+	"retention.key-kept":          "a key survived a purge past its declared key TTL",
+	"reconcile.lost":              "an acknowledged event has no event row",
+	"reconcile.duplicated":        "an event key has more than one event row",
+	"reconcile.applied-twice":     "a credit-like event was applied more than once",
+}
+
+// DeviationCodes returns every deviation code with its meaning.
+func DeviationCodes() map[string]string {
+	out := make(map[string]string, len(codeDocs))
+	for k, v := range codeDocs {
+		out[k] = v
 	}
-	for d := range m {
-		sort.Strings(m[d])
-	}
-	return m
+	return out
 }

@@ -35,8 +35,13 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 		if g.Promise == "" || g.Why == "" || g.Title == "" || len(g.Scenarios) == 0 {
 			t.Errorf("%s: title, promise, why and scenarios are required", g.ID)
 		}
-		if len(g.BrokenBy) == 0 {
-			t.Errorf("%s: no defect is known to break it; a check that cannot be shown to fail tests nothing", g.ID)
+		if len(g.Codes) == 0 {
+			t.Errorf("%s: no deviation code: a check that reports nothing tests nothing", g.ID)
+		}
+		for _, c := range g.Codes {
+			if codeDocs[c] == "" {
+				t.Errorf("%s: code %s is not documented in codeDocs", g.ID, c)
+			}
 		}
 		for _, n := range g.Needs {
 			if !known[n] {

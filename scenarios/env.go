@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -14,9 +13,9 @@ import (
 // are reported not applicable.
 type Env struct {
 	// RunID namespaces every event and object ID of this run, so a run never
-	// collides with old data or with another run against the same receiver.
+	// collides with old data or with another run against the same receiver. It
+	// is the only part of a run not derived from the seed.
 	RunID string
-	Seed  int64
 	// Endpoints are the target's delivery endpoints.
 	Endpoints []Endpoint
 	// Capabilities the target declares.
@@ -30,6 +29,9 @@ type Env struct {
 	// DB forces races and connection loss in the receiver's database
 	// (capabilities lock-gating and connection-loss).
 	DB DBFaults
+	// Activity reads whether the receiver is still busy in its database (nil:
+	// the harness only waits for its own attempts between scenarios).
+	Activity Activity
 	// EventTable and EffectTable are the tables the harness may lock.
 	EventTable  string
 	EffectTable string
@@ -98,9 +100,18 @@ type Failpoints interface {
 type DBFaults interface {
 	// Hold locks table in SHARE mode until the gate is released.
 	Hold(ctx context.Context, table string) (Gate, error)
-	// TerminateInTransaction terminates the receiver's sessions that are inside a
-	// transaction and returns their pids.
-	TerminateInTransaction(ctx context.Context) ([]int, error)
+	// TerminateWaiters terminates the receiver's sessions that wait on g — the
+	// ones the current scenario stopped, not whatever else is running — and
+	// returns their pids.
+	TerminateWaiters(ctx context.Context, g Gate) ([]int, error)
+}
+
+// Activity tells whether the receiver still has work in flight in its database,
+// so that one scenario's stragglers cannot disturb the next.
+type Activity interface {
+	// Busy counts the receiver's sessions that run a statement, hold a
+	// transaction open or wait on a lock, and describes them briefly.
+	Busy(ctx context.Context) (n int, detail string, err error)
 }
 
 // Gate is a held table lock.
@@ -108,23 +119,6 @@ type Gate interface {
 	// Waiters counts the receiver's sessions waiting on the lock.
 	Waiters(ctx context.Context) (int, error)
 	Release(ctx context.Context) error
-}
-
-var (
-	envMu  sync.Mutex
-	envCur *Env
-)
-
-func setEnv(e *Env) {
-	envMu.Lock()
-	envCur = e
-	envMu.Unlock()
-}
-
-func currentEnv() *Env {
-	envMu.Lock()
-	defer envMu.Unlock()
-	return envCur
 }
 
 // has reports whether the target has a capability, declared or derived, and why

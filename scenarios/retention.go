@@ -1,12 +1,11 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"sort"
 	"strings"
 	"time"
-
-	. "github.com/onsi/ginkgo/v2"
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -52,6 +51,29 @@ func horizonOf(p profiles.Profile) horizon {
 	return h
 }
 
+// Phases and facts the RETENTION checkers read.
+const (
+	PhaseAfterPurge  = "after-purge"
+	PhaseAfterReplay = "after-replay"
+	PhaseKeyGone     = "after-key-gone"
+	// PhaseLadder prefixes RETENTION-4's reads, one per purge of its ladder
+	// ("ladder:<offset>").
+	PhaseLadder = "ladder:"
+
+	RoleReplay = "replay"
+
+	FactKeyTTL     = "key_ttl"
+	FactPayloadTTL = "payload_ttl"
+	FactMargin     = "margin"
+	// FactKeyMustRemain is "true" when RETENTION-3's purge lies inside the key TTL.
+	FactKeyMustRemain = "key_must_remain"
+	// FactLadder lists RETENTION-4's purge offsets in order.
+	FactLadder = "ladder"
+	// FactEndpointTTL prefixes RETENTION-1's per-endpoint facts:
+	// "endpoint:<index>:<profile>/<account>" = "<key TTL>|<horizon>|<source>".
+	FactEndpointTTL = "endpoint:"
+)
+
 // retentionEndpoint is the endpoint the RETENTION scenarios deliver to, with its
 // declared TTLs checked.
 func (s *session) retentionEndpoint() Endpoint {
@@ -59,19 +81,27 @@ func (s *session) retentionEndpoint() Endpoint {
 	if ep.KeyTTL <= 0 || ep.PayloadTTL <= 0 {
 		s.abort("endpoint %s declares no key_ttl/payload_ttl (target.retention)", ep.URL)
 	}
+	s.fact(FactKeyTTL, ep.KeyTTL)
+	s.fact(FactPayloadTTL, ep.PayloadTTL)
 	return ep
 }
 
 // deliverOnce delivers a fresh event of type typ and returns it with the times
 // just before the send and just after the acknowledgement: the receiver recorded
-// the key between them.
+// the key between them. An event that was not stored leaves no retention to
+// measure: that is an error, judged by the DEDUP and ACK guarantees.
 func (s *session) deliverOnce(ep Endpoint, typ string) (profiles.Event, profiles.Key, time.Time, time.Time) {
 	ev := s.event(ep, typ, s.newID("obj"))
 	k := s.key(ep, ev)
 	before := time.Now()
-	s.expectAcked("first delivery", s.send(ep, ev, simulator.SendOptions{}))
+	a := s.send(ep, ev, RoleFirst, simulator.SendOptions{})
 	after := time.Now()
-	s.expectRows(k, 1, "after the first delivery")
+	if !acked(a) {
+		s.abort("the first delivery of %s was not acknowledged (%s): there is no stored key whose retention could be measured", k.EventID, Describe(a))
+	}
+	if n := s.settle(1, func() int { return s.rows(k, PhaseAfterFirst) }); n != 1 {
+		s.abort("the first delivery of %s left %d event rows, not 1: there is no stored key whose retention could be measured", k.EventID, n)
+	}
 	return ev, k, before, after
 }
 
@@ -84,22 +114,21 @@ func (s *session) purgeAsOf(asOf time.Time, why string) {
 	s.note("purge as of %s (%s) took %s", asOf.UTC().Format(time.RFC3339), why, time.Since(t0).Round(time.Millisecond))
 }
 
-// payload reads whether k's key row exists and still holds its payload.
-func (s *session) payload(k profiles.Key) (present, found bool) {
-	present, found, err := s.env.Retention.PayloadPresent(s.ctx, k)
-	if err != nil {
-		s.abort("reading payload_present for %s: %v", keyString(k), err)
-	}
-	s.rec.observed("payload_present", keyString(k), fmt.Sprintf("key_found=%v payload_present=%v", found, present))
-	return present, found
+// payload reads whether any payload of k is still stored.
+func (s *session) payload(k profiles.Key, phase string) bool {
+	o := s.read("payload_present", phase, keyParams(k), func(ctx context.Context, o *simulator.Observation) error {
+		var err error
+		o.Present, o.Found, err = s.env.Retention.PayloadPresent(ctx, k)
+		return err
+	})
+	return o.Found && o.Present
 }
 
-// replayIsDuplicate redelivers ev (re-signed now, as a provider's retry or a
-// person's resend is) and expects no second effect.
-func (s *session) replayIsDuplicate(ep Endpoint, ev profiles.Event, k profiles.Key, attempt int, why string) {
-	s.expectAcked("replay "+why, s.send(ep, ev, simulator.SendOptions{Attempt: attempt}))
-	s.expectRows(k, 1, "replay "+why)
-	s.expectEffects(k, 1, "replay "+why)
+// replay redelivers ev (re-signed now, as a provider's retry or a person's resend
+// is) and reads its rows and effects.
+func (s *session) replay(ep Endpoint, ev profiles.Event, k profiles.Key, attempt int) {
+	s.send(ep, ev, RoleReplay, simulator.SendOptions{Attempt: attempt})
+	s.state(k, PhaseAfterReplay, 1)
 }
 
 func days(d time.Duration) string {
@@ -109,23 +138,15 @@ func days(d time.Duration) string {
 	return d.String()
 }
 
-var _ = Describe("RETENTION: keys outlive redeliveries, payloads do not outlive their purpose", Label("RETENTION"), func() {
-	It("RETENTION-1 the declared key TTL covers the provider's redelivery horizon", labels("RETENTION-1"), func(ctx SpecContext) {
-		s := begin(ctx, "RETENTION-1")
-		for _, ep := range s.env.Endpoints {
+func init() {
+	register("RETENTION-1", "the declared key TTL covers the provider's redelivery horizon", func(s *session) {
+		for i, ep := range s.env.Endpoints {
 			h := horizonOf(ep.Profile)
-			switch {
-			case ep.KeyTTL <= 0:
-				s.deviate("endpoint %s (%s, %s) declares no key TTL", ep.URL, ep.Profile.ID(), ep.Account)
-			case !h.documented:
-				s.note("endpoint %s/%s: key TTL %s; %s: the redelivery horizon is undocumented, the user chooses", ep.Profile.ID(), ep.Account, days(ep.KeyTTL), h.source)
-			case ep.KeyTTL < h.total:
-				s.deviate("endpoint %s/%s keeps keys %s, less than the %s redelivery horizon %s: %s",
-					ep.Profile.ID(), ep.Account, days(ep.KeyTTL), ep.Profile.ID(), days(h.total), h.source)
-			default:
-				s.note("endpoint %s/%s: key TTL %s covers the redelivery horizon %s: %s",
-					ep.Profile.ID(), ep.Account, days(ep.KeyTTL), days(h.total), h.source)
+			total := h.total
+			if !h.documented {
+				total = 0
 			}
+			s.fact(fmt.Sprintf("%s%03d:%s/%s", FactEndpointTTL, i, ep.Profile.ID(), ep.Account), fmt.Sprintf("%s|%s|%s", ep.KeyTTL, total, h.source))
 		}
 		// The declaration is checked against what the receiver does: a purge as of
 		// the end of the horizon must leave the key, so the last possible
@@ -139,30 +160,25 @@ var _ = Describe("RETENTION: keys outlive redeliveries, payloads do not outlive 
 			s.note("%s documents no redelivery horizon; purging as of %s after delivery instead", ep.Profile.ID(), end)
 		}
 		s.purgeAsOf(before.Add(end), "the end of the "+ep.Profile.ID()+" redelivery horizon")
-		s.expectRows(k, 1, "after a purge as of the end of the redelivery horizon")
-		s.replayIsDuplicate(ep, ev, k, 2, "at the end of the redelivery horizon")
-		s.verdict()
+		s.rows(k, PhaseAfterPurge)
+		s.replay(ep, ev, k, 2)
 	})
 
-	It("RETENTION-2 a replay inside the key TTL is still a duplicate after a purge", labels("RETENTION-2"), func(ctx SpecContext) {
-		s := begin(ctx, "RETENTION-2")
+	register("RETENTION-2", "a replay inside the key TTL is still a duplicate after a purge", func(s *session) {
 		ep := s.retentionEndpoint()
 		ev, k, before, _ := s.deliverOnce(ep, typeCash)
 		m := min(retentionMargin, ep.KeyTTL/4)
+		s.fact(FactMargin, m)
 		s.purgeAsOf(before.Add(ep.KeyTTL-m), fmt.Sprintf("key TTL %s − %s: just inside", ep.KeyTTL, m))
-		s.expectRows(k, 1, "after a purge as of just inside the key TTL")
-		s.replayIsDuplicate(ep, ev, k, 2, "inside the key TTL")
-		s.verdict()
+		s.rows(k, PhaseAfterPurge)
+		s.replay(ep, ev, k, 2)
 	})
 
-	It("RETENTION-3 past the payload TTL the payload is gone and the key remains", labels("RETENTION-3"), func(ctx SpecContext) {
-		s := begin(ctx, "RETENTION-3")
+	register("RETENTION-3", "past the payload TTL the payload is gone and the key remains", func(s *session) {
 		ep := s.retentionEndpoint()
 		ev, k, _, after := s.deliverOnce(ep, typeCash)
-		if present, found := s.payload(k); !found {
-			s.deviate("payload_present finds no key row for %s right after its delivery", keyString(k))
-		} else if !present {
-			s.note("the receiver stored no payload for %s (nothing to expire)", keyString(k))
+		if !s.payload(k, PhaseAfterFirst) {
+			s.note("the receiver stored no payload for %s (nothing to expire)", KeyString(k))
 		}
 		gap := ep.KeyTTL - ep.PayloadTTL
 		m := min(retentionMargin, gap/2)
@@ -170,27 +186,23 @@ var _ = Describe("RETENTION: keys outlive redeliveries, payloads do not outlive 
 			s.note("payload TTL %s equals the key TTL: both tiers end together, only the payload's removal is checked", ep.PayloadTTL)
 			m = 0
 		}
+		s.fact(FactMargin, m)
+		s.fact(FactKeyMustRemain, gap > 0)
 		s.purgeAsOf(after.Add(ep.PayloadTTL+m), fmt.Sprintf("payload TTL %s + %s: just past", ep.PayloadTTL, m))
-		present, found := s.payload(k)
-		if present {
-			s.deviate("the payload of %s is still stored after a purge as of %s past its delivery (payload TTL %s)", keyString(k), ep.PayloadTTL+m, ep.PayloadTTL)
-		}
+		s.payload(k, PhaseAfterPurge)
+		s.rows(k, PhaseAfterPurge)
 		if gap > 0 {
-			if !found {
-				s.deviate("the key %s is gone after a purge as of %s past its delivery, inside its key TTL %s", keyString(k), ep.PayloadTTL+m, ep.KeyTTL)
-			}
-			s.replayIsDuplicate(ep, ev, k, 2, "after the payload was purged")
+			s.replay(ep, ev, k, 2)
 		}
-		s.verdict()
 	})
 
-	It("RETENTION-4 past the key TTL the key is gone; the measured replay-protection window is reported", labels("RETENTION-4"), func(ctx SpecContext) {
-		s := begin(ctx, "RETENTION-4")
+	register("RETENTION-4", "past the key TTL the key is gone; the measured replay-protection window is reported", func(s *session) {
 		ep := s.retentionEndpoint()
-		// A payment creation: once its key has expired, the replay below is a new
+		// A payment creation: once its key has expired, the resend below is a new
 		// event to the receiver, and the payment state machine keeps it harmless.
 		ev, k, before, after := s.deliverOnce(ep, typePayCreated)
 		m := min(retentionMargin, ep.KeyTTL/4)
+		s.fact(FactMargin, m)
 		// A ladder of ever later purges: once a key is gone it stays gone, so the
 		// first purge that removes it brackets the window actually kept.
 		offsets := map[time.Duration]bool{time.Hour: true, ep.PayloadTTL + m: true, ep.KeyTTL - m: true,
@@ -205,7 +217,12 @@ var _ = Describe("RETENTION: keys outlive redeliveries, payloads do not outlive 
 			}
 		}
 		sort.Slice(ladder, func(i, j int) bool { return ladder[i] < ladder[j] })
-		kept, gone := time.Duration(0), time.Duration(0)
+		steps := make([]string, len(ladder))
+		for i, d := range ladder {
+			steps[i] = d.String()
+		}
+		s.fact(FactLadder, strings.Join(steps, ","))
+		gone := false
 		for _, d := range ladder {
 			// Before the key TTL, measure from the send (the key is younger than
 			// that); past it, from the acknowledgement (older than that).
@@ -214,37 +231,19 @@ var _ = Describe("RETENTION: keys outlive redeliveries, payloads do not outlive 
 				base = after
 			}
 			s.purgeAsOf(base.Add(d), fmt.Sprintf("%s after delivery", d))
-			if _, found := s.payload(k); found {
-				kept = d
-				continue
-			}
-			gone = d
-			break
-		}
-		switch {
-		case gone == 0:
-			s.deviate("the key %s is still there after a purge as of %s past its delivery (declared key TTL %s): it is kept indefinitely as far as measured",
-				keyString(k), days(kept), days(ep.KeyTTL))
-		case gone > ep.KeyTTL+m:
-			s.deviate("the key %s survived a purge as of %s past its delivery (declared key TTL %s); it went only at %s",
-				keyString(k), days(ep.KeyTTL+m), days(ep.KeyTTL), days(gone))
-		default:
-			s.note("measured replay-protection window: more than %s, at most %s (declared key TTL %s)", days(kept), days(gone), days(ep.KeyTTL))
-		}
-		if gone > 0 {
-			s.expire(k)
-			if present, _ := s.payload(k); present {
-				s.deviate("the payload of %s is still stored after its key is gone", keyString(k))
-			}
-			// Past the window a provider's resend is a new event again: it is
-			// acknowledged and recorded anew.
-			s.expectAcked("resend after the key expired", s.send(ep, ev, simulator.SendOptions{Attempt: 2}))
-			s.expectRows(k, 1, "resend after the key expired")
-			if ok, _ := s.env.has("state-machine"); ok {
-				st, _ := s.payment(ep, ev.ObjectID)
-				s.note("a resend after the key expired was recorded as a new event; the payment stays %q", st)
+			if s.rows(k, PhaseLadder+d.String()) == 0 {
+				gone = true
+				break
 			}
 		}
-		s.verdict()
+		if !gone {
+			return
+		}
+		s.expire(k)
+		s.payload(k, PhaseKeyGone)
+		// Past the window a provider's resend is a new event again; what the
+		// receiver makes of it is reported, not judged.
+		a := s.send(ep, ev, RoleResend, simulator.SendOptions{Attempt: 2})
+		s.note("a resend after the key expired was answered %s", Describe(a))
 	})
-})
+}

@@ -1,157 +1,400 @@
 package scenarios
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"math/rand/v2"
+	"regexp"
+	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
+
+	"github.com/hookcert/hookcert/simulator"
 )
 
-// RunOptions selects and shapes one run of the suite.
+// RunOptions select and shape one run of the suite.
 type RunOptions struct {
-	// Seed orders the specs and seeds every plan; the same seed gives the same run.
+	// Seed orders the scenarios and seeds every choice they make; the same seed
+	// gives the same deliveries.
 	Seed int64
-	// LabelFilter is a Ginkgo label filter, e.g. "DEDUP || ATOMIC-1".
+	// LabelFilter is a Ginkgo label filter over guarantee IDs, families and
+	// needs:<capability>, e.g. "DEDUP || ATOMIC-1".
 	LabelFilter string
-	// Focus keeps only specs whose text matches one of these regular expressions.
+	// Focus keeps only scenarios whose text matches one of these regular expressions.
 	Focus []string
-	// Verbose streams each spec's progress as it runs.
-	Verbose bool
-	// Silent suppresses Ginkgo's own console report.
-	Silent bool
-	// NoColor disables colour in the console report.
-	NoColor bool
-	// Timeout bounds the whole run (default 15 minutes).
-	Timeout time.Duration
+	// ScenarioTimeout bounds one scenario (default 3 minutes).
+	ScenarioTimeout time.Duration
+	// QuiesceTimeout bounds the wait, before each scenario, for the previous one's
+	// work to leave the receiver (default 30 s).
+	QuiesceTimeout time.Duration
+	// Progress, when set, is called as each scenario starts and ends.
+	Progress func(ev ProgressEvent)
 }
 
-// SpecOutcome is one scenario as Ginkgo reported it, with what the scenario recorded.
-type SpecOutcome struct {
+// ProgressEvent reports a scenario starting (Done false) or ending.
+type ProgressEvent struct {
+	Index, Total int
+	Guarantee    string
+	Name         string
+	Done         bool
+	State        string
+	Reason       string
+	Elapsed      time.Duration
+}
+
+// Spec is one registered scenario.
+type Spec struct {
 	Guarantee string
-	Name      string
-	State     string // passed, failed, skipped, error
-	Message   string
-	Duration  time.Duration
-	Record    *Record
+	Text      string
+	Labels    []string
+	run       func(*session)
 }
 
-// fakeT lets the suite run inside the hookcert binary, outside `go test`.
-type fakeT struct{ failed bool }
+// registry holds every scenario in catalogue order. It is filled once at init
+// from the scenario files and never changes: it is the suite, not a run.
+var registry []Spec
 
-func (t *fakeT) Fail() { t.failed = true }
-
-var (
-	collectMu sync.Mutex
-	collected []SpecOutcome
-)
-
-// ReportAfterEach runs in every process that registers the suite: the binary and
-// `go test`. It turns Ginkgo's report into outcomes keyed by guarantee ID.
-var _ = ginkgo.ReportAfterEach(func(r types.SpecReport) {
-	if r.LeafNodeType != types.NodeTypeIt {
-		return
+func register(id, text string, fn func(*session)) {
+	if _, err := Lookup(id); err != nil {
+		panic(err)
 	}
-	o := SpecOutcome{Name: r.LeafNodeText, Duration: r.RunTime}
-	for _, l := range r.Labels() {
-		if _, err := Lookup(l); err == nil {
-			o.Guarantee = strings.ToUpper(l)
-		}
-	}
-	switch r.State {
-	case types.SpecStatePassed:
-		o.State = "passed"
-	case types.SpecStateSkipped:
-		if !strings.HasPrefix(r.Failure.Message, "not applicable") {
-			// Left out by --label-filter or --focus: not judged, not reported.
-			return
-		}
-		o.State = "skipped"
-		o.Message = r.Failure.Message
-	case types.SpecStatePending:
-		o.State = "skipped"
-		o.Message = "pending"
-	case types.SpecStateFailed:
-		o.State = "failed"
-		o.Message = r.Failure.Message
-	default: // panicked, interrupted, aborted, timed out
-		o.State = "error"
-		o.Message = fmt.Sprintf("%s: %s", r.State, r.Failure.Message)
-	}
-	o.Record = takeRecord(r.LeafNodeText)
-	if o.Record != nil && o.Record.errored && o.State == "failed" {
-		o.State = "error"
-	}
-	collectMu.Lock()
-	collected = append(collected, o)
-	collectMu.Unlock()
-})
-
-// Run executes the suite against env in this process and returns every scenario's
-// outcome. Ginkgo allows one run per process: call it once.
-func Run(env *Env, opt RunOptions) ([]SpecOutcome, error) {
-	if env == nil {
-		return nil, fmt.Errorf("scenarios: no environment")
-	}
-	// Under `go test` or the ginkgo CLI, Ginkgo's own flags are the defaults.
-	sc, rc := ginkgo.GinkgoConfiguration()
-	if opt.Seed != 0 {
-		sc.RandomSeed = opt.Seed
-	}
-	env.Seed = sc.RandomSeed
-	setEnv(env)
-	defer setEnv(nil)
-	// A conformance tool must not hide flakiness: random order, no reruns, and an
-	// empty or pending selection is an error.
-	sc.RandomizeAllSpecs = true
-	sc.FailOnPending = true
-	sc.FailOnEmpty = true
-	sc.FlakeAttempts = 0
-	sc.MustPassRepeatedly = 0
-	if opt.LabelFilter != "" {
-		sc.LabelFilter = opt.LabelFilter
-	}
-	if len(opt.Focus) > 0 {
-		sc.FocusStrings = opt.Focus
-	}
-	if opt.Timeout == 0 {
-		opt.Timeout = 15 * time.Minute
-	}
-	sc.Timeout = opt.Timeout
-	rc.NoColor = rc.NoColor || opt.NoColor
-	if opt.Verbose {
-		rc.Verbose, rc.Succinct = true, false
-	} else if !rc.Verbose && !rc.VeryVerbose {
-		rc.Succinct = true
-	}
-	if opt.Silent {
-		rc.Succinct = true
-		rc.Verbose = false
-	}
-
-	collectMu.Lock()
-	collected = nil
-	collectMu.Unlock()
-
-	t := &fakeT{}
-	ginkgo.RunSpecs(t, "hookcert", sc, rc)
-
-	collectMu.Lock()
-	defer collectMu.Unlock()
-	return append([]SpecOutcome(nil), collected...), nil
+	registry = append(registry, Spec{Guarantee: id, Text: id + " " + text, Labels: labels(id), run: fn})
+	sort.SliceStable(registry, func(i, j int) bool {
+		return catalogueIndex(registry[i].Guarantee) < catalogueIndex(registry[j].Guarantee)
+	})
 }
 
-// labels are a scenario's Ginkgo labels: its guarantee ID and, per capability it
-// needs, "needs:<capability>", so --label-filter selects by either
+// Specs returns every scenario in catalogue order.
+func Specs() []Spec { return append([]Spec(nil), registry...) }
+
+// labels are a scenario's labels: its guarantee ID, its family and, per capability
+// it needs, "needs:<capability>", so a label filter selects by any of them
 // (e.g. "ATOMIC || needs:crash", "!needs:lock-gating").
-func labels(id string) ginkgo.Labels {
-	l := ginkgo.Labels{id}
-	if g, err := Lookup(id); err == nil {
-		for _, n := range g.Needs {
-			l = append(l, "needs:"+n)
-		}
+func labels(id string) []string {
+	g, _ := Lookup(id)
+	l := []string{g.ID, g.Family}
+	for _, n := range g.Needs {
+		l = append(l, "needs:"+n)
 	}
 	return l
+}
+
+// Select returns the scenarios a label filter and focus keep, in the order the
+// seed draws. Errors name the option.
+func Select(opt RunOptions) ([]Spec, error) {
+	keep := func([]string) bool { return true }
+	if opt.LabelFilter != "" {
+		f, err := types.ParseLabelFilter(opt.LabelFilter)
+		if err != nil {
+			return nil, fmt.Errorf("label filter %q: %v", opt.LabelFilter, err)
+		}
+		keep = f
+	}
+	var focus []*regexp.Regexp
+	for _, f := range opt.Focus {
+		re, err := regexp.Compile(f)
+		if err != nil {
+			return nil, fmt.Errorf("focus %q: %v", f, err)
+		}
+		focus = append(focus, re)
+	}
+	var out []Spec
+	for _, sp := range registry {
+		if !keep(sp.Labels) {
+			continue
+		}
+		if len(focus) > 0 {
+			hit := false
+			for _, re := range focus {
+				hit = hit || re.MatchString(sp.Text)
+			}
+			if !hit {
+				continue
+			}
+		}
+		out = append(out, sp)
+	}
+	// Random order, drawn from the seed alone: a scenario that passes only after
+	// another is caught, and the same seed gives the same order.
+	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x686f6f6b63657274))
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out, nil
+}
+
+// Run is one run of the suite against one target: the scenarios it has run and
+// the history they recorded. Runs share nothing, so several can go in one
+// process.
+type Run struct {
+	env   *Env
+	opt   RunOptions
+	start time.Time
+
+	mu      sync.Mutex
+	hist    simulator.History
+	runners map[string]*simulator.Runner
+	prev    *session
+}
+
+// NewRun prepares a run against env. meta describes it in the history.
+func NewRun(env *Env, opt RunOptions, meta simulator.RunMeta) (*Run, error) {
+	if env == nil {
+		return nil, errors.New("scenarios: no environment")
+	}
+	if env.Observer == nil {
+		return nil, errors.New("scenarios: no observer configured (observe.postgres is required)")
+	}
+	if opt.ScenarioTimeout <= 0 {
+		opt.ScenarioTimeout = 3 * time.Minute
+	}
+	if opt.QuiesceTimeout <= 0 {
+		opt.QuiesceTimeout = 30 * time.Second
+	}
+	r := &Run{env: env, opt: opt, start: time.Now(), runners: map[string]*simulator.Runner{}}
+	meta.Seed, meta.RunID, meta.Started = opt.Seed, env.RunID, r.start.UTC()
+	if meta.TimeScale == 0 {
+		meta.TimeScale = env.TimeScale
+	}
+	r.hist.Meta = meta
+	return r, nil
+}
+
+// Close releases the run's connections to the receiver.
+func (r *Run) Close() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, rn := range r.runners {
+		rn.Close()
+	}
+	r.runners = map[string]*simulator.Runner{}
+}
+
+// History returns what the run recorded so far, attempts in start order.
+func (r *Run) History() *simulator.History {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	h := r.hist
+	h.Scenarios = append([]simulator.ScenarioRecord(nil), r.hist.Scenarios...)
+	h.Attempts = append([]simulator.AttemptRecord(nil), r.hist.Attempts...)
+	sort.SliceStable(h.Attempts, func(i, j int) bool { return h.Attempts[i].StartNS < h.Attempts[j].StartNS })
+	h.Releases = append([]simulator.ReleaseRecord(nil), r.hist.Releases...)
+	h.Observations = append([]simulator.Observation(nil), r.hist.Observations...)
+	if h.Meta.Finished.IsZero() {
+		h.Meta.Finished = time.Now().UTC()
+	}
+	return &h
+}
+
+// All runs every selected scenario in the seed's order. When ctx ends, the
+// scenario in progress and every one not yet run are recorded as errors
+// ("interrupted"): an interrupted run is never a pass.
+func (r *Run) All(ctx context.Context) error {
+	specs, err := Select(r.opt)
+	if err != nil {
+		return err
+	}
+	for i, sp := range specs {
+		if ctx.Err() != nil {
+			r.skipInterrupted(specs[i:], ctx)
+			break
+		}
+		r.Scenario(ctx, sp, i+1, len(specs))
+	}
+	r.finish()
+	return nil
+}
+
+func (r *Run) finish() {
+	r.mu.Lock()
+	r.hist.Meta.Finished = time.Now().UTC()
+	r.mu.Unlock()
+}
+
+func (r *Run) skipInterrupted(rest []Spec, ctx context.Context) {
+	now := int64(time.Since(r.start))
+	for _, sp := range rest {
+		r.addScenario(simulator.ScenarioRecord{Guarantee: sp.Guarantee, Name: sp.Text, State: simulator.ScenarioError,
+			Reason: fmt.Sprintf("interrupted before it ran: %v", context.Cause(ctx)), StartNS: now, EndNS: now})
+	}
+}
+
+// Scenario runs one scenario and records it; n of total is for progress only.
+func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.ScenarioRecord {
+	g, _ := Lookup(sp.Guarantee)
+	if r.opt.Progress != nil {
+		r.opt.Progress(ProgressEvent{Index: n, Total: total, Guarantee: g.ID, Name: sp.Text})
+	}
+	t0 := time.Now()
+	r.mu.Lock()
+	index := len(r.hist.Scenarios) + 1
+	r.mu.Unlock()
+	s := &session{run: r, env: r.env, g: g, index: index, rng: scenarioRand(r.opt.Seed, g.ID)}
+	rec := simulator.ScenarioRecord{Index: index, Guarantee: g.ID, Name: sp.Text, StartNS: int64(time.Since(r.start))}
+
+	// Isolation: nothing of the previous scenario may still be running.
+	r.quiesce(ctx, s)
+
+	sctx, cancel := context.WithTimeoutCause(ctx, r.opt.ScenarioTimeout, fmt.Errorf("scenario timeout %s exceeded", r.opt.ScenarioTimeout))
+	defer cancel()
+	s.ctx = sctx
+	rec.State, rec.Reason = r.drive(s, sp)
+	r.mu.Lock()
+	r.prev = s
+	r.mu.Unlock()
+
+	rec.EndNS = int64(time.Since(r.start))
+	s.mu.Lock()
+	rec.Notes, rec.Facts = s.notes, s.facts
+	s.mu.Unlock()
+	r.addScenario(rec)
+	if r.opt.Progress != nil {
+		r.opt.Progress(ProgressEvent{Index: n, Total: total, Guarantee: g.ID, Name: sp.Text, Done: true, State: rec.State, Reason: rec.Reason, Elapsed: time.Since(t0)})
+	}
+	return rec
+}
+
+// drive runs the scenario body and its reconciliation, turning the session's
+// signals into a state.
+func (r *Run) drive(s *session, sp Spec) (state, reason string) {
+	defer func() {
+		if p := recover(); p != nil {
+			switch v := p.(type) {
+			case abortSignal:
+				state, reason = simulator.ScenarioError, v.reason
+			case naSignal:
+				state, reason = simulator.ScenarioNotApplicable, v.reason
+			default:
+				state, reason = simulator.ScenarioError, fmt.Sprintf("harness panic: %v", p)
+			}
+		}
+		if state == simulator.ScenarioError && s.ctx.Err() != nil && !strings.HasPrefix(reason, "interrupted") {
+			reason = fmt.Sprintf("interrupted (%v): %s", context.Cause(s.ctx), reason)
+		}
+	}()
+	for _, need := range s.g.Needs {
+		if ok, why := r.env.has(need); !ok {
+			s.notApplicable("%s", why)
+		}
+	}
+	sp.run(s)
+	s.bg.Wait()
+	s.reconcile()
+	if err := s.ctx.Err(); err != nil {
+		s.abort("interrupted: %v", context.Cause(s.ctx))
+	}
+	return simulator.ScenarioRan, ""
+}
+
+// quiesce waits, bounded, until the previous scenario's background work has
+// ended and the receiver has no session busy in its database, and notes what it
+// waited for.
+func (r *Run) quiesce(ctx context.Context, s *session) {
+	r.mu.Lock()
+	prev := r.prev
+	r.mu.Unlock()
+	t0 := time.Now()
+	deadline := t0.Add(r.opt.QuiesceTimeout)
+	if prev != nil {
+		done := make(chan struct{})
+		go func() { prev.bg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Until(deadline)):
+			s.note("the previous scenario's deliveries were still running after %s", r.opt.QuiesceTimeout)
+		}
+	}
+	if r.env.Activity == nil {
+		return
+	}
+	idle, detail := 0, ""
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		n, d, err := r.env.Activity.Busy(ctx)
+		if err != nil {
+			s.note("could not read the receiver's database activity: %v", err)
+			return
+		}
+		if n == 0 {
+			// Twice in a row: a pool between two statements looks idle for a moment.
+			if idle++; idle >= 2 {
+				if w := time.Since(t0); w > 100*time.Millisecond {
+					s.note("waited %s for the previous scenario's work to leave the receiver", w.Round(time.Millisecond))
+				}
+				return
+			}
+		} else {
+			idle, detail = 0, d
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if ctx.Err() == nil {
+		s.note("the receiver was still busy after %s (%s); this scenario may see the previous one's work", r.opt.QuiesceTimeout, detail)
+	}
+}
+
+func (r *Run) runner(ep Endpoint) *simulator.Runner {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if rn, ok := r.runners[ep.URL]; ok {
+		return rn
+	}
+	rn, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{})
+	if err != nil {
+		panic(abortSignal{reason: fmt.Sprintf("endpoint %s: %v", ep.URL, err)})
+	}
+	r.runners[ep.URL] = rn
+	return rn
+}
+
+// align moves a runner's attempt times onto the run's clock.
+func (r *Run) align(rn *simulator.Runner, recs ...simulator.AttemptRecord) []simulator.AttemptRecord {
+	off := int64(rn.Started().Sub(r.start))
+	for i := range recs {
+		recs[i].StartNS += off
+		recs[i].EndNS += off
+	}
+	return recs
+}
+
+func (r *Run) addAttempts(recs ...simulator.AttemptRecord) {
+	r.mu.Lock()
+	r.hist.Attempts = append(r.hist.Attempts, recs...)
+	r.mu.Unlock()
+}
+
+func (r *Run) addRelease(rel simulator.ReleaseRecord) {
+	r.mu.Lock()
+	r.hist.Releases = append(r.hist.Releases, rel)
+	r.mu.Unlock()
+}
+
+func (r *Run) addObservation(o simulator.Observation) {
+	r.mu.Lock()
+	r.hist.Observations = append(r.hist.Observations, o)
+	r.mu.Unlock()
+}
+
+func (r *Run) addScenario(rec simulator.ScenarioRecord) {
+	r.mu.Lock()
+	if rec.Index == 0 {
+		rec.Index = len(r.hist.Scenarios) + 1
+	}
+	r.hist.Scenarios = append(r.hist.Scenarios, rec)
+	r.mu.Unlock()
+}
+
+func (r *Run) attemptsOf(index int) []simulator.AttemptRecord {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []simulator.AttemptRecord
+	for _, a := range r.hist.Attempts {
+		if a.Scenario == index {
+			out = append(out, a)
+		}
+	}
+	return out
 }

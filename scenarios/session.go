@@ -6,13 +6,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
-	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"time"
-
-	"github.com/onsi/ginkgo/v2"
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -28,92 +25,127 @@ const (
 	typeUnknown      = "hookcert.conformance.unhandled"
 )
 
+// HandledType reports whether t is an event type of the conformance domain that
+// the receiver is expected to store (the checker reconciles those).
+func HandledType(t string) bool {
+	switch t {
+	case typeCash, typePayCreated, typePaySucceeded, typeRefunded, typeSubUpdated:
+		return true
+	}
+	return false
+}
+
+// CreditType is the credit-like event type: applied at most once per event key.
+const CreditType = typeCash
+
 // settle bounds how long a positive expectation on the receiver's state is polled:
 // a synchronous receiver is already there, an inbox receiver gets a moment.
 const settle = 3 * time.Second
 
+// Scenario phases that the checker reads by name. Scenario-specific phases are
+// declared next to their scenario.
+const (
+	// PhaseReconcile is the read of every delivered key after a scenario ends.
+	PhaseReconcile = "reconcile"
+	// FactExpired lists, one per line, the keys a scenario purged on purpose.
+	FactExpired = "expired"
+)
+
+// abortSignal ends a scenario as an error: the harness could not judge it.
+type abortSignal struct{ reason string }
+
+// naSignal ends a scenario as not applicable.
+type naSignal struct{ reason string }
+
 // session is one scenario in progress: it names its events inside the run's
-// namespace, delivers them, reads state, and collects every deviation.
+// namespace, delivers them, reads state, and records everything into the run's
+// history for the checker. It judges nothing itself.
 type session struct {
-	ctx     context.Context
-	env     *Env
-	g       Guarantee
-	rec     *Record
-	rng     *rand.Rand
-	start   time.Time
-	mu      sync.Mutex
-	runners map[string]*simulator.Runner
-	n       int
-	// expired are keys the scenario had the receiver purge on purpose; an
-	// acknowledged event missing from them is expected, not lost.
-	expired map[profiles.Key]bool
+	ctx   context.Context
+	run   *Run
+	env   *Env
+	g     Guarantee
+	index int
+	rng   *rand.Rand
+
+	mu    sync.Mutex
+	n     int
+	notes []string
+	facts map[string]string
+	// expired are keys the scenario had the receiver purge on purpose.
+	expired []profiles.Key
+	// bg counts background work (deliveries racing a gate, parallel sends);
+	// bgAbort is the first abort raised there.
+	bg      sync.WaitGroup
+	bgAbort *abortSignal
 }
 
-// begin starts a scenario for guarantee id: it skips with the reason when the target
-// lacks a capability the guarantee needs.
-func begin(ctx context.Context, id string) *session {
-	env := currentEnv()
-	if env == nil {
-		ginkgo.Fail("error: the suite was started without a target (use hookcert certify or set HOOKCERT_CONFIG)")
-	}
-	g, err := Lookup(id)
-	if err != nil {
-		ginkgo.Fail("error: " + err.Error())
-	}
-	for _, need := range g.Needs {
-		if ok, why := env.has(need); !ok {
-			ginkgo.Skip("not applicable: " + why)
-		}
-	}
-	if env.Observer == nil {
-		ginkgo.Fail("error: no observer configured (observe.postgres is required)")
-	}
+// scenarioRand is the random source of one scenario: a function of the seed and
+// the guarantee ID only, so one seed replays the same choices whatever the run ID,
+// the clock or the other scenarios selected.
+func scenarioRand(seed int64, id string) *rand.Rand {
 	h := fnv.New64a()
-	fmt.Fprintf(h, "%s/%d/%s", env.RunID, env.Seed, id)
-	s := &session{
-		ctx: ctx, env: env, g: g,
-		rec:     newRecord(ginkgo.CurrentSpecReport().LeafNodeText),
-		rng:     rand.New(rand.NewPCG(uint64(env.Seed), h.Sum64())),
-		start:   time.Now(),
-		runners: map[string]*simulator.Runner{},
-	}
-	ginkgo.DeferCleanup(s.close)
-	return s
+	h.Write([]byte(id))
+	return rand.New(rand.NewPCG(uint64(seed), h.Sum64()))
 }
-
-func (s *session) close() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, r := range s.runners {
-		r.Close()
-	}
-}
-
-// deviate records one way the receiver broke the promise. The scenario goes on, so
-// that the report lists every deviation at once.
-func (s *session) deviate(format string, args ...any) {
-	s.rec.deviate(format, args...)
-}
-
-func (s *session) note(format string, args ...any) { s.rec.note(format, args...) }
 
 // abort ends the scenario with status error: the harness could not judge it.
 func (s *session) abort(format string, args ...any) {
-	s.rec.mu.Lock()
-	s.rec.errored = true
-	s.rec.mu.Unlock()
-	ginkgo.Fail("error: " + fmt.Sprintf(format, args...))
+	panic(abortSignal{reason: fmt.Sprintf(format, args...)})
 }
 
-// verdict reconciles the history with the rows, then fails the scenario when
-// anything deviated, listing every deviation.
-func (s *session) verdict() {
-	s.reconcile()
-	s.rec.mu.Lock()
-	devs := append([]string(nil), s.rec.Deviations...)
-	s.rec.mu.Unlock()
-	if len(devs) > 0 {
-		ginkgo.Fail(fmt.Sprintf("%s broken (%s): %d deviation(s):\n  - %s", s.g.ID, s.g.Promise, len(devs), strings.Join(devs, "\n  - ")))
+// notApplicable ends the scenario as not applicable, with the reason.
+func (s *session) notApplicable(format string, args ...any) {
+	panic(naSignal{reason: fmt.Sprintf(format, args...)})
+}
+
+func (s *session) note(format string, args ...any) {
+	s.mu.Lock()
+	s.notes = append(s.notes, fmt.Sprintf(format, args...))
+	s.mu.Unlock()
+}
+
+// fact records a value the checker needs to judge the scenario.
+func (s *session) fact(name string, v any) {
+	s.mu.Lock()
+	if s.facts == nil {
+		s.facts = map[string]string{}
+	}
+	s.facts[name] = fmt.Sprint(v)
+	s.mu.Unlock()
+}
+
+// spawn runs fn in the background; wait returns when it has finished and
+// re-raises an abort it hit, so a background failure is the scenario's error.
+func (s *session) spawn(fn func()) (wait func()) {
+	done := make(chan struct{})
+	s.bg.Add(1)
+	go func() {
+		defer s.bg.Done()
+		defer close(done)
+		defer func() {
+			if r := recover(); r != nil {
+				a, ok := r.(abortSignal)
+				if !ok {
+					a = abortSignal{reason: fmt.Sprintf("harness panic: %v", r)}
+				}
+				s.mu.Lock()
+				if s.bgAbort == nil {
+					s.bgAbort = &a
+				}
+				s.mu.Unlock()
+			}
+		}()
+		fn()
+	}()
+	return func() {
+		<-done
+		s.mu.Lock()
+		a := s.bgAbort
+		s.mu.Unlock()
+		if a != nil {
+			panic(*a)
+		}
 	}
 }
 
@@ -130,31 +162,21 @@ func (s *session) primary() Endpoint {
 	return s.env.Endpoints[0]
 }
 
-func (s *session) runner(ep Endpoint) *simulator.Runner {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if r, ok := s.runners[ep.URL]; ok {
-		return r
-	}
-	r, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{})
-	if err != nil {
-		s.abort("endpoint %s: %v", ep.URL, err)
-	}
-	s.runners[ep.URL] = r
-	return r
-}
-
-// newID returns a fresh ID in the run's namespace, in a shape every profile accepts.
+// newID returns a fresh ID in the run's namespace, in a shape every profile
+// accepts. Everything after the namespace comes from the seed.
 func (s *session) newID(prefix string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.n++
-	return fmt.Sprintf("%s_hc%s%s%d%06x", prefix, sanitize(s.env.RunID), strings.ReplaceAll(strings.ToLower(s.g.ID), "-", ""), s.n, s.rng.Uint32()&0xffffff)
+	return fmt.Sprintf("%s_%s%s%d%06x", prefix, Namespace(s.env.RunID), strings.ReplaceAll(strings.ToLower(s.g.ID), "-", ""), s.n, s.rng.Uint32()&0xffffff)
 }
 
-func sanitize(s string) string {
+// Namespace is the part of every event and object ID that names the run: "hc"
+// and the run ID's letters and digits. Strip it to compare two runs' deliveries.
+func Namespace(runID string) string {
 	var b strings.Builder
-	for _, r := range s {
+	b.WriteString("hc")
+	for _, r := range runID {
 		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
 			b.WriteRune(r)
 		}
@@ -164,9 +186,12 @@ func sanitize(s string) string {
 
 // event builds an event of the conformance domain for an endpoint.
 func (s *session) event(ep Endpoint, typ, objectID string) profiles.Event {
+	s.mu.Lock()
+	amount := 1000 + int64(s.rng.IntN(9000))
+	s.mu.Unlock()
 	ev := profiles.Event{
 		Source: ep.source(), Account: ep.Account, Type: typ, ObjectID: objectID,
-		Amount: 1000 + int64(s.rng.IntN(9000)), Currency: "usd", Created: time.Now().UTC().Truncate(time.Second),
+		Amount: amount, Currency: "usd", Created: time.Now().UTC().Truncate(time.Second),
 	}
 	if ep.Profile.Facts().EventIDRule == "" {
 		ev.ID = s.newID("evt")
@@ -189,69 +214,92 @@ func (s *session) key(ep Endpoint, ev profiles.Event) profiles.Key {
 	return profiles.EventKey(ep.Profile, ev)
 }
 
-func (s *session) send(ep Endpoint, ev profiles.Event, o simulator.SendOptions) simulator.AttemptRecord {
-	rec, err := s.runner(ep).Send(s.ctx, ev, o)
+// record files attempts under this scenario and role in the run's history.
+func (s *session) record(role string, recs ...simulator.AttemptRecord) []simulator.AttemptRecord {
+	for i := range recs {
+		recs[i].Scenario, recs[i].Role = s.index, role
+	}
+	s.run.addAttempts(recs...)
+	return recs
+}
+
+func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.SendOptions) simulator.AttemptRecord {
+	r := s.run.runner(ep)
+	rec, err := r.Send(s.ctx, ev, o)
 	if err != nil {
 		s.abort("delivering %s: %v", ev.ID, err)
 	}
-	s.rec.attempts(rec)
-	return rec
+	s.harnessSide(rec)
+	return s.record(role, s.run.align(r, rec)...)[0]
 }
 
-func (s *session) copies(ep Endpoint, ev profiles.Event, n int, o simulator.SendOptions) ([]simulator.AttemptRecord, simulator.ReleaseRecord) {
-	recs, rel, err := s.runner(ep).SendCopies(s.ctx, ev, n, o)
+func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o simulator.SendOptions) ([]simulator.AttemptRecord, simulator.ReleaseRecord) {
+	r := s.run.runner(ep)
+	recs, rel, err := r.SendCopies(s.ctx, ev, n, o)
 	if err != nil {
 		s.abort("delivering %d copies of %s: %v", n, ev.ID, err)
 	}
-	s.rec.attempts(recs...)
-	return recs, rel
-}
-
-// deliver sends ev and follows the profile's retry schedule on the run's
-// compressed clock until the provider would stop.
-func (s *session) deliver(ep Endpoint, ev profiles.Event, o simulator.SendOptions) []simulator.AttemptRecord {
-	recs, err := s.runner(ep).Deliver(s.ctx, ev, o, simulator.Clock{Scale: s.env.TimeScale})
-	if err != nil {
-		s.abort("delivering %s: %v", ev.ID, err)
-	}
-	s.rec.attempts(recs...)
-	return recs
+	s.harnessSide(recs...)
+	rel.Scenario = s.index
+	rel.StartNS += int64(r.Started().Sub(s.run.start))
+	s.run.addRelease(rel)
+	return s.record(role, s.run.align(r, recs...)...), rel
 }
 
 // parallel sends each event once, all at the same time, and returns the records in
 // the order of evs.
-func (s *session) parallel(ep Endpoint, evs []profiles.Event, o simulator.SendOptions) []simulator.AttemptRecord {
+func (s *session) parallel(ep Endpoint, evs []profiles.Event, role string, o simulator.SendOptions) []simulator.AttemptRecord {
+	r := s.run.runner(ep)
 	out := make([]simulator.AttemptRecord, len(evs))
+	errs := make([]error, len(evs))
 	var wg sync.WaitGroup
 	for i, ev := range evs {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer ginkgo.GinkgoRecover()
 			oo := o
 			oo.Copy = i
-			rec, err := s.runner(ep).Send(s.ctx, ev, oo)
-			if err != nil {
-				s.rec.deviate("harness could not deliver %s: %v", ev.ID, err)
-				return
-			}
-			out[i] = rec
+			out[i], errs[i] = r.Send(s.ctx, ev, oo)
 		}()
 	}
 	wg.Wait()
-	s.rec.attempts(out...)
-	return out
+	if err := errors.Join(errs...); err != nil {
+		// Bad input to the simulator is the harness's problem, not the receiver's.
+		s.abort("the harness could not build a delivery: %v", err)
+	}
+	s.harnessSide(out...)
+	return s.record(role, s.run.align(r, out...)...)
 }
+
+// harnessSide aborts when an attempt ended because the run itself was stopped:
+// that is no verdict on the receiver.
+func (s *session) harnessSide(recs ...simulator.AttemptRecord) {
+	if err := s.ctx.Err(); err != nil {
+		for _, a := range recs {
+			if a.Outcome != simulator.OutcomeAcknowledged {
+				s.abort("interrupted: %v", context.Cause(s.ctx))
+			}
+		}
+	}
+}
+
+// acked reports whether the attempt reached the provider as an acknowledgement:
+// the outcome, not the status line, decides.
+func acked(a simulator.AttemptRecord) bool { return a.Outcome == simulator.OutcomeAcknowledged }
 
 func is2xx(st int) bool { return st >= 200 && st < 300 }
 
-func describe(a simulator.AttemptRecord) string {
+// Describe names an attempt's result for evidence.
+func Describe(a simulator.AttemptRecord) string {
 	d := fmt.Sprintf("status %d", a.Status)
 	if a.Status == 0 {
 		d = "no response"
 	}
 	if a.ErrorClass != "" {
 		d += " (" + a.ErrorClass + ")"
+	}
+	if a.Outcome == simulator.OutcomeUnknown && a.Status != 0 {
+		d += ", outcome unknown"
 	}
 	if ex := strings.TrimSpace(a.ResponseExcerpt); ex != "" {
 		if len(ex) > 120 {
@@ -262,129 +310,137 @@ func describe(a simulator.AttemptRecord) string {
 	return d
 }
 
-// expectAcked records a deviation for every attempt that was not acknowledged.
-func (s *session) expectAcked(what string, recs ...simulator.AttemptRecord) {
-	for _, a := range recs {
-		if a.Outcome != simulator.OutcomeAcknowledged {
-			s.deviate("%s: %s copy %d attempt %d was not acknowledged: %s", what, a.Key.EventID, a.Copy, a.Attempt, describe(a))
-		}
-	}
-}
-
-// expect4xx records a deviation unless the attempt was refused with a 4xx.
-func (s *session) expect4xx(what string, a simulator.AttemptRecord) {
-	if a.Status < 400 || a.Status > 499 {
-		s.deviate("%s: want a 4xx rejection, got %s", what, describe(a))
-	}
-}
-
-func keyString(k profiles.Key) string {
+// KeyString renders an event key for evidence.
+func KeyString(k profiles.Key) string {
 	return fmt.Sprintf("(%s, %s, %s)", k.Source, k.Account, k.EventID)
 }
 
-// count reads one integer through the observer, recording it as evidence.
-func (s *session) count(query string, of string, read func(context.Context) (int, error)) int {
-	n, err := read(s.ctx)
+// read runs one observer query and records it; a failed read aborts the
+// scenario (the harness could not judge).
+func (s *session) read(query, phase string, params []string, fn func(ctx context.Context, o *simulator.Observation) error) simulator.Observation {
+	o := simulator.Observation{Scenario: s.index, Query: query, Params: params, Phase: phase}
+	err := fn(s.ctx, &o)
+	o.AtNS = int64(time.Since(s.run.start))
 	if err != nil {
-		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			s.abort("reading %s for %s: %v", query, of, err)
-		}
-		s.abort("reading %s for %s: %v", query, of, err)
+		o.Error = err.Error()
+		s.run.addObservation(o)
+		s.abort("reading %s for %s: %v", query, strings.Join(params, ", "), err)
 	}
-	s.rec.observed(query, of, fmt.Sprint(n))
-	return n
+	s.run.addObservation(o)
+	return o
 }
 
-func (s *session) rows(k profiles.Key) int {
-	return s.count("event_rows", keyString(k), func(ctx context.Context) (int, error) { return s.env.Observer.EventRows(ctx, k) })
+func keyParams(k profiles.Key) []string { return []string{k.Source, k.Account, k.EventID, ""} }
+
+func objParams(source, account, objectID string) []string {
+	return []string{source, account, "", objectID}
 }
 
-func (s *session) effects(k profiles.Key) int {
-	return s.count("effects", keyString(k), func(ctx context.Context) (int, error) { return s.env.Observer.Effects(ctx, k) })
+func (s *session) countOf(query, phase string, params []string, fn func(context.Context) (int, error)) int {
+	o := s.read(query, phase, params, func(ctx context.Context, o *simulator.Observation) error {
+		n, err := fn(ctx)
+		o.Count, o.Found = int64(n), err == nil
+		return err
+	})
+	return int(o.Count)
 }
 
-func (s *session) objectEffects(source, account, objectID string) int {
-	of := fmt.Sprintf("(%s, %s, object %s)", source, account, objectID)
-	return s.count("object_effects", of, func(ctx context.Context) (int, error) {
+func (s *session) rows(k profiles.Key, phase string) int {
+	return s.countOf("event_rows", phase, keyParams(k), func(ctx context.Context) (int, error) { return s.env.Observer.EventRows(ctx, k) })
+}
+
+func (s *session) effects(k profiles.Key, phase string) int {
+	return s.countOf("effects", phase, keyParams(k), func(ctx context.Context) (int, error) { return s.env.Observer.Effects(ctx, k) })
+}
+
+func (s *session) objectEffects(source, account, objectID, phase string) int {
+	return s.countOf("object_effects", phase, objParams(source, account, objectID), func(ctx context.Context) (int, error) {
 		return s.env.Observer.ObjectEffects(ctx, source, account, objectID)
 	})
 }
 
-// expectCount polls read until it equals want or settle passes (only when want > 0:
-// absence is checked once, it cannot be waited for), and records a deviation
-// otherwise.
-func (s *session) expectCount(what string, want int, read func() int) {
+// settle reads a count until it reaches hint or settle passes. A count that
+// should be 0 is read once: absence cannot be waited for. The hint only bounds
+// the wait; the checker judges the last read.
+func (s *session) settle(hint int, read func() int) int {
 	got := read()
-	if got != want && want > 0 {
+	if hint > 0 && got < hint {
 		deadline := time.Now().Add(settle)
-		for got < want && time.Now().Before(deadline) {
+		for got < hint && time.Now().Before(deadline) && s.ctx.Err() == nil {
 			time.Sleep(50 * time.Millisecond)
 			got = read()
 		}
 	}
-	if got != want {
-		s.deviate("%s: got %d, want %d", what, got, want)
-	}
+	return got
 }
 
-func (s *session) expectRows(k profiles.Key, want int, why string) {
-	s.expectCount(fmt.Sprintf("%s: event rows for %s", why, keyString(k)), want, func() int { return s.rows(k) })
+// state reads the event rows and effects of k in phase, waiting for hint rows
+// and effects as settle does.
+func (s *session) state(k profiles.Key, phase string, hint int) {
+	s.settle(hint, func() int { return s.rows(k, phase) })
+	s.settle(hint, func() int { return s.effects(k, phase) })
 }
 
-func (s *session) expectEffects(k profiles.Key, want int, why string) {
-	s.expectCount(fmt.Sprintf("%s: effects of %s", why, keyString(k)), want, func() int { return s.effects(k) })
+func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bool) {
+	o := s.read("object", phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *simulator.Observation) error {
+		var err error
+		o.Version, o.Status, o.Found, err = s.env.Observer.Object(ctx, ep.source(), ep.Account, objectID)
+		return err
+	})
+	return o.Version, o.Status, o.Found
 }
 
-func (s *session) expectObjectEffects(source, account, objectID string, want int, why string) {
-	s.expectCount(fmt.Sprintf("%s: effects on object %s", why, objectID), want, func() int { return s.objectEffects(source, account, objectID) })
-}
-
-func (s *session) object(ep Endpoint, objectID string) (int64, string, bool) {
-	v, st, found, err := s.env.Observer.Object(s.ctx, ep.source(), ep.Account, objectID)
-	if err != nil {
-		s.abort("reading object %s: %v", objectID, err)
-	}
-	s.rec.observed("object", objectID, fmt.Sprintf("found=%v version=%d status=%q", found, v, st))
-	return v, st, found
-}
-
-func (s *session) payment(ep Endpoint, objectID string) (string, bool) {
-	st, found, err := s.env.Observer.Payment(s.ctx, ep.source(), ep.Account, objectID)
-	if err != nil {
-		s.abort("reading payment %s: %v", objectID, err)
-	}
-	s.rec.observed("payment", objectID, fmt.Sprintf("found=%v status=%q", found, st))
-	return st, found
+func (s *session) payment(ep Endpoint, objectID, phase string) (string, bool) {
+	o := s.read("payment", phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *simulator.Observation) error {
+		var err error
+		o.Status, o.Found, err = s.env.Observer.Payment(ctx, ep.source(), ep.Account, objectID)
+		return err
+	})
+	return o.Status, o.Found
 }
 
 // gate holds a lock on table, runs fire in the background, waits until the
 // receiver's sessions queue on the lock (the count stops growing), releases them
-// together, and waits for fire to finish. It returns how many waited.
+// together, and waits for fire to finish. A gate that held nobody is an error:
+// the race it was to force never happened.
 func (s *session) gate(table string, want int, fire func()) int {
 	g, err := s.env.DB.Hold(s.ctx, table)
 	if err != nil {
 		s.abort("locking %s: %v", table, err)
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer ginkgo.GinkgoRecover()
-		fire()
-	}()
 	released := false
 	defer func() {
 		if !released {
 			_ = g.Release(context.WithoutCancel(s.ctx))
 		}
 	}()
-	// The receiver's pool may be smaller than the number of copies: wait until the
-	// queue stops growing rather than for an exact count.
+	finished := make(chan struct{})
+	wait := s.spawn(func() { defer close(finished); fire() })
+	best := waitQueue(s.ctx, g, want, finished, func(err error) { s.abort("counting waiters on %s: %v", table, err) })
+	if err := g.Release(s.ctx); err != nil {
+		s.abort("releasing the lock on %s: %v", table, err)
+	}
+	released = true
+	wait()
+	if best == 0 {
+		s.abort("the lock gate on %s held no receiver session: the deliveries never reached that table while it was locked, so the race was not forced", table)
+	}
+	s.note("lock gate on %s: %d receiver session(s) waited, then were released together", table, best)
+	s.fact("gate_waiters", best)
+	return best
+}
+
+// waitQueue polls the gate's waiters until want are queued, the queue has stopped
+// growing for 300 ms, or 5 s pass. The receiver's pool may be smaller than the
+// number of copies, so an exact count is not required.
+func waitQueue(ctx context.Context, g Gate, want int, finished <-chan struct{}, fail func(error)) int {
 	deadline := time.Now().Add(5 * time.Second)
 	best, stableSince := 0, time.Now()
 	for time.Now().Before(deadline) {
-		n, err := g.Waiters(s.ctx)
+		n, err := g.Waiters(ctx)
 		if err != nil {
-			s.abort("counting waiters on %s: %v", table, err)
+			fail(err)
+			return best
 		}
 		if n > best {
 			best, stableSince = n, time.Now()
@@ -393,17 +449,13 @@ func (s *session) gate(table string, want int, fire func()) int {
 			break
 		}
 		select {
-		case <-done:
+		case <-finished:
 			deadline = time.Now() // every delivery finished without waiting
+		case <-ctx.Done():
+			return best
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	if err := g.Release(s.ctx); err != nil {
-		s.abort("releasing the lock on %s: %v", table, err)
-	}
-	released = true
-	<-done
-	s.note("lock gate on %s: %d receiver session(s) waited, then were released together", table, best)
 	return best
 }
 
@@ -414,15 +466,18 @@ func (s *session) arm(point, eventID string) {
 	s.note("failpoint %s armed (crash) for event %s", point, eventID)
 }
 
-// crashed waits for the receiver to die by itself, then restarts it.
-func (s *session) crashedRestart() {
+// crashedRestart waits for the receiver to die at an armed failpoint, then
+// restarts it. A receiver that does not crash there is killed and restarted, and
+// the scenario is an error: the crash it was to test never happened.
+func (s *session) crashedRestart(point string) {
 	ctx, cancel := context.WithTimeout(s.ctx, 10*time.Second)
 	defer cancel()
 	if err := s.env.Controller.WaitExit(ctx); err != nil {
-		s.deviate("the receiver did not crash at the armed failpoint: %v", err)
-		if err := s.env.Controller.Kill(); err != nil {
-			s.abort("killing the receiver: %v", err)
+		if kerr := s.env.Controller.Kill(); kerr != nil {
+			s.abort("killing the receiver: %v", kerr)
 		}
+		s.restart()
+		s.abort("the receiver did not crash at the armed failpoint %s (%v): the target declares the failpoints capability but the crash could not be tested", point, err)
 	}
 	s.restart()
 }
@@ -435,26 +490,6 @@ func (s *session) restart() {
 	s.note("receiver restarted in %s", time.Since(t0).Round(time.Millisecond))
 }
 
-func latencies(recs []simulator.AttemptRecord) (p50, p99, max time.Duration) {
-	if len(recs) == 0 {
-		return
-	}
-	ds := make([]time.Duration, len(recs))
-	for i, a := range recs {
-		ds[i] = a.Duration()
-	}
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2], ds[(len(ds)*99)/100], ds[len(ds)-1]
-}
-
-// statusText names an HTTP status for evidence.
-func statusText(st int) string {
-	if st == 0 {
-		return "no response"
-	}
-	return fmt.Sprintf("%d %s", st, http.StatusText(st))
-}
-
 // source is the event key's source of deliveries to ep.
 func (ep Endpoint) source() string {
 	if ep.Source != "" {
@@ -463,103 +498,15 @@ func (ep Endpoint) source() string {
 	return ep.Profile.ID()
 }
 
-// badInput marks faults that make a delivery invalid: such keys must leave nothing,
-// which the scenarios check themselves.
-var badInput = []string{"tamper", "wrong_secret", "missing_signature", "missing_id", "malformed_json", "oversize", "stale_by"}
-
-// reconcile reads, for every event key the scenario delivered, the acknowledged,
-// failed and unknown attempts, and holds them against the rows, as Jepsen's queue
-// checker does: an acknowledged event must be there (else lost), no key may be there
-// twice (duplicated), and a credit-like event applies at most once. Keys whose
-// attempts all ended unknown and that are present count as recovered. Facts
-// already reported by the scenario for the same event are not repeated.
-func (s *session) reconcile() {
-	type tally struct {
-		acked, failed, unknown int
-		typ                    string
-		bad                    bool
-	}
-	s.rec.mu.Lock()
-	order := []profiles.Key{}
-	byKey := map[profiles.Key]*tally{}
-	for _, a := range s.rec.Attempts {
-		if a.Key.EventID == "" {
-			continue
-		}
-		t := byKey[a.Key]
-		if t == nil {
-			t = &tally{typ: a.EventType}
-			byKey[a.Key] = t
-			order = append(order, a.Key)
-		}
-		for _, f := range a.Faults {
-			for _, b := range badInput {
-				if strings.HasPrefix(f, b) {
-					t.bad = true
-				}
+// BadInput reports whether an attempt's faults make the delivery invalid: such
+// keys must leave nothing, which their scenarios check themselves.
+func BadInput(faults []string) bool {
+	for _, f := range faults {
+		for _, b := range []string{"tamper", "wrong_secret", "missing_signature", "missing_id", "malformed_json", "oversize", "stale_by"} {
+			if strings.HasPrefix(f, b) {
+				return true
 			}
 		}
-		switch a.Outcome {
-		case simulator.OutcomeAcknowledged:
-			t.acked++
-		case simulator.OutcomeUnknown:
-			t.unknown++
-		default:
-			t.failed++
-		}
-	}
-	reported := strings.Join(s.rec.Deviations, "\n")
-	s.rec.mu.Unlock()
-
-	var ok, lost, dup, recovered int
-	for _, k := range order {
-		t := byKey[k]
-		if t.bad || !handledType(t.typ) {
-			continue
-		}
-		if s.expired[k] {
-			continue
-		}
-		rows := s.rows(k)
-		if t.acked > 0 && rows == 0 {
-			// An asynchronous (inbox) receiver may store a moment after its 2xx.
-			for deadline := time.Now().Add(settle); rows == 0 && time.Now().Before(deadline); {
-				time.Sleep(50 * time.Millisecond)
-				rows = s.rows(k)
-			}
-		}
-		already := strings.Contains(reported, k.EventID)
-		switch {
-		case t.acked > 0 && rows == 0:
-			lost++
-			if !already {
-				s.deviate("reconciliation: %s lost: acknowledged %d time(s), no event row", keyString(k), t.acked)
-			}
-		case rows > 1:
-			dup++
-			if !already {
-				s.deviate("reconciliation: %s duplicated: %d event rows", keyString(k), rows)
-			}
-		case t.acked == 0 && t.unknown > 0 && rows == 1:
-			recovered++
-		default:
-			ok++
-		}
-		if t.typ == typeCash {
-			if eff := s.effects(k); eff > 1 && !already {
-				s.deviate("reconciliation: %s applied %d times (acknowledged %d, failed %d, unknown %d attempts)", keyString(k), eff, t.acked, t.failed, t.unknown)
-			}
-		}
-	}
-	if n := ok + lost + dup + recovered; n > 0 {
-		s.note("reconciliation of %d event key(s) against the rows: %d consistent, %d recovered (unknown outcome, present), %d lost, %d duplicated", n, ok, recovered, lost, dup)
-	}
-}
-
-func handledType(t string) bool {
-	switch t {
-	case typeCash, typePayCreated, typePaySucceeded, typeRefunded, typeSubUpdated:
-		return true
 	}
 	return false
 }
@@ -567,9 +514,85 @@ func handledType(t string) bool {
 // expire marks k as purged on purpose, so reconciliation does not call it lost.
 func (s *session) expire(k profiles.Key) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.expired == nil {
-		s.expired = map[profiles.Key]bool{}
+	s.expired = append(s.expired, k)
+	s.mu.Unlock()
+}
+
+// reconcile reads, for every event key the scenario delivered that the receiver
+// should have stored, its event rows (and the effects of credit-like events), so
+// the checker can hold them against the acknowledged, failed and unknown
+// attempts. Keys read concurrently share one settle deadline.
+func (s *session) reconcile() {
+	type item struct {
+		k     profiles.Key
+		acked bool
+		cash  bool
 	}
-	s.expired[k] = true
+	expired := map[profiles.Key]bool{}
+	s.mu.Lock()
+	for _, k := range s.expired {
+		expired[k] = true
+	}
+	s.mu.Unlock()
+	var items []*item
+	seen := map[profiles.Key]*item{}
+	for _, a := range s.run.attemptsOf(s.index) {
+		if a.Key.EventID == "" || BadInput(a.Faults) || !HandledType(a.EventType) || expired[a.Key] {
+			continue
+		}
+		it := seen[a.Key]
+		if it == nil {
+			it = &item{k: a.Key, cash: a.EventType == typeCash}
+			seen[a.Key] = it
+			items = append(items, it)
+		}
+		it.acked = it.acked || acked(a)
+	}
+	if len(expired) > 0 {
+		keys := make([]string, 0, len(expired))
+		for k := range expired {
+			keys = append(keys, KeyString(k))
+		}
+		sort.Strings(keys)
+		s.fact(FactExpired, strings.Join(keys, "\n"))
+	}
+	deadline := time.Now().Add(settle)
+	sem := make(chan struct{}, 8)
+	var wg sync.WaitGroup
+	var first *abortSignal
+	var mu sync.Mutex
+	for _, it := range items {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			defer func() {
+				if r := recover(); r != nil {
+					a, ok := r.(abortSignal)
+					if !ok {
+						panic(r)
+					}
+					mu.Lock()
+					if first == nil {
+						first = &a
+					}
+					mu.Unlock()
+				}
+			}()
+			rows := s.rows(it.k, PhaseReconcile)
+			// An asynchronous (inbox) receiver may store a moment after its 2xx.
+			for it.acked && rows == 0 && time.Now().Before(deadline) && s.ctx.Err() == nil {
+				time.Sleep(50 * time.Millisecond)
+				rows = s.rows(it.k, PhaseReconcile)
+			}
+			if it.cash {
+				s.effects(it.k, PhaseReconcile)
+			}
+		}()
+	}
+	wg.Wait()
+	if first != nil {
+		panic(*first)
+	}
 }

@@ -43,6 +43,12 @@ const ExcerptLimit = 512
 
 // AttemptRecord is one HTTP delivery attempt as it happened.
 type AttemptRecord struct {
+	// Scenario is the index (1-based) of the scenario that made the attempt in a
+	// certification run's history; 0 outside one.
+	Scenario int `json:"scenario,omitempty"`
+	// Role is the caller's name for what the attempt was sent as (e.g. "copy",
+	// "redelivery"), so a checker can tell attempts of one scenario apart.
+	Role      string       `json:"role,omitempty"`
 	Key       profiles.Key `json:"key"`
 	EventType string       `json:"event_type"`
 	// Step is the plan step index (or the caller's label for Send/SendCopies).
@@ -81,10 +87,11 @@ func (a AttemptRecord) Duration() time.Duration { return time.Duration(a.EndNS -
 
 // ReleaseRecord describes one barrier release of several copies of a delivery.
 type ReleaseRecord struct {
-	Step    int          `json:"step"`
-	Attempt int          `json:"attempt"`
-	Key     profiles.Key `json:"key"`
-	Copies  int          `json:"copies"`
+	Scenario int          `json:"scenario,omitempty"`
+	Step     int          `json:"step"`
+	Attempt  int          `json:"attempt"`
+	Key      profiles.Key `json:"key"`
+	Copies   int          `json:"copies"`
 	// Released counts the copies whose connection was open when the barrier fell.
 	Released int `json:"released"`
 	// SpreadNS is max − min of the instants the copies finished writing their
@@ -94,21 +101,88 @@ type ReleaseRecord struct {
 	StartNS int64 `json:"start_ns"`
 }
 
+// HistorySchema versions the JSON Lines history. A reader refuses other versions
+// rather than misread them.
+const HistorySchema = "hookcert.history/v1"
+
 // RunMeta describes a run. It never holds a secret.
 type RunMeta struct {
+	// Schema is HistorySchema; written by WriteJSONL.
+	Schema    string    `json:"schema,omitempty"`
+	RunID     string    `json:"run_id,omitempty"`
 	Seed      int64     `json:"seed"`
 	Profile   string    `json:"profile"`
 	TargetURL string    `json:"target_url"`
 	Plan      string    `json:"plan,omitempty"`
 	TimeScale float64   `json:"time_scale"`
 	Started   time.Time `json:"started"`
+	// Finished is when the run ended (zero while it runs).
+	Finished time.Time `json:"finished,omitzero"`
+	// Run is the caller's own description of the run (a certification keeps its
+	// target, options and environment here), kept verbatim.
+	Run json.RawMessage `json:"run,omitempty"`
+}
+
+// Observation is one read of the receiver's state, recorded beside the attempts
+// so that a checker can judge from the history alone.
+type Observation struct {
+	Scenario int `json:"scenario,omitempty"`
+	// Query is the target query that was run (event_rows, effects, object, …).
+	Query string `json:"query"`
+	// Params are its parameters in order ($1 source, $2 account, $3 event ID, $4
+	// object ID).
+	Params []string `json:"params"`
+	// Phase is the scenario's name for the moment of the read (e.g. "after").
+	Phase string `json:"phase,omitempty"`
+	// Found is false when the query returned no row.
+	Found bool `json:"found"`
+	// Count, Version, Status and Present are the columns the query returned.
+	Count   int64  `json:"count,omitempty"`
+	Version int64  `json:"version,omitempty"`
+	Status  string `json:"status,omitempty"`
+	Present bool   `json:"present,omitempty"`
+	// Error is why the read failed, when it did.
+	Error string `json:"error,omitempty"`
+	// AtNS is when the read returned, nanoseconds since the run started.
+	AtNS int64 `json:"at_ns"`
+}
+
+// Scenario states in a history.
+const (
+	// ScenarioRan: the scenario delivered and observed; a checker judges it.
+	ScenarioRan = "ran"
+	// ScenarioNotApplicable: the target lacks what the scenario needs.
+	ScenarioNotApplicable = "not_applicable"
+	// ScenarioError: something on the harness's side stopped the scenario.
+	ScenarioError = "error"
+)
+
+// ScenarioRecord is one scenario of a certification run: which guarantee it
+// judges, how it ended on the harness's side, and what it noted and set aside
+// for its checker.
+type ScenarioRecord struct {
+	Index     int    `json:"index"`
+	Guarantee string `json:"guarantee"`
+	Name      string `json:"name"`
+	State     string `json:"state"`
+	// Reason says why the scenario is not applicable or errored.
+	Reason  string `json:"reason,omitempty"`
+	StartNS int64  `json:"start_ns"`
+	EndNS   int64  `json:"end_ns"`
+	// Notes are measurements worth a reader's eye (release spread, gate waiters).
+	Notes []string `json:"notes,omitempty"`
+	// Facts are values the scenario fixed that its checker needs (declared TTLs,
+	// the newest version sent, keys purged on purpose).
+	Facts map[string]string `json:"facts,omitempty"`
 }
 
 // History is everything that happened in a run.
 type History struct {
-	Meta     RunMeta         `json:"meta"`
-	Attempts []AttemptRecord `json:"attempts"`
-	Releases []ReleaseRecord `json:"releases"`
+	Meta         RunMeta          `json:"meta"`
+	Scenarios    []ScenarioRecord `json:"scenarios,omitempty"`
+	Attempts     []AttemptRecord  `json:"attempts"`
+	Releases     []ReleaseRecord  `json:"releases"`
+	Observations []Observation    `json:"observations,omitempty"`
 }
 
 // recorder appends records from concurrent goroutines. Attempts are kept in
@@ -248,20 +322,28 @@ func (h *History) AllAcknowledged() bool {
 
 // jsonLine is one line of the JSON Lines form: a kind tag and one record.
 type jsonLine struct {
-	Kind    string         `json:"kind"`
-	Meta    *RunMeta       `json:"meta,omitempty"`
-	Attempt *AttemptRecord `json:"attempt,omitempty"`
-	Release *ReleaseRecord `json:"release,omitempty"`
+	Kind        string          `json:"kind"`
+	Meta        *RunMeta        `json:"meta,omitempty"`
+	Scenario    *ScenarioRecord `json:"scenario,omitempty"`
+	Attempt     *AttemptRecord  `json:"attempt,omitempty"`
+	Release     *ReleaseRecord  `json:"release,omitempty"`
+	Observation *Observation    `json:"observation,omitempty"`
 }
 
-// WriteJSONL writes the history as JSON Lines: one "meta" line, then one line per
-// attempt and per release.
+// WriteJSONL writes the history as JSON Lines: one "meta" line (schema
+// HistorySchema), then one line per scenario, attempt, release and observation.
 func (h *History) WriteJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	meta := h.Meta
+	meta.Schema = HistorySchema
 	if err := enc.Encode(jsonLine{Kind: "meta", Meta: &meta}); err != nil {
 		return fmt.Errorf("write history meta: %w", err)
+	}
+	for i := range h.Scenarios {
+		if err := enc.Encode(jsonLine{Kind: "scenario", Scenario: &h.Scenarios[i]}); err != nil {
+			return fmt.Errorf("write history scenario %d: %w", i, err)
+		}
 	}
 	for i := range h.Attempts {
 		if err := enc.Encode(jsonLine{Kind: "attempt", Attempt: &h.Attempts[i]}); err != nil {
@@ -271,6 +353,11 @@ func (h *History) WriteJSONL(w io.Writer) error {
 	for i := range h.Releases {
 		if err := enc.Encode(jsonLine{Kind: "release", Release: &h.Releases[i]}); err != nil {
 			return fmt.Errorf("write history release %d: %w", i, err)
+		}
+	}
+	for i := range h.Observations {
+		if err := enc.Encode(jsonLine{Kind: "observation", Observation: &h.Observations[i]}); err != nil {
+			return fmt.Errorf("write history observation %d: %w", i, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -301,7 +388,21 @@ func ReadJSONL(r io.Reader) (*History, error) {
 			if l.Meta == nil {
 				return nil, fmt.Errorf("history line %d: kind meta without a meta object", line)
 			}
+			if l.Meta.Schema != "" && l.Meta.Schema != HistorySchema {
+				return nil, fmt.Errorf("history line %d: schema %q is not %q (written by another version of hookcert)", line, l.Meta.Schema, HistorySchema)
+			}
 			h.Meta, sawMeta = *l.Meta, true
+			h.Meta.Schema = ""
+		case "scenario":
+			if l.Scenario == nil {
+				return nil, fmt.Errorf("history line %d: kind scenario without a scenario object", line)
+			}
+			h.Scenarios = append(h.Scenarios, *l.Scenario)
+		case "observation":
+			if l.Observation == nil {
+				return nil, fmt.Errorf("history line %d: kind observation without an observation object", line)
+			}
+			h.Observations = append(h.Observations, *l.Observation)
 		case "attempt":
 			if l.Attempt == nil {
 				return nil, fmt.Errorf("history line %d: kind attempt without an attempt object", line)
@@ -313,7 +414,7 @@ func ReadJSONL(r io.Reader) (*History, error) {
 			}
 			h.Releases = append(h.Releases, *l.Release)
 		default:
-			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, attempt, release", line, l.Kind)
+			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, scenario, attempt, release, observation", line, l.Kind)
 		}
 	}
 	if err := sc.Err(); err != nil {

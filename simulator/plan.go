@@ -502,18 +502,32 @@ func (p *Plan) Resolve(profileID, account string, created time.Time) (*ResolvedP
 func VersionedStream(seed int64, prefix, objectID string, n, dups int) ([]EventSpec, []Step) {
 	rng := seededRand(seed, "versioned/"+prefix+"/"+objectID)
 	events := make([]EventSpec, n)
-	var steps []Step
 	for v := 1; v <= n; v++ {
-		name := fmt.Sprintf("%s-v%d", prefix, v)
 		events[v-1] = EventSpec{
-			Name: name, Type: "customer.subscription.updated", ObjectID: objectID,
+			Name: fmt.Sprintf("%s-v%d", prefix, v), Type: "customer.subscription.updated", ObjectID: objectID,
 			Version: int64(v), Status: "active",
 		}
-		steps = append(steps, Step{Event: name})
 	}
-	for i := 0; i < dups && n > 0; i++ {
-		steps = append(steps, Step{Event: events[rng.IntN(n)].Name})
+	var steps []Step
+	for _, v := range ShuffledVersions(n, 1, dups, rng) {
+		steps = append(steps, Step{Event: events[v-1].Name})
 	}
-	rng.Shuffle(len(steps), func(i, j int) { steps[i], steps[j] = steps[j], steps[i] })
 	return events, steps
+}
+
+// ShuffledVersions is the delivery order of a versioned stream: every version
+// 1..n each times, plus extra duplicates of random versions, shuffled by rng.
+// The conformance suite and plans share it, so one seed gives one order.
+func ShuffledVersions(n, each, extra int, rng *rand.Rand) []int64 {
+	var out []int64
+	for v := 1; v <= n; v++ {
+		for range each {
+			out = append(out, int64(v))
+		}
+	}
+	for i := 0; i < extra && n > 0; i++ {
+		out = append(out, int64(1+rng.IntN(n)))
+	}
+	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
+	return out
 }

@@ -288,3 +288,48 @@ func TerminateBackends(ctx context.Context, pool *pgxpool.Pool, database string,
 		}
 	}
 }
+
+// Busy counts the client sessions connected to database, other than the
+// harness's own, that run a statement, hold a transaction open or wait on a
+// lock, and names a few of them. A session that is merely connected and idle
+// (a pool's spare connection) is not busy.
+func Busy(ctx context.Context, pool *pgxpool.Pool, database string) (int, string, error) {
+	if database == "" {
+		return 0, "", errors.New("pgfault: busy: database name required")
+	}
+	rows, err := pool.Query(ctx, `
+		SELECT pid, state, coalesce(wait_event_type, ''), left(coalesce(query, ''), 60)
+		FROM pg_stat_activity
+		WHERE datname = $1 AND backend_type = 'client backend'
+		  AND pid <> pg_backend_pid()
+		  AND coalesce(application_name, '') <> $2
+		  AND ((state IS NOT NULL AND state <> 'idle') OR wait_event_type = 'Lock')
+		ORDER BY pid`, database, ApplicationName)
+	if err != nil {
+		return 0, "", fmt.Errorf("pgfault: busy sessions of %s: %w", database, err)
+	}
+	type sess struct {
+		pid               int
+		state, wait, text string
+	}
+	ss, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (sess, error) {
+		var s sess
+		return s, r.Scan(&s.pid, &s.state, &s.wait, &s.text)
+	})
+	if err != nil {
+		return 0, "", fmt.Errorf("pgfault: busy sessions of %s: %w", database, err)
+	}
+	var parts []string
+	for i, s := range ss {
+		if i == 3 {
+			parts = append(parts, fmt.Sprintf("and %d more", len(ss)-3))
+			break
+		}
+		d := fmt.Sprintf("pid %d %s", s.pid, s.state)
+		if s.wait != "" {
+			d += " waiting on " + s.wait
+		}
+		parts = append(parts, d)
+	}
+	return len(ss), strings.Join(parts, ", "), nil
+}

@@ -1,4 +1,9 @@
-package scenarios
+// Package certify runs a certification: it provisions PostgreSQL where the target
+// asks for it, loads the target file once, starts the receiver when it has a
+// lifecycle, wires the adapters into the suite's interfaces, runs the suite,
+// judges the history with the checker stage and writes the reports. The suite
+// itself (package scenarios) knows none of this: it sees interfaces only.
+package certify
 
 import (
 	"context"
@@ -25,6 +30,9 @@ import (
 	"github.com/hookcert/hookcert/adapters/purge"
 	"github.com/hookcert/hookcert/adapters/target"
 	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/scenarios/check"
+	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -43,8 +51,8 @@ var (
 	ErrUnreachable = errors.New("target unreachable")
 )
 
-// CertifyOptions configure one certification run.
-type CertifyOptions struct {
+// Options configure one certification run.
+type Options struct {
 	// ConfigPath is the target file; ConfigData, when set, is used instead (the
 	// path then only names it in messages).
 	ConfigPath string
@@ -56,8 +64,11 @@ type CertifyOptions struct {
 	// ReportDir receives results.json, junit.xml, summary.md, index.html,
 	// history.jsonl and receiver.log ("" = no files).
 	ReportDir string
-	Run       RunOptions
+	Run       scenarios.RunOptions
 	TimeScale float64
+	// RunID names the run's namespace in every event ID (default: from the clock;
+	// it is the only part of a run not derived from the seed).
+	RunID string
 	// Repro renders the reproduction command of one guarantee.
 	Repro func(id string) string
 	// Secrets are scrubbed from every report file in addition to the target's.
@@ -66,9 +77,58 @@ type CertifyOptions struct {
 	Stdout  io.Writer
 }
 
-// Certify loads a target, starts it when it has a lifecycle, runs the suite, and
-// writes the reports. The error wraps ErrConfig or ErrUnreachable where it applies.
-func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
+// Harness is a target made ready for the suite: its database, its receiver
+// process and the adapters behind the suite's interfaces. Close releases all of
+// it.
+type Harness struct {
+	Env     *scenarios.Env
+	info    check.RunInfo
+	opts    Options
+	secrets []string
+	closers []func()
+}
+
+// Close stops the receiver, closes the pools and drops a provisioned database, in
+// the reverse order of their making.
+func (hs *Harness) Close() {
+	for i := len(hs.closers) - 1; i >= 0; i-- {
+		hs.closers[i]()
+	}
+	hs.closers = nil
+}
+
+// Secrets are the values scrubbed from everything the run writes.
+func (hs *Harness) Secrets() []string { return append([]string(nil), hs.secrets...) }
+
+// Certify loads a target, starts it when it has a lifecycle, runs the suite,
+// judges the history and writes the reports. The error wraps ErrConfig or
+// ErrUnreachable where it applies. When ctx ends mid-run, the results say
+// interrupted and every guarantee not judged is an error.
+func Certify(ctx context.Context, o Options) (*reports.Results, error) {
+	hs, err := Open(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	defer hs.Close()
+	run, err := hs.NewRun()
+	if err != nil {
+		return nil, err
+	}
+	defer run.Close()
+	if err := run.All(ctx); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+	}
+	return hs.Finish(ctx, run)
+}
+
+// Open makes the target ready for the suite (see Harness).
+func Open(ctx context.Context, o Options) (_ *Harness, err error) {
+	hs := &Harness{opts: o}
+	defer func() {
+		if err != nil {
+			hs.Close()
+		}
+	}()
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -102,7 +162,7 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 			}
 			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 		}
-		defer func() { _ = cleanup(context.WithoutCancel(ctx)) }()
+		hs.closers = append(hs.closers, func() { _ = cleanup(context.WithoutCancel(ctx)) })
 		provisioned = db
 		vars.DatabaseURL = db.URL
 		fmt.Fprintf(o.Stdout, "database: %s (%s)\n", pgprovision.Redact(db.URL), db.Method)
@@ -115,8 +175,12 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
 	}
 
-	env := &Env{
-		RunID: newRunID(), Capabilities: make([]string, 0, len(tg.Capabilities)),
+	runID := o.RunID
+	if runID == "" {
+		runID = newRunID()
+	}
+	env := &scenarios.Env{
+		RunID: runID, Capabilities: make([]string, 0, len(tg.Capabilities)),
 		EventTable: tg.Postgres.EventTable, EffectTable: tg.Postgres.EffectTable,
 		MaxBodyBytes: tg.MaxBodyBytes, TimeScale: o.TimeScale,
 	}
@@ -132,7 +196,7 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
-		env.Endpoints = append(env.Endpoints, Endpoint{Profile: p, Source: ep.Source, Account: ep.Account, URL: tg.URL(ep.Path),
+		env.Endpoints = append(env.Endpoints, scenarios.Endpoint{Profile: p, Source: ep.Source, Account: ep.Account, URL: tg.URL(ep.Path),
 			Secrets: []string{ep.Secret.Reveal()}, KeyTTL: ep.KeyTTL, PayloadTTL: ep.PayloadTTL})
 		secrets = append(secrets, ep.Secret.Reveal())
 	}
@@ -154,7 +218,7 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 		if proc, err = process.Start(ctx, spec); err != nil {
 			return nil, fmt.Errorf("%w: starting the receiver: %v", ErrUnreachable, err)
 		}
-		defer func() {
+		hs.closers = append(hs.closers, func() {
 			if proc.Running() {
 				_, _ = proc.Stop(tg.Lifecycle.StopGrace)
 			}
@@ -162,7 +226,7 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 				_ = os.MkdirAll(o.ReportDir, 0o755)
 				_ = os.WriteFile(filepath.Join(o.ReportDir, "receiver.log"), []byte(scrub(proc.Output(), secrets)), 0o644)
 			}
-		}()
+		})
 		env.Controller = &controller{p: proc}
 	} else if err := reachable(ctx, tg.BaseURL); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
@@ -172,15 +236,19 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: observer: %v", ErrUnreachable, err)
 	}
-	defer obs.Close()
+	hs.closers = append(hs.closers, obs.Close)
 	env.Observer = observer{obs}
+	// The harness's own sessions in the receiver's database: faults where the
+	// target allows them, and the activity reads that keep scenarios apart.
+	pool, err := pgfault.Connect(ctx, tg.Postgres.URL.Reveal())
+	if err != nil {
+		return nil, fmt.Errorf("%w: harness database session: %v", ErrUnreachable, err)
+	}
+	hs.closers = append(hs.closers, pool.Close)
+	faults := &dbFaults{pool: pool, database: pool.Config().ConnConfig.Database}
+	env.Activity = faults
 	if tg.Has(target.LockGating) || tg.Has(target.ConnectionLoss) {
-		pool, err := pgfault.Connect(ctx, tg.Postgres.URL.Reveal())
-		if err != nil {
-			return nil, fmt.Errorf("%w: harness database session: %v", ErrUnreachable, err)
-		}
-		defer pool.Close()
-		env.DB = &dbFaults{pool: pool, database: pool.Config().ConnConfig.Database}
+		env.DB = faults
 	}
 	if tg.FailpointsPath != "" {
 		env.Failpoints = failpoints.New(tg.BaseURL, tg.FailpointsPath, &http.Client{Timeout: 5 * time.Second})
@@ -190,68 +258,81 @@ func Certify(ctx context.Context, o CertifyOptions) (*reports.Results, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: purge trigger: %v", ErrUnreachable, err)
 		}
-		defer tr.Close()
+		hs.closers = append(hs.closers, tr.Close)
 		env.Retention = retention{tr: tr, o: obs}
 	}
 
-	started := time.Now()
-	outcomes, err := Run(env, o.Run)
-	if err != nil {
-		return nil, err
-	}
-	finished := time.Now()
 	sum := tg.Summary()
-	res := &reports.Results{
-		Schema: reports.Schema, Tool: reports.ToolInfo{Name: "hookcert", Version: Version},
-		RunID: env.RunID, Seed: env.Seed, StartedAt: started.UTC(), FinishedAt: finished.UTC(),
-		DurationMS: finished.Sub(started).Milliseconds(),
-		Target:     reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: env.Capabilities},
-		Profiles:   tg.Profiles(),
-		Guarantees: Verdicts(outcomes, started, o.Repro),
+	info := check.RunInfo{
+		Tool:     reports.ToolInfo{Name: "hookcert", Version: Version},
+		Target:   reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: env.Capabilities},
+		Profiles: tg.Profiles(),
 		Environment: map[string]string{
 			"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH,
 			"time_scale": fmt.Sprint(env.TimeScale), "database": sum.DatabaseURL,
 		},
+		Repro: map[string]string{},
 	}
 	if provisioned != nil {
-		res.Environment["database_method"] = provisioned.Method
+		info.Environment["database_method"] = provisioned.Method
 	}
 	for _, ep := range tg.Endpoints {
-		res.Target.Endpoints = append(res.Target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
+		info.Target.Endpoints = append(info.Target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
 	}
-	res.Summary = reports.Summarize(res.Guarantees)
-	if o.ReportDir != "" {
-		if _, err := reports.Write(o.ReportDir, res, reports.Options{Secrets: secrets}); err != nil {
-			return res, fmt.Errorf("writing reports: %w", err)
+	if o.Repro != nil {
+		for _, g := range scenarios.Catalogue() {
+			info.Repro[g.ID] = o.Repro(g.ID)
 		}
-		if err := writeHistory(filepath.Join(o.ReportDir, "history.jsonl"), outcomes, secrets); err != nil {
-			return res, fmt.Errorf("writing history: %w", err)
+	}
+
+	hs.Env, hs.info, hs.secrets = env, info, secrets
+	return hs, nil
+}
+
+// NewRun starts a run of the suite against the harness's target.
+func (hs *Harness) NewRun() (*scenarios.Run, error) {
+	return scenarios.NewRun(hs.Env, hs.opts.Run, simulator.RunMeta{TargetURL: hs.info.Target.BaseURL, TimeScale: hs.Env.TimeScale})
+}
+
+// Finish judges what run recorded and writes the reports.
+func (hs *Harness) Finish(ctx context.Context, run *scenarios.Run) (*reports.Results, error) {
+	info := hs.info
+	info.Interrupted = ctx.Err() != nil
+	h := run.History()
+	var err error
+	if h.Meta.Run, err = json.Marshal(info); err != nil {
+		return nil, err
+	}
+	res, err := check.Judge(h)
+	if err != nil {
+		return nil, err
+	}
+	if hs.opts.ReportDir != "" {
+		if err := WriteRun(hs.opts.ReportDir, h, res, hs.secrets); err != nil {
+			return res, err
 		}
 	}
 	return res, nil
 }
 
-// writeHistory writes every delivery attempt of the run as JSON Lines, each with
-// the guarantee and scenario it belongs to, so a run can be re-checked later.
-func writeHistory(path string, outcomes []SpecOutcome, secrets []string) error {
-	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	for _, o := range outcomes {
-		if o.Record == nil {
-			continue
-		}
-		for _, a := range o.Record.Attempts {
-			if err := enc.Encode(struct {
-				Guarantee string `json:"guarantee"`
-				Scenario  string `json:"scenario"`
-				Attempt   any    `json:"attempt"`
-			}{o.Guarantee, o.Name, a}); err != nil {
-				return err
-			}
-		}
+// WriteRun writes a run's reports and its history (history.jsonl, the input of
+// `hookcert check`) into dir, scrubbing secrets from both.
+func WriteRun(dir string, h *simulator.History, res *reports.Results, secrets []string) error {
+	if _, err := reports.Write(dir, res, reports.Options{Secrets: secrets}); err != nil {
+		return fmt.Errorf("writing reports: %w", err)
 	}
-	return os.WriteFile(path, []byte(scrub(b.String(), secrets)), 0o644)
+	var b strings.Builder
+	if err := h.WriteJSONL(&b); err != nil {
+		return fmt.Errorf("writing history: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, HistoryFile), []byte(scrub(b.String(), secrets)), 0o644); err != nil {
+		return fmt.Errorf("writing history: %w", err)
+	}
+	return nil
 }
+
+// HistoryFile is the history's name in a report directory.
+const HistoryFile = "history.jsonl"
 
 func scrub(s string, secrets []string) string {
 	for _, sec := range secrets {
@@ -361,7 +442,7 @@ func (g gate) Waiters(ctx context.Context) (int, error) {
 }
 func (g gate) Release(ctx context.Context) error { return g.g.Release(ctx) }
 
-func (d *dbFaults) Hold(ctx context.Context, table string) (Gate, error) {
+func (d *dbFaults) Hold(ctx context.Context, table string) (scenarios.Gate, error) {
 	g, err := pgfault.Hold(ctx, d.pool, table, "")
 	if err != nil {
 		return nil, err
@@ -369,6 +450,16 @@ func (d *dbFaults) Hold(ctx context.Context, table string) (Gate, error) {
 	return gate{g}, nil
 }
 
-func (d *dbFaults) TerminateInTransaction(ctx context.Context) ([]int, error) {
-	return pgfault.TerminateBackends(ctx, d.pool, d.database, pgfault.Filter{InTransaction: true})
+func (d *dbFaults) TerminateWaiters(ctx context.Context, g scenarios.Gate) ([]int, error) {
+	pg, ok := g.(gate)
+	if !ok {
+		return nil, fmt.Errorf("gate %T was not made by this harness", g)
+	}
+	return pgfault.TerminateBackends(ctx, d.pool, d.database, pgfault.Filter{WaitingOn: pg.g})
+}
+
+// Busy counts the receiver's sessions (everything in its database but the
+// harness's own) that run a statement, hold a transaction open or wait on a lock.
+func (d *dbFaults) Busy(ctx context.Context) (int, string, error) {
+	return pgfault.Busy(ctx, d.pool, d.database)
 }

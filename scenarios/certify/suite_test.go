@@ -1,4 +1,4 @@
-package scenarios
+package certify
 
 import (
 	"context"
@@ -7,28 +7,65 @@ import (
 
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/gomega"
+
+	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/scenarios/check"
 )
 
-// TestSuite certifies the receiver described by $HOOKCERT_CONFIG, so the suite runs
-// under `go test` and the ginkgo CLI as well as inside hookcert (Ginkgo's flags —
-// --ginkgo.label-filter, --ginkgo.seed — apply).
+// The suite as Ginkgo specs, for `go test` and the ginkgo CLI: one It per
+// scenario, labelled with its guarantee ID, family and needs:<capability>, so
+// Ginkgo's own flags (--ginkgo.label-filter, --ginkgo.seed, --ginkgo.focus)
+// select and order them. Each spec runs its scenario against $HOOKCERT_CONFIG and
+// is judged by the checker stage, as `hookcert certify` judges it.
+var (
+	harness *Harness
+	suite   *scenarios.Run
+)
+
 func TestSuite(t *testing.T) {
-	// Importing ginkgo here also tells the ginkgo CLI this package is a Ginkgo
-	// suite, so it passes its flags through.
 	gomega.RegisterFailHandler(ginkgo.Fail)
 	cfg := os.Getenv("HOOKCERT_CONFIG")
 	if cfg == "" {
 		t.Skip("no target: set HOOKCERT_CONFIG=target.yaml to certify a receiver (scenarios/selftest runs the suite against the reference)")
 	}
-	res, err := Certify(context.Background(), CertifyOptions{
-		ConfigPath: cfg, ReportDir: os.Getenv("HOOKCERT_REPORT_DIR"), TimeScale: DefaultTimeScale,
-	})
+	sc, _ := ginkgo.GinkgoConfiguration()
+	hs, err := Open(context.Background(), Options{ConfigPath: cfg, ReportDir: os.Getenv("HOOKCERT_REPORT_DIR"), TimeScale: DefaultTimeScale,
+		Run: scenarios.RunOptions{Seed: sc.RandomSeed}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, g := range res.Guarantees {
-		if g.Status == "failed" || g.Status == "error" {
-			t.Errorf("%s %s: %s", g.ID, g.Status, g.Reason)
-		}
+	defer hs.Close()
+	harness = hs
+	if suite, err = hs.NewRun(); err != nil {
+		t.Fatal(err)
+	}
+	defer suite.Close()
+	ginkgo.RunSpecs(t, "hookcert")
+	if _, err := hs.Finish(context.Background(), suite); err != nil {
+		t.Error(err)
 	}
 }
+
+var _ = ginkgo.Describe("hookcert", func() {
+	for _, sp := range scenarios.Specs() {
+		ginkgo.It(sp.Text, ginkgo.Label(sp.Labels...), func(ctx ginkgo.SpecContext) {
+			rec := suite.Scenario(ctx, sp, 0, 0)
+			g, _ := scenarios.Lookup(sp.Guarantee)
+			h := suite.History()
+			v := check.Scenario(g, rec, check.PartOf(h, rec.Index))
+			switch v.Status {
+			case reports.StatusNotApplicable:
+				ginkgo.Skip("not applicable: " + v.Reason)
+			case reports.StatusError:
+				ginkgo.Fail("error: " + v.Reason)
+			case reports.StatusFailed:
+				msg := sp.Guarantee + " broken:"
+				for _, d := range v.Deviations {
+					msg += "\n  - [" + d.Code + "] " + d.Text
+				}
+				ginkgo.Fail(msg)
+			}
+		})
+	}
+})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/scenarios/certify"
 )
 
 func init() { register(newCertifyCmd) }
@@ -36,7 +37,7 @@ func (f *suiteFlags) add(cmd *cobra.Command) {
 	fl.Int64Var(&f.seed, "seed", 0, "seed for spec order and every plan (0: random, printed)")
 	fl.StringVar(&f.labelFilter, "label-filter", "", `Ginkgo label filter, e.g. "DEDUP || ATOMIC-1"`)
 	fl.StringSliceVar(&f.focus, "focus", nil, "run only scenarios whose text matches these regular expressions")
-	fl.Float64Var(&f.timeScale, "time-scale", scenarios.DefaultTimeScale, "provider seconds per real second for retry schedules")
+	fl.Float64Var(&f.timeScale, "time-scale", certify.DefaultTimeScale, "provider seconds per real second for retry schedules")
 	fl.BoolVar(&f.verbose, "verbose", false, "stream every scenario's progress")
 	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL for targets that use {{.DatabaseURL}} (default: $HOOKCERT_DATABASE_URL, else provisioned)")
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
@@ -52,11 +53,12 @@ func (f *suiteFlags) validate() error {
 	return nil
 }
 
-func (f *suiteFlags) options(w io.Writer, repro func(id string) string) scenarios.CertifyOptions {
-	return scenarios.CertifyOptions{
+func (f *suiteFlags) options(w io.Writer, repro func(id string) string) certify.Options {
+	run := scenarios.RunOptions{Seed: f.seed, LabelFilter: f.labelFilter, Focus: f.focus}
+	run.Progress = progress(w, f.verbose)
+	return certify.Options{
 		DatabaseURL: f.databaseURL, KeepDatabase: f.keepDatabase, ReportDir: f.reportDir,
-		Run:       scenarios.RunOptions{Seed: f.seed, LabelFilter: f.labelFilter, Focus: f.focus, Verbose: f.verbose},
-		TimeScale: f.timeScale, Repro: repro, Stdout: w,
+		Run: run, TimeScale: f.timeScale, Repro: repro, Stdout: w,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 }
@@ -93,14 +95,17 @@ reached or started.`,
 }
 
 // runCertify runs a certification and maps its result to an exit status.
-func runCertify(ctx context.Context, out io.Writer, opts scenarios.CertifyOptions) error {
+func runCertify(ctx context.Context, out io.Writer, opts certify.Options) error {
 	start := time.Now()
 	fmt.Fprintf(out, "seed %d\n", opts.Run.Seed)
-	res, err := scenarios.Certify(ctx, opts)
+	if _, err := scenarios.Select(opts.Run); err != nil {
+		return usageErr("%v", err)
+	}
+	res, err := certify.Certify(ctx, opts)
 	switch {
-	case errors.Is(err, scenarios.ErrConfig):
+	case errors.Is(err, certify.ErrConfig):
 		return &ExitError{Code: ExitUsage, Err: err}
-	case errors.Is(err, scenarios.ErrUnreachable):
+	case errors.Is(err, certify.ErrUnreachable):
 		return &ExitError{Code: ExitUnreachable, Err: err}
 	case err != nil:
 		return &ExitError{Code: ExitFailed, Err: err}
@@ -109,11 +114,22 @@ func runCertify(ctx context.Context, out io.Writer, opts scenarios.CertifyOption
 		return usageErr("no scenario selected: --label-filter %q and --focus %q match none (labels: guarantee IDs, families, needs:<capability>; see hookcert guarantees)",
 			opts.Run.LabelFilter, strings.Join(opts.Run.Focus, ","))
 	}
+	return verdictExit(out, res, opts.ReportDir, start)
+}
+
+// verdictExit prints the verdicts and maps them to an exit status. An
+// interrupted run never exits 0.
+func verdictExit(out io.Writer, res *reports.Results, reportDir string, start time.Time) error {
 	printSummary(out, res)
-	if opts.ReportDir != "" {
-		fmt.Fprintf(out, "reports: %s/{results.json,junit.xml,summary.md,index.html,history.jsonl}\n", strings.TrimRight(opts.ReportDir, "/"))
+	if reportDir != "" {
+		fmt.Fprintf(out, "reports: %s/{results.json,junit.xml,summary.md,index.html,history.jsonl}\n", strings.TrimRight(reportDir, "/"))
 	}
-	fmt.Fprintf(out, "wall time %s\n", time.Since(start).Round(100*time.Millisecond))
+	if !start.IsZero() {
+		fmt.Fprintf(out, "wall time %s\n", time.Since(start).Round(100*time.Millisecond))
+	}
+	if res.Interrupted {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the run was interrupted; %d guarantee(s) could not be judged", res.Summary.Error)}
+	}
 	if res.Summary.Failed > 0 || res.Summary.Error > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d guarantee(s) failed, %d could not be judged", res.Summary.Failed, res.Summary.Error)}
 	}
@@ -131,4 +147,21 @@ func printSummary(out io.Writer, res *reports.Results) {
 	}
 	s := res.Summary
 	fmt.Fprintf(out, "\n%s: %d passed, %d failed, %d not applicable, %d error\n", s.Verdict(), s.Passed, s.Failed, s.NotApplicable, s.Error)
+}
+
+// progress prints one line per scenario as it ends (and as it starts, verbose).
+func progress(w io.Writer, verbose bool) func(scenarios.ProgressEvent) {
+	return func(ev scenarios.ProgressEvent) {
+		if !ev.Done {
+			if verbose {
+				fmt.Fprintf(w, "[%d/%d] %s …\n", ev.Index, ev.Total, ev.Name)
+			}
+			return
+		}
+		line := fmt.Sprintf("[%d/%d] %-14s %s (%s)", ev.Index, ev.Total, ev.State, ev.Guarantee, ev.Elapsed.Round(time.Millisecond))
+		if ev.Reason != "" && (verbose || ev.State == "error") {
+			line += ": " + ev.Reason
+		}
+		fmt.Fprintln(w, line)
+	}
 }

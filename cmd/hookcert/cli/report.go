@@ -2,13 +2,19 @@ package cli
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios/certify"
+	"github.com/hookcert/hookcert/scenarios/check"
+	"github.com/hookcert/hookcert/simulator"
 )
 
-func init() { register(newReportCmd) }
+func init() { register(newReportCmd); register(newCheckCmd) }
 
 // newReportCmd re-renders the report files from a stored results.json, e.g. after an
 // upgrade of hookcert or to get the HTML page for a CI run that kept only the JSON.
@@ -44,5 +50,48 @@ func newReportCmd() *cobra.Command {
 	}
 	cmd.Flags().StringVar(&from, "from", "hookcert-report/results.json", "results.json to read")
 	cmd.Flags().StringVar(&out, "out", "hookcert-report", "directory to write the reports into (created if missing)")
+	return cmd
+}
+
+// newCheckCmd re-judges a stored run from its history alone: the checker stage
+// without the receiver, as Jepsen's analyze re-checks a stored history.
+func newCheckCmd() *cobra.Command {
+	var from, out string
+	cmd := &cobra.Command{
+		Use:   "check --from REPORT_DIR",
+		Short: "Re-judge a stored run from its history.jsonl and write the reports",
+		Long: "check reads REPORT_DIR/" + certify.HistoryFile + " (schema " + simulator.HistorySchema + "), " +
+			"judges every scenario from the attempts and observations it holds, and writes results.json, " +
+			"junit.xml, summary.md and index.html into --out (default: REPORT_DIR). The receiver is not " +
+			"contacted. Exit status as for certify; 2 when the history cannot be read.",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if from == "" {
+				return usageErr("check: --from must name a report directory")
+			}
+			if out == "" {
+				out = from
+			}
+			f, err := os.Open(filepath.Join(from, certify.HistoryFile))
+			if err != nil {
+				return usageErr("check: --from: %v", err)
+			}
+			defer f.Close()
+			h, err := simulator.ReadJSONL(f)
+			if err != nil {
+				return usageErr("check: --from %s: %v", f.Name(), err)
+			}
+			res, err := check.Judge(h)
+			if err != nil {
+				return usageErr("check: --from %s: %v", f.Name(), err)
+			}
+			if _, err := reports.Write(out, res, reports.Options{}); err != nil {
+				return usageErr("check: --out %s: %v", out, err)
+			}
+			return verdictExit(cmd.OutOrStdout(), res, out, time.Time{})
+		},
+	}
+	cmd.Flags().StringVar(&from, "from", "hookcert-report", "report directory holding "+certify.HistoryFile)
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the reports into (default: --from)")
 	return cmd
 }

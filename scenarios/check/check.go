@@ -1,0 +1,241 @@
+// Package check is the checker stage: it judges a certification run from its
+// history alone — the delivery attempts, the observations of the receiver's
+// state and what each scenario noted — and produces results.json. The suite
+// that ran the scenarios judges nothing itself, so a stored history can be
+// re-judged offline (`hookcert check --from DIR`) with the same outcome, as
+// Jepsen's analyze does.
+package check
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/simulator"
+)
+
+// RunInfo is what a certification records about itself in the history's meta
+// (simulator.RunMeta.Run), so that results.json can be rebuilt from the history.
+type RunInfo struct {
+	Tool        reports.ToolInfo   `json:"tool"`
+	Target      reports.TargetInfo `json:"target"`
+	Profiles    []string           `json:"profiles"`
+	Environment map[string]string  `json:"environment,omitempty"`
+	// Repro maps a guarantee ID to the command that reproduces its verdict.
+	Repro map[string]string `json:"repro,omitempty"`
+	// Interrupted is set when the run was stopped before it ended.
+	Interrupted bool `json:"interrupted,omitempty"`
+}
+
+// Deviation is one way the receiver broke a promise, with its stable code.
+type Deviation struct {
+	Code string
+	Text string
+}
+
+// Verdict is the checker's judgement of one scenario.
+type Verdict struct {
+	Status     reports.Status
+	Reason     string
+	Deviations []Deviation
+	Notes      []string
+}
+
+// Judge rebuilds the results of a certification run from its history.
+func Judge(h *simulator.History) (*reports.Results, error) {
+	var info RunInfo
+	if len(h.Meta.Run) > 0 {
+		if err := json.Unmarshal(h.Meta.Run, &info); err != nil {
+			return nil, fmt.Errorf("history meta.run: %w", err)
+		}
+	}
+	res := &reports.Results{
+		Schema: reports.Schema, Tool: info.Tool, RunID: h.Meta.RunID, Seed: h.Meta.Seed,
+		StartedAt: h.Meta.Started, FinishedAt: h.Meta.Finished,
+		Target: info.Target, Profiles: info.Profiles, Environment: info.Environment,
+		Interrupted: info.Interrupted,
+	}
+	if !h.Meta.Finished.IsZero() {
+		res.DurationMS = h.Meta.Finished.Sub(h.Meta.Started).Milliseconds()
+	}
+	byScenario := split(h)
+	byGuarantee := map[string][]int{}
+	for i, sc := range h.Scenarios {
+		byGuarantee[sc.Guarantee] = append(byGuarantee[sc.Guarantee], i)
+	}
+	for _, g := range scenarios.Catalogue() {
+		idx := byGuarantee[g.ID]
+		if len(idx) == 0 {
+			continue
+		}
+		rg := reports.Guarantee{ID: g.ID, Family: g.Family, Title: g.Title, Promise: g.Promise, Repro: info.Repro[g.ID]}
+		var failed, errored, na, passed int
+		var errReason, naReason string
+		codes := map[string]bool{}
+		for _, i := range idx {
+			sc := h.Scenarios[i]
+			part := byScenario[sc.Index]
+			if part == nil {
+				part = &Part{}
+			}
+			v := Scenario(g, sc, part)
+			rs := reports.Scenario{Name: sc.Name, Status: v.Status, Notes: v.Notes, Timeline: timeline(part.attempts)}
+			for _, d := range v.Deviations {
+				rs.Deviations = append(rs.Deviations, d.Text)
+				rs.Codes = append(rs.Codes, d.Code)
+				rg.Evidence = append(rg.Evidence, d.Text)
+				codes[d.Code] = true
+			}
+			for _, o := range part.obs {
+				rs.Observed = append(rs.Observed, reports.Observation{Query: o.Query, Key: paramsText(o.Params), Values: []string{ObservationValue(o)}, AtNS: o.AtNS})
+			}
+			rg.DurationMS += (sc.EndNS - sc.StartNS) / 1e6
+			switch v.Status {
+			case reports.StatusFailed:
+				failed++
+			case reports.StatusError:
+				errored++
+				if errReason == "" {
+					errReason = v.Reason
+				}
+			case reports.StatusNotApplicable:
+				na++
+				if naReason == "" {
+					naReason = v.Reason
+				}
+			default:
+				passed++
+			}
+			rg.Scenarios = append(rg.Scenarios, rs)
+		}
+		for c := range codes {
+			rg.Codes = append(rg.Codes, c)
+		}
+		sort.Strings(rg.Codes)
+		switch {
+		case failed > 0:
+			rg.Status = reports.StatusFailed
+			rg.Reason = fmt.Sprintf("%d deviation(s) from the promise; first: %s", len(rg.Evidence), rg.Evidence[0])
+		case errored > 0:
+			rg.Status = reports.StatusError
+			rg.Reason = "the harness could not judge it: " + errReason
+		case na > 0 && passed == 0:
+			rg.Status = reports.StatusNotApplicable
+			rg.Reason = naReason
+		default:
+			rg.Status = reports.StatusPassed
+		}
+		res.Guarantees = append(res.Guarantees, rg)
+	}
+	res.Summary = reports.Summarize(res.Guarantees)
+	return res, nil
+}
+
+// PartOf returns scenario index's share of h, for Scenario.
+func PartOf(h *simulator.History, index int) *Part { return split(h)[index] }
+
+// Part is one scenario's share of the history.
+type Part struct {
+	attempts []simulator.AttemptRecord
+	obs      []simulator.Observation
+	releases []simulator.ReleaseRecord
+}
+
+func split(h *simulator.History) map[int]*Part {
+	m := map[int]*Part{}
+	get := func(i int) *Part {
+		p := m[i]
+		if p == nil {
+			p = &Part{}
+			m[i] = p
+		}
+		return p
+	}
+	for _, a := range h.Attempts {
+		get(a.Scenario).attempts = append(get(a.Scenario).attempts, a)
+	}
+	for _, o := range h.Observations {
+		get(o.Scenario).obs = append(get(o.Scenario).obs, o)
+	}
+	for _, r := range h.Releases {
+		get(r.Scenario).releases = append(get(r.Scenario).releases, r)
+	}
+	return m
+}
+
+// Scenario judges one scenario of guarantee g from its attempts and observations.
+func Scenario(g scenarios.Guarantee, sc simulator.ScenarioRecord, p *Part) Verdict {
+	if p == nil {
+		p = &Part{}
+	}
+	v := &view{sc: sc, g: g, attempts: p.attempts, obs: p.obs}
+	switch sc.State {
+	case simulator.ScenarioNotApplicable:
+		return Verdict{Status: reports.StatusNotApplicable, Reason: sc.Reason, Notes: sc.Notes}
+	case simulator.ScenarioError:
+		return Verdict{Status: reports.StatusError, Reason: sc.Reason, Notes: sc.Notes}
+	case simulator.ScenarioRan:
+	default:
+		return Verdict{Status: reports.StatusError, Reason: fmt.Sprintf("history: scenario %d has state %q", sc.Index, sc.State), Notes: sc.Notes}
+	}
+	fn := checkers[g.ID]
+	if fn == nil {
+		return Verdict{Status: reports.StatusError, Reason: "no checker for " + g.ID, Notes: sc.Notes}
+	}
+	fn(v)
+	reconcile(v)
+	out := Verdict{Notes: append(append([]string(nil), sc.Notes...), v.notes...), Deviations: v.devs}
+	switch {
+	case v.errReason != "":
+		out.Status, out.Reason = reports.StatusError, v.errReason
+	case len(v.devs) > 0:
+		out.Status = reports.StatusFailed
+	default:
+		out.Status = reports.StatusPassed
+	}
+	return out
+}
+
+func timeline(as []simulator.AttemptRecord) []reports.Attempt {
+	out := make([]reports.Attempt, 0, len(as))
+	for _, a := range as {
+		out = append(out, reports.Attempt{
+			EventID: a.Key.EventID, Attempt: a.Attempt, Copy: a.Copy,
+			StartNS: a.StartNS, EndNS: a.EndNS,
+			HTTPStatus: a.Status, Outcome: string(a.Outcome), Faults: a.Faults,
+			ErrorClass: a.ErrorClass, DeliveryID: a.DeliveryID,
+		})
+	}
+	return out
+}
+
+func paramsText(ps []string) string {
+	var keep []string
+	for _, p := range ps {
+		if p != "" {
+			keep = append(keep, p)
+		}
+	}
+	return "(" + strings.Join(keep, ", ") + ")"
+}
+
+// ObservationValue renders what a read returned.
+func ObservationValue(o simulator.Observation) string {
+	if o.Error != "" {
+		return "error: " + o.Error
+	}
+	switch o.Query {
+	case "event_rows", "effects", "object_effects":
+		return fmt.Sprint(o.Count)
+	case "object":
+		return fmt.Sprintf("found=%v version=%d status=%q", o.Found, o.Version, o.Status)
+	case "payment":
+		return fmt.Sprintf("found=%v status=%q", o.Found, o.Status)
+	case "payload_present":
+		return fmt.Sprintf("row=%v payload_present=%v", o.Found, o.Present)
+	}
+	return fmt.Sprintf("found=%v", o.Found)
+}

@@ -1,0 +1,198 @@
+package check
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// view is what a checker reads of one scenario, and where it writes deviations.
+type view struct {
+	sc       simulator.ScenarioRecord
+	g        scenarios.Guarantee
+	attempts []simulator.AttemptRecord
+	obs      []simulator.Observation
+
+	devs      []Deviation
+	notes     []string
+	errReason string
+}
+
+func (v *view) deviate(code, format string, args ...any) {
+	v.devs = append(v.devs, Deviation{Code: code, Text: fmt.Sprintf(format, args...)})
+}
+
+func (v *view) note(format string, args ...any) {
+	v.notes = append(v.notes, fmt.Sprintf(format, args...))
+}
+
+// fail marks the scenario as not judgeable: something the checker needs is
+// missing from the history.
+func (v *view) fail(format string, args ...any) {
+	if v.errReason == "" {
+		v.errReason = fmt.Sprintf(format, args...)
+	}
+}
+
+func (v *view) fact(name string) string { return v.sc.Facts[name] }
+
+// role returns the attempts sent as role; a role ending in ":" matches as a
+// prefix.
+func (v *view) role(role string) []simulator.AttemptRecord {
+	var out []simulator.AttemptRecord
+	for _, a := range v.attempts {
+		if a.Role == role || (strings.HasSuffix(role, ":") && strings.HasPrefix(a.Role, role)) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// acked records a deviation for every attempt of the roles that the provider did
+// not count as acknowledged.
+func (v *view) acked(code string, roles ...string) {
+	for _, r := range roles {
+		for _, a := range v.role(r) {
+			if a.Outcome != simulator.OutcomeAcknowledged {
+				v.deviate(code, "%s %s (copy %d, attempt %d) was not acknowledged: %s", r, a.Key.EventID, a.Copy, a.Attempt, scenarios.Describe(a))
+			}
+		}
+	}
+}
+
+// reads returns, per parameter set in first-read order, the last read of query
+// in phase: what the scenario settled on.
+func (v *view) reads(query, phase string) []simulator.Observation {
+	idx := map[string]int{}
+	var out []simulator.Observation
+	for _, o := range v.obs {
+		if o.Query != query || o.Phase != phase {
+			continue
+		}
+		k := strings.Join(o.Params, "\x00")
+		if i, ok := idx[k]; ok {
+			out[i] = o
+			continue
+		}
+		idx[k] = len(out)
+		out = append(out, o)
+	}
+	return out
+}
+
+// read returns the last read of query in phase for the given parameters.
+func (v *view) read(query, phase string, params []string) (simulator.Observation, bool) {
+	for _, o := range v.reads(query, phase) {
+		if strings.Join(o.Params, "\x00") == strings.Join(params, "\x00") {
+			return o, true
+		}
+	}
+	return simulator.Observation{}, false
+}
+
+// count records a deviation for every key whose last count of query in phase is
+// not want. A scenario that ran but never read the phase cannot be judged.
+func (v *view) count(code, query, phase string, want int64, what string) {
+	rs := v.reads(query, phase)
+	if len(rs) == 0 {
+		v.fail("history: %s has no %s read in phase %q", v.sc.Name, query, phase)
+		return
+	}
+	for _, o := range rs {
+		if o.Count != want {
+			v.deviate(code, "%s: %s for %s: got %d, want %d", what, query, paramsText(o.Params), o.Count, want)
+		}
+	}
+}
+
+// state checks the event rows and effects of every key read in phase.
+func (v *view) state(code string, phase string, want int64, what string) {
+	v.count(code, "event_rows", phase, want, what)
+	v.count(code, "effects", phase, want, what)
+}
+
+func keyOf(ps []string) profiles.Key {
+	k := profiles.Key{}
+	if len(ps) > 0 {
+		k.Source = ps[0]
+	}
+	if len(ps) > 1 {
+		k.Account = ps[1]
+	}
+	if len(ps) > 2 {
+		k.EventID = ps[2]
+	}
+	return k
+}
+
+func keyParams(k profiles.Key) []string { return []string{k.Source, k.Account, k.EventID, ""} }
+
+// reconcile holds every delivered key's attempts against its rows, as Jepsen's
+// queue checker does: an acknowledged event must be there (else lost), no key
+// may be there twice (duplicated), and a credit-like event applies at most once.
+// Keys whose attempts all ended unknown and that are present count as recovered.
+func reconcile(v *view) {
+	type tally struct {
+		acked, failed, unknown int
+		cash                   bool
+	}
+	expired := map[string]bool{}
+	for _, k := range strings.Split(v.fact(scenarios.FactExpired), "\n") {
+		if k != "" {
+			expired[k] = true
+		}
+	}
+	var order []profiles.Key
+	byKey := map[profiles.Key]*tally{}
+	for _, a := range v.attempts {
+		if a.Key.EventID == "" || scenarios.BadInput(a.Faults) || !scenarios.HandledType(a.EventType) || expired[scenarios.KeyString(a.Key)] {
+			continue
+		}
+		t := byKey[a.Key]
+		if t == nil {
+			t = &tally{cash: a.EventType == scenarios.CreditType}
+			byKey[a.Key] = t
+			order = append(order, a.Key)
+		}
+		switch a.Outcome {
+		case simulator.OutcomeAcknowledged:
+			t.acked++
+		case simulator.OutcomeUnknown:
+			t.unknown++
+		default:
+			t.failed++
+		}
+	}
+	var ok, lost, dup, recovered int
+	for _, k := range order {
+		t := byKey[k]
+		rows, found := v.read("event_rows", scenarios.PhaseReconcile, keyParams(k))
+		if !found {
+			v.fail("history: %s has no reconciliation read for %s", v.sc.Name, scenarios.KeyString(k))
+			return
+		}
+		switch {
+		case t.acked > 0 && rows.Count == 0:
+			lost++
+			v.deviate("reconcile.lost", "reconciliation: %s lost: acknowledged %d time(s), no event row", scenarios.KeyString(k), t.acked)
+		case rows.Count > 1:
+			dup++
+			v.deviate("reconcile.duplicated", "reconciliation: %s duplicated: %d event rows", scenarios.KeyString(k), rows.Count)
+		case t.acked == 0 && t.unknown > 0 && rows.Count == 1:
+			recovered++
+		default:
+			ok++
+		}
+		if t.cash {
+			if eff, found := v.read("effects", scenarios.PhaseReconcile, keyParams(k)); found && eff.Count > 1 {
+				v.deviate("reconcile.applied-twice", "reconciliation: %s applied %d times (acknowledged %d, failed %d, unknown %d attempts)", scenarios.KeyString(k), eff.Count, t.acked, t.failed, t.unknown)
+			}
+		}
+	}
+	if n := ok + lost + dup + recovered; n > 0 {
+		v.note("reconciliation of %d event key(s) against the rows: %d consistent, %d recovered (unknown outcome, present), %d lost, %d duplicated", n, ok, recovered, lost, dup)
+	}
+}
