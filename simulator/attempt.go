@@ -5,12 +5,12 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -32,8 +32,13 @@ type response struct {
 	body    []byte
 	tooBig  bool
 	err     error
-	wrote   bool
+	wrote   bool // the request was written in full
 	gotResp bool
+	// early: the answer arrived before the request was written in full (after
+	// sentEarly of size bytes); a provider cannot count it as a delivery.
+	early     bool
+	sentEarly int64
+	size      int64
 }
 
 // finish classifies the result into the record.
@@ -57,9 +62,22 @@ func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now ti
 		rec.RetryAfterNS = int64(parseRetryAfter(res.header, now))
 	}
 	switch {
-	case lostAck != "" && res.wrote:
+	case lostAck != "" && res.wrote && !res.early:
 		// The provider never sees this answer: it retries as after a timeout.
 		rec.Outcome, rec.Verdict = OutcomeUnknown, profiles.Retry.String()
+	case res.gotResp && res.err == nil && (res.early || !res.wrote):
+		// The receiver answered before it could have read the whole request: a
+		// rejection stands (it may judge the headers alone), but a success
+		// cannot be a delivery of a request it did not read.
+		v := r.target.Profile.Verdict(res.status, res.header, res.body)
+		rec.Verdict = v.String()
+		rec.Outcome = OutcomeFailed
+		if v == profiles.Acknowledged {
+			rec.Outcome, rec.Verdict = OutcomeUnknown, profiles.Retry.String()
+			rec.ErrorClass = ErrClassOther
+			rec.Error = fmt.Sprintf("the receiver answered %d before the request was written in full (%d of %d bytes sent); a provider cannot count that as a delivery",
+				res.status, res.sentEarly, res.size)
+		}
 	case res.gotResp && res.err == nil:
 		v := r.target.Profile.Verdict(res.status, res.header, res.body)
 		rec.Verdict = v.String()
@@ -109,54 +127,114 @@ func (r *Runner) single(ctx context.Context, ev profiles.Event, at profiles.Atte
 	rec.StartNS = r.since()
 	rec.VirtualNS = int64(clock.Virtual(time.Duration(rec.StartNS)))
 	deadline := time.Now().Add(timeout)
-	var res response
-	done := func() AttemptRecord {
-		rec.EndNS = r.since()
-		r.finish(&rec, res, lostAck, time.Now())
-		return rec
-	}
-	pc := r.pool.get(deadline)
-	if pc == nil {
-		dctx, cancel := context.WithDeadline(ctx, deadline)
-		var err error
-		pc, err = r.dial(dctx)
-		cancel()
-		if err != nil {
-			res.err = err
-			return done()
+	res := r.deliver(ctx, r.pool.get(deadline), wire, lostAck, deadline)
+	rec.BytesSent = res.sent
+	rec.EndNS = r.since()
+	r.finish(&rec, res.response, lostAck, time.Now())
+	return rec
+}
+
+// delivered is a response with the bytes written on the last connection.
+type delivered struct {
+	response
+	sent int64
+}
+
+// deliver writes wire whole on pc (nil: a fresh connection) and reads the
+// answer. When the receiver reset or closed a fresh connection without
+// acknowledging any byte of the request, it cannot have read it: the same
+// attempt goes out again on a fresh connection, a bounded number of times.
+// A clean connection goes back to the pool.
+func (r *Runner) deliver(ctx context.Context, pc *pconn, wire []byte, lostAck string, deadline time.Time) delivered {
+	for fresh := 1; ; fresh++ {
+		if pc == nil {
+			var err error
+			if pc, err = r.connect(ctx, deadline); err != nil {
+				return delivered{response: response{err: err, size: int64(len(wire))}}
+			}
+			pc.c.SetDeadline(deadline)
 		}
-		pc.c.SetDeadline(deadline)
+		res, reusable := r.exchange(ctx, pc, wire, 0, lostAck)
+		if !res.gotResp && res.err != nil && pc.untouched() {
+			if fresh < maxFreshTries && ctx.Err() == nil && sleepCtx(ctx, retryPause(fresh), deadline) {
+				pc.c.Close()
+				pc = nil
+				continue
+			}
+			// Nothing reached the receiver: the request was not delivered.
+			res.wrote = false
+			res.err = untouchedError{err: res.err, conns: fresh}
+		}
+		pc.fresh = false
+		if reusable {
+			// The deadline stays; the next get sets its own before probing.
+			r.pool.put(pc)
+		} else {
+			pc.c.Close()
+		}
+		return res
 	}
+}
+
+// untouchedError is a connection failure before the receiver acknowledged any
+// byte of the request, on every connection the attempt opened.
+type untouchedError struct {
+	err   error
+	conns int
+}
+
+func (e untouchedError) Error() string {
+	return fmt.Sprintf("%v (the receiver acknowledged no byte of the request on %d connection(s))", e.err, e.conns)
+}
+
+func (e untouchedError) Unwrap() error { return e.err }
+
+// earlyAnswerWait bounds the read of an answer that may have arrived while a
+// write failed (a receiver that answers before reading a large body, then
+// closes).
+const earlyAnswerWait = 50 * time.Millisecond
+
+// exchange writes wire[from:] on pc, whose deadline is set, and reads the
+// answer (wire[:from] was written before).
+func (r *Runner) exchange(ctx context.Context, pc *pconn, wire []byte, from int, lostAck string) (delivered, bool) {
 	stop := guard(ctx, pc.c)
-	n, err := pc.c.Write(wire)
-	rec.BytesSent = int64(n)
+	n, err := pc.c.Write(wire[from:])
+	sent, size := int64(from+n), int64(len(wire))
 	if err != nil {
 		stop()
-		pc.c.Close()
-		res.err = err
-		return done()
+		res := delivered{response: response{err: err, size: size}, sent: sent}
+		if ans, ok := r.earlyAnswer(ctx, pc, sent, size); ok {
+			res.response = ans
+		}
+		return res, false
 	}
-	res.wrote = true
 	if lostAck == LostAckClose {
 		// Written in full; the answer is never read.
 		stop()
-		pc.c.Close()
-		return done()
+		return delivered{response: response{wrote: true, size: size}, sent: sent}, false
 	}
-	var reusable bool
-	res, reusable = r.readResponse(pc)
-	res.wrote = true
+	res, reusable := r.readResponse(pc)
+	res.wrote, res.size = true, size
 	if !stop() && ctx.Err() != nil {
 		// The guard fired: the connection's deadline is spoiled.
 		reusable = false
 	}
-	if reusable {
-		// The deadline stays; the next get sets its own before probing.
-		r.pool.put(pc)
-	} else {
-		pc.c.Close()
+	return delivered{response: res, sent: sent}, reusable
+}
+
+// earlyAnswer reads an answer that may have arrived before a request could be
+// written in full (a receiver that answers on the headers, then closes).
+func (r *Runner) earlyAnswer(ctx context.Context, pc *pconn, sent, size int64) (response, bool) {
+	if sent == 0 || ctx.Err() != nil {
+		return response{}, false
 	}
-	return done()
+	pc.c.SetReadDeadline(time.Now().Add(earlyAnswerWait))
+	ans, _ := r.readResponse(pc)
+	if !ans.gotResp || ans.err != nil {
+		return response{}, false
+	}
+	ans.sentEarly, ans.size = sent, size
+	return ans, true
 }
 
 // readBounded reads at most limit bytes of body; tooBig reports more was there.
@@ -192,6 +270,8 @@ func classify(err error) string {
 	}
 	s := err.Error()
 	switch {
+	case errors.Is(err, errHeadersTooLarge), errors.Is(err, errTooManyInterim), errors.Is(err, errResponseTooLarge):
+		return ErrClassTooLarge
 	case strings.Contains(s, "exceeded") && strings.Contains(s, "bytes"):
 		return ErrClassTooLarge
 	case strings.Contains(s, "tls:") || strings.Contains(s, "x509:"):
@@ -201,135 +281,4 @@ func classify(err error) string {
 		return ErrClassReset
 	}
 	return ErrClassOther
-}
-
-// copies sends n copies of one prepared request over n connections opened
-// beforehand. Each copy writes all of its request except the final byte and
-// starts waiting for its response; the release then writes the last byte on
-// every connection from one goroutine in a tight loop. A receiver (which must
-// read the whole body to verify the signature) thus gets all n requests within
-// microseconds of each other, and no goroutine wake-ups sit between the
-// copies' final writes.
-func (r *Runner) copies(ctx context.Context, ev profiles.Event, at profiles.Attempt, p *prepared, lostAck string, timeout time.Duration, step, n int, clock Clock) ([]AttemptRecord, ReleaseRecord) {
-	wire := r.serialize(p, nil)
-	recs := make([]AttemptRecord, n)
-	rel := ReleaseRecord{Step: step, Attempt: at.N, Key: profiles.EventKey(r.target.Profile, ev), Copies: n}
-	deadline := time.Now().Add(timeout)
-	type copyState struct {
-		pc       *pconn
-		sent     int64
-		err      error // dial or pre-write error, or the final write's
-		written  int64 // ns since run start when the last byte went out
-		released chan struct{}
-	}
-	st := make([]copyState, n)
-	var ready, done sync.WaitGroup
-	ready.Add(n)
-	done.Add(n)
-	for i := range st {
-		st[i].released = make(chan struct{})
-		go func(i int) {
-			defer done.Done()
-			cs := &st[i]
-			rec := r.newRecord(ev, at, p, step, i)
-			var res response
-			finish := func() {
-				if rec.StartNS == 0 {
-					rec.WallStart, rec.StartNS = time.Now().UTC(), r.since()
-					rec.VirtualNS = int64(clock.Virtual(time.Duration(rec.StartNS)))
-				}
-				rec.EndNS = r.since()
-				r.finish(&rec, res, lostAck, time.Now())
-				recs[i] = rec
-			}
-			dctx, cancel := context.WithDeadline(ctx, deadline)
-			pc, err := r.dial(dctx)
-			cancel()
-			if err == nil {
-				pc.c.SetDeadline(deadline)
-				var nw int
-				nw, err = pc.c.Write(wire[:len(wire)-1])
-				cs.sent = int64(nw)
-				if err != nil {
-					pc.c.Close()
-				}
-			}
-			if err != nil {
-				cs.err = err
-				ready.Done()
-				<-cs.released
-				res.err = err
-				rec.BytesSent = cs.sent
-				finish()
-				return
-			}
-			cs.pc = pc
-			defer pc.c.Close()
-			stop := guard(ctx, pc.c)
-			defer stop()
-			ready.Done()
-			if lostAck != LostAckClose {
-				res, _ = r.readResponse(pc)
-			}
-			// The release wrote (or failed to write) the last byte before closing
-			// released; until then a response cannot be complete.
-			<-cs.released
-			rec.BytesSent = cs.sent
-			if cs.err != nil {
-				// Not written in full; keep an early answer (a receiver may reject
-				// on the headers alone) but never count the request as delivered.
-				if !res.gotResp {
-					res = response{err: cs.err}
-				}
-				res.wrote = false
-			} else {
-				res.wrote = true
-				rec.WallStart = time.Unix(0, r.start.UnixNano()+cs.written).UTC()
-				rec.StartNS = cs.written
-				rec.VirtualNS = int64(clock.Virtual(time.Duration(rec.StartNS)))
-			}
-			finish()
-		}(i)
-	}
-	ready.Wait()
-	rel.StartNS = r.since()
-	last := wire[len(wire)-1:]
-	for i := range st {
-		cs := &st[i]
-		if cs.pc == nil || ctx.Err() != nil {
-			if cs.err == nil {
-				cs.err = ctx.Err()
-			}
-			continue
-		}
-		nw, err := releaseWrite(cs.pc.c, last)
-		cs.written = r.since()
-		cs.sent += int64(nw)
-		if err != nil {
-			cs.err = err
-			cs.pc.c.SetDeadline(aLongTimeAgo)
-		}
-	}
-	for i := range st {
-		close(st[i].released)
-	}
-	done.Wait()
-	var lo, hi int64
-	for i := range st {
-		if st[i].err != nil || st[i].pc == nil {
-			continue
-		}
-		w := st[i].written
-		if rel.Released == 0 || w < lo {
-			lo = w
-		}
-		if w > hi {
-			hi = w
-		}
-		rel.Released++
-	}
-	if rel.Released > 0 {
-		rel.SpreadNS = hi - lo
-	}
-	return recs, rel
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 )
 
@@ -51,6 +53,27 @@ type pconn struct {
 	budget *budgetReader
 	br     *bufio.Reader
 	probe  *prober // liveness probe for reuse (nil: trusted)
+	// raw is the TCP socket under c (nil when unavailable), for readSockState.
+	raw syscall.RawConn
+	// fresh is true until the connection carried one request: only then does
+	// "no byte acknowledged" prove the receiver took nothing (on a reused
+	// connection its kernel may delay the ACK to piggyback on the answer).
+	fresh bool
+	// ackedBase is tcpi_bytes_acked once the connection was set up (the TLS
+	// handshake's bytes), so acked - ackedBase counts request bytes.
+	ackedBase int64
+}
+
+// untouched reports whether the receiver's kernel demonstrably acknowledged no
+// byte of the request on this fresh connection: it was refused before the
+// receiver could read any of it, so a fresh connection may carry the same
+// attempt again.
+func (pc *pconn) untouched() bool {
+	if !pc.fresh {
+		return false
+	}
+	st := readSockState(pc)
+	return st.known && st.acked == pc.ackedBase
 }
 
 // connPool keeps idle keep-alive connections to the target, most recent first.
@@ -105,8 +128,85 @@ func (p *connPool) closeAll() {
 	}
 }
 
-// dial opens one connection to the target (TLS for https).
-func (r *Runner) dial(ctx context.Context) (*pconn, error) {
+// Connection tries. A connection the receiver never accepted (refused, or a
+// handshake that does not complete because its accept queue is full and the
+// SYN was dropped) cannot have carried the request, so the same attempt opens
+// a fresh one, as a provider's HTTP client does; the tries are bounded in
+// number and by the attempt's deadline.
+const (
+	// connectTry is the first try's TCP connect timeout; each next try doubles
+	// it and the last try has the rest of the attempt's time. A fresh SYN then
+	// goes out long before the kernel's own retransmission (1 s, 3 s, …).
+	connectTry = 100 * time.Millisecond
+	// maxConnectTries bounds the tries of one connection.
+	maxConnectTries = 6
+	// maxRefusedTries bounds the tries when the receiver refuses: a refusal is
+	// quick and usually means nothing listens, so few are worth making.
+	maxRefusedTries = 3
+	// maxFreshTries bounds the fresh connections of one attempt whose earlier
+	// connection the receiver reset or closed before acknowledging any byte.
+	maxFreshTries = 3
+)
+
+// retryPause is the pause before connection try n+1 (n ≥ 1).
+func retryPause(n int) time.Duration { return time.Duration(n) * 10 * time.Millisecond }
+
+// connect opens one connection to the target for an attempt ending at
+// deadline, over bounded tries (see connectTry).
+func (r *Runner) connect(ctx context.Context, deadline time.Time) (*pconn, error) {
+	refused := 0
+	for try := 1; ; try++ {
+		tryTimeout := connectTry << (try - 1)
+		last := try >= maxConnectTries || time.Until(deadline) <= 2*tryTimeout
+		if last {
+			tryTimeout = 0
+		}
+		pc, err := r.dial(ctx, deadline, tryTimeout)
+		if err == nil {
+			return pc, nil
+		}
+		if ctx.Err() != nil || !time.Now().Before(deadline) || last {
+			return nil, err
+		}
+		switch {
+		case errors.Is(err, syscall.ECONNREFUSED):
+			if refused++; refused >= maxRefusedTries {
+				return nil, err
+			}
+		case isTimeout(err):
+			// The try's own connect timeout: a fresh SYN now.
+		default:
+			return nil, err
+		}
+		if !sleepCtx(ctx, retryPause(try), deadline) {
+			return nil, err
+		}
+	}
+}
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// sleepCtx waits d unless ctx ends or the wait would pass deadline.
+func sleepCtx(ctx context.Context, d time.Duration, deadline time.Time) bool {
+	if !time.Now().Add(d).Before(deadline) {
+		return false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// dial opens one connection to the target (TLS for https): the TCP connect
+// within tryTimeout (0: none), the TLS handshake within the deadline.
+func (r *Runner) dial(ctx context.Context, deadline time.Time, tryTimeout time.Duration) (*pconn, error) {
 	host := r.u.Host
 	if r.u.Port() == "" {
 		port := "80"
@@ -115,9 +215,17 @@ func (r *Runner) dial(ctx context.Context) (*pconn, error) {
 		}
 		host = net.JoinHostPort(r.u.Hostname(), port)
 	}
-	var d net.Dialer
-	var c net.Conn
-	var err error
+	dctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	d := net.Dialer{Timeout: tryTimeout}
+	c, err := d.DialContext(dctx, "tcp", host)
+	if err != nil {
+		return nil, err
+	}
+	pc := &pconn{fresh: true}
+	if sc, ok := c.(syscall.Conn); ok {
+		pc.raw, _ = sc.SyscallConn()
+	}
 	if r.u.Scheme == "https" {
 		cfg := &tls.Config{}
 		if r.target.TLSConfig != nil {
@@ -128,16 +236,18 @@ func (r *Runner) dial(ctx context.Context) (*pconn, error) {
 		}
 		// HTTP/1.1 only: the simulator writes requests itself.
 		cfg.NextProtos = []string{"http/1.1"}
-		td := tls.Dialer{NetDialer: &d, Config: cfg}
-		c, err = td.DialContext(ctx, "tcp", host)
-	} else {
-		c, err = d.DialContext(ctx, "tcp", host)
+		tc := tls.Client(c, cfg)
+		if err := tc.HandshakeContext(dctx); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c = tc
+		pc.ackedBase = readSockState(pc).acked
 	}
-	if err != nil {
-		return nil, err
-	}
+	pc.c = c
 	b := &budgetReader{r: c}
-	return &pconn{c: c, budget: b, br: bufio.NewReaderSize(b, 4096), probe: newProber(c)}, nil
+	pc.budget, pc.br, pc.probe = b, bufio.NewReaderSize(b, 4096), newProber(c)
+	return pc, nil
 }
 
 // wirePool recycles request buffers of single attempts (a barrier's buffer is
@@ -186,20 +296,50 @@ func (r *Runner) readResponse(pc *pconn) (res response, reusable bool) {
 	return r.readAnyResponse(pc)
 }
 
+// errHeadersTooLarge is the error of a response whose headers (interim
+// responses included) do not end within maxResponseHeaderBytes.
+var errHeadersTooLarge = errors.New("response headers exceed 64 KiB")
+
+// maxInterimResponses bounds the 1xx responses skipped before the final one.
+const maxInterimResponses = 32
+
+// errTooManyInterim is the error of a receiver that keeps sending 1xx.
+var errTooManyInterim = fmt.Errorf("more than %d interim (1xx) responses before the final one", maxInterimResponses)
+
 // readAnyResponse reads one response of any shape with net/http's parser.
+// Interim responses (1xx other than 101) are skipped, as an HTTP client does:
+// the final response is the answer.
 func (r *Runner) readAnyResponse(pc *pconn) (res response, reusable bool) {
-	resp, err := http.ReadResponse(pc.br, nil)
-	if err != nil {
-		res.err = err
-		return res, false
+	// The headers get their own budget: what is buffered was already read, and
+	// one buffer of slack lets the parser see the line that crosses the limit.
+	pc.budget.n = maxResponseHeaderBytes - int64(pc.br.Buffered()) + int64(pc.br.Size())
+	var resp *http.Response
+	for interim := 0; ; interim++ {
+		var err error
+		resp, err = http.ReadResponse(pc.br, nil)
+		if err != nil {
+			if pc.budget.n <= 0 || errors.Is(err, errResponseTooLarge) {
+				err = errHeadersTooLarge
+			}
+			res.err = err
+			return res, false
+		}
+		if resp.StatusCode >= 200 || resp.StatusCode == http.StatusSwitchingProtocols {
+			break
+		}
+		if interim >= maxInterimResponses {
+			res.err = errTooManyInterim
+			return res, false
+		}
 	}
+	pc.budget.n = maxResponseHeaderBytes + r.opts.ResponseReadLimit + int64(pc.br.Size())
 	res.gotResp, res.status, res.header = true, resp.StatusCode, resp.Header
 	res.body, res.tooBig, res.err = readBounded(resp.Body, r.opts.ResponseReadLimit)
 	if errors.Is(res.err, errResponseTooLarge) {
 		res.err, res.tooBig = nil, true
 	}
 	resp.Body.Close()
-	reusable = res.err == nil && !res.tooBig && !resp.Close && pc.br.Buffered() == 0
+	reusable = res.err == nil && !res.tooBig && !resp.Close && pc.br.Buffered() == 0 && resp.StatusCode != http.StatusSwitchingProtocols
 	return res, reusable
 }
 
