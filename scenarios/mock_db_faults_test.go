@@ -80,29 +80,29 @@ func (_c *mockDBFaults_Hold_Call) RunAndReturn(run func(context.Context, string)
 	return _c
 }
 
-// TerminateInTransaction provides a mock function with given fields: ctx
-func (_m *mockDBFaults) TerminateInTransaction(ctx context.Context) ([]int, error) {
-	ret := _m.Called(ctx)
+// TerminateWaiters provides a mock function with given fields: ctx, g
+func (_m *mockDBFaults) TerminateWaiters(ctx context.Context, g Gate) ([]int, error) {
+	ret := _m.Called(ctx, g)
 
 	if len(ret) == 0 {
-		panic("no return value specified for TerminateInTransaction")
+		panic("no return value specified for TerminateWaiters")
 	}
 
 	var r0 []int
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context) ([]int, error)); ok {
-		return rf(ctx)
+	if rf, ok := ret.Get(0).(func(context.Context, Gate) ([]int, error)); ok {
+		return rf(ctx, g)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context) []int); ok {
-		r0 = rf(ctx)
+	if rf, ok := ret.Get(0).(func(context.Context, Gate) []int); ok {
+		r0 = rf(ctx, g)
 	} else {
 		if ret.Get(0) != nil {
 			r0 = ret.Get(0).([]int)
 		}
 	}
 
-	if rf, ok := ret.Get(1).(func(context.Context) error); ok {
-		r1 = rf(ctx)
+	if rf, ok := ret.Get(1).(func(context.Context, Gate) error); ok {
+		r1 = rf(ctx, g)
 	} else {
 		r1 = ret.Error(1)
 	}
@@ -110,30 +110,31 @@ func (_m *mockDBFaults) TerminateInTransaction(ctx context.Context) ([]int, erro
 	return r0, r1
 }
 
-// mockDBFaults_TerminateInTransaction_Call is a *mock.Call that shadows Run/Return methods with type explicit version for method 'TerminateInTransaction'
-type mockDBFaults_TerminateInTransaction_Call struct {
+// mockDBFaults_TerminateWaiters_Call is a *mock.Call that shadows Run/Return methods with type explicit version for method 'TerminateWaiters'
+type mockDBFaults_TerminateWaiters_Call struct {
 	*mock.Call
 }
 
-// TerminateInTransaction is a helper method to define mock.On call
+// TerminateWaiters is a helper method to define mock.On call
 //   - ctx context.Context
-func (_e *mockDBFaults_Expecter) TerminateInTransaction(ctx interface{}) *mockDBFaults_TerminateInTransaction_Call {
-	return &mockDBFaults_TerminateInTransaction_Call{Call: _e.mock.On("TerminateInTransaction", ctx)}
+//   - g Gate
+func (_e *mockDBFaults_Expecter) TerminateWaiters(ctx interface{}, g interface{}) *mockDBFaults_TerminateWaiters_Call {
+	return &mockDBFaults_TerminateWaiters_Call{Call: _e.mock.On("TerminateWaiters", ctx, g)}
 }
 
-func (_c *mockDBFaults_TerminateInTransaction_Call) Run(run func(ctx context.Context)) *mockDBFaults_TerminateInTransaction_Call {
+func (_c *mockDBFaults_TerminateWaiters_Call) Run(run func(ctx context.Context, g Gate)) *mockDBFaults_TerminateWaiters_Call {
 	_c.Call.Run(func(args mock.Arguments) {
-		run(args[0].(context.Context))
+		run(args[0].(context.Context), args[1].(Gate))
 	})
 	return _c
 }
 
-func (_c *mockDBFaults_TerminateInTransaction_Call) Return(_a0 []int, _a1 error) *mockDBFaults_TerminateInTransaction_Call {
+func (_c *mockDBFaults_TerminateWaiters_Call) Return(_a0 []int, _a1 error) *mockDBFaults_TerminateWaiters_Call {
 	_c.Call.Return(_a0, _a1)
 	return _c
 }
 
-func (_c *mockDBFaults_TerminateInTransaction_Call) RunAndReturn(run func(context.Context) ([]int, error)) *mockDBFaults_TerminateInTransaction_Call {
+func (_c *mockDBFaults_TerminateWaiters_Call) RunAndReturn(run func(context.Context, Gate) ([]int, error)) *mockDBFaults_TerminateWaiters_Call {
 	_c.Call.Return(run)
 	return _c
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -26,7 +27,7 @@ var demoEndpoints = []struct{ profile, account string }{
 
 func newDemoCmd() *cobra.Command {
 	var f suiteFlags
-	var defects []string
+	var defects, caps []string
 	cmd := &cobra.Command{
 		Use:   "demo [--defect NAME]...",
 		Short: "Start the reference receiver on a throwaway PostgreSQL and certify it",
@@ -51,7 +52,10 @@ Exit status as for certify.`,
 				return &ExitError{Code: ExitFailed, Err: err}
 			}
 			defer os.RemoveAll(dir)
-			targetYAML, secrets, err := demoTarget(exe, dir, defects)
+			if err := validDemoCapabilities(caps); err != nil {
+				return usageErr("--capabilities: %v", err)
+			}
+			targetYAML, secrets, err := demoTarget(exe, dir, defects, caps)
 			if err != nil {
 				return &ExitError{Code: ExitFailed, Err: err}
 			}
@@ -72,6 +76,8 @@ Exit status as for certify.`,
 			return runCertify(cmd.Context(), out, opts)
 		},
 	}
+	cmd.Flags().StringSliceVar(&caps, "capabilities", demoCapabilities,
+		"capabilities the demo target declares (a subset, to see the verdicts a receiver without test hooks gets; \"none\" for none)")
 	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with this defect (repeatable; see `hookcert reference serve --help`)")
 	f.add(cmd)
 	return cmd
@@ -79,7 +85,7 @@ Exit status as for certify.`,
 
 // demoTarget writes the reference receiver's endpoint file into dir and returns a
 // target file that starts, observes and certifies it, and the secrets it holds.
-func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
+func demoTarget(exe, dir string, defects, caps []string) ([]byte, []string, error) {
 	var cfg reference.Config
 	var secrets []string
 	type tEndpoint struct {
@@ -153,8 +159,11 @@ func demoTarget(exe, dir string, defects []string) ([]byte, []string, error) {
 		// The admin purge is mounted with --enable-failpoints; the running receiver
 		// applies its own config and defects, as its periodic purger does.
 		"retention":    map[string]any{"purge": map[string]any{"http": map[string]any{"method": "POST", "path": reference.AdminPurgePath}}},
-		"capabilities": []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint", "retention"},
+		"capabilities": slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return c == "none" }),
 	}}
+	if !slices.Contains(caps, "failpoints") {
+		delete(doc["target"].(map[string]any), "failpoints")
+	}
 	out, err := yaml.Marshal(doc)
 	return out, secrets, err
 }
@@ -174,4 +183,16 @@ func demoHasDefect(defects []string, name string) bool {
 		}
 	}
 	return false
+}
+
+// demoCapabilities is everything the reference receiver offers the harness.
+var demoCapabilities = []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint", "retention"}
+
+func validDemoCapabilities(caps []string) error {
+	for _, c := range caps {
+		if c != "none" && !slices.Contains(demoCapabilities, c) {
+			return fmt.Errorf("%q is not one of %s, none", c, strings.Join(demoCapabilities, ", "))
+		}
+	}
+	return nil
 }

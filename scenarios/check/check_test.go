@@ -1,0 +1,146 @@
+package check
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// Checkers are plain functions of a history: these feed them small histories
+// written by hand and hold the verdicts and codes they give.
+
+var k1 = profiles.Key{Source: "stripe", Account: "acct_A", EventID: "evt_1"}
+
+func attempt(role string, k profiles.Key, o simulator.Outcome, status int) simulator.AttemptRecord {
+	return simulator.AttemptRecord{Scenario: 1, Role: role, Key: k, EventType: scenarios.CreditType, Attempt: 1, Outcome: o, Status: status}
+}
+
+func count(query, phase string, k profiles.Key, n int64) simulator.Observation {
+	return simulator.Observation{Scenario: 1, Query: query, Phase: phase, Params: []string{k.Source, k.Account, k.EventID, ""}, Found: true, Count: n}
+}
+
+func history(id string, as []simulator.AttemptRecord, obs ...simulator.Observation) *simulator.History {
+	return &simulator.History{
+		Scenarios:    []simulator.ScenarioRecord{{Index: 1, Guarantee: id, Name: id + " test", State: simulator.ScenarioRan}},
+		Attempts:     as,
+		Observations: obs,
+	}
+}
+
+func judgeOne(t *testing.T, h *simulator.History) reports.Guarantee {
+	t.Helper()
+	res, err := Judge(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Guarantees) != 1 {
+		t.Fatalf("%d guarantees judged", len(res.Guarantees))
+	}
+	return res.Guarantees[0]
+}
+
+func TestDEDUP1(t *testing.T) {
+	ok := []simulator.Observation{count("event_rows", scenarios.PhaseAfter, k1, 1), count("effects", scenarios.PhaseAfter, k1, 1),
+		count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
+	copies := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200), attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200)}
+	if g := judgeOne(t, history("DEDUP-1", copies, ok...)); g.Status != reports.StatusPassed {
+		t.Fatalf("clean history: %s %v", g.Status, g.Evidence)
+	}
+
+	// Two rows, two effects, one copy refused: every check fires with its code.
+	bad := []simulator.Observation{count("event_rows", scenarios.PhaseAfter, k1, 2), count("effects", scenarios.PhaseAfter, k1, 2),
+		count("event_rows", scenarios.PhaseReconcile, k1, 2), count("effects", scenarios.PhaseReconcile, k1, 2)}
+	copies[1] = attempt(scenarios.RoleCopy, k1, simulator.OutcomeFailed, 500)
+	g := judgeOne(t, history("DEDUP-1", copies, bad...))
+	want := []string{"dedup.effects", "dedup.not-acked", "dedup.rows", "reconcile.applied-twice", "reconcile.duplicated"}
+	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != strings.Join(want, ",") {
+		t.Fatalf("got %s %v, want failed %v", g.Status, g.Codes, want)
+	}
+}
+
+// The last read of a phase is the settled one: a first read still short of the
+// count does not count against the receiver.
+func TestLastReadOfAPhaseDecides(t *testing.T) {
+	obs := []simulator.Observation{count("event_rows", scenarios.PhaseAfter, k1, 0), count("event_rows", scenarios.PhaseAfter, k1, 1),
+		count("effects", scenarios.PhaseAfter, k1, 1), count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
+	as := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200)}
+	if g := judgeOne(t, history("DEDUP-1", as, obs...)); g.Status != reports.StatusPassed {
+		t.Fatalf("%s %v", g.Status, g.Evidence)
+	}
+}
+
+func TestReconcileLostAndRecovered(t *testing.T) {
+	k2 := k1
+	k2.EventID = "evt_2"
+	as := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200), attempt(scenarios.RoleCopy, k2, simulator.OutcomeUnknown, 0)}
+	obs := []simulator.Observation{count("event_rows", scenarios.PhaseAfter, k1, 1), count("effects", scenarios.PhaseAfter, k1, 1),
+		count("event_rows", scenarios.PhaseReconcile, k1, 0), count("effects", scenarios.PhaseReconcile, k1, 0),
+		count("event_rows", scenarios.PhaseReconcile, k2, 1), count("effects", scenarios.PhaseReconcile, k2, 1)}
+	h := history("DEDUP-1", as, obs...)
+	h.Attempts[1].Role = "other"
+	g := judgeOne(t, h)
+	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != "reconcile.lost" {
+		t.Fatalf("got %s %v", g.Status, g.Codes)
+	}
+	if notes := strings.Join(g.Scenarios[0].Notes, "\n"); !strings.Contains(notes, "1 recovered") || !strings.Contains(notes, "1 lost") {
+		t.Fatalf("notes: %s", notes)
+	}
+}
+
+// Whatever stopped the harness is an error, never a pass or a failure.
+func TestMissingReadsAndNothingAcknowledgedAreErrors(t *testing.T) {
+	as := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200)}
+	if g := judgeOne(t, history("DEDUP-1", as)); g.Status != reports.StatusError || !strings.Contains(g.Reason, "no event_rows read") {
+		t.Fatalf("no reads: %s %s", g.Status, g.Reason)
+	}
+	as = []simulator.AttemptRecord{attempt(scenarios.RoleLoad, k1, simulator.OutcomeUnknown, 0)}
+	obs := []simulator.Observation{count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
+	if g := judgeOne(t, history("ACK-1", as, obs...)); g.Status != reports.StatusError || !strings.Contains(g.Reason, "no delivery was acknowledged") {
+		t.Fatalf("ACK-1 with nothing acknowledged: %s %s", g.Status, g.Reason)
+	}
+}
+
+func TestStatesFromTheHarnessSide(t *testing.T) {
+	h := history("DEDUP-3", nil)
+	h.Scenarios[0].State, h.Scenarios[0].Reason = simulator.ScenarioNotApplicable, "the target has no two endpoints"
+	if g := judgeOne(t, h); g.Status != reports.StatusNotApplicable || g.Reason != "the target has no two endpoints" {
+		t.Fatalf("%s %s", g.Status, g.Reason)
+	}
+	h.Scenarios[0].State, h.Scenarios[0].Reason = simulator.ScenarioError, "interrupted before it ran"
+	if g := judgeOne(t, h); g.Status != reports.StatusError || !strings.Contains(g.Reason, "interrupted") {
+		t.Fatalf("%s %s", g.Status, g.Reason)
+	}
+}
+
+// Every code a checker reports is one its guarantee lists in the catalogue.
+func TestCheckersCoverTheCatalogue(t *testing.T) {
+	for _, g := range scenarios.Catalogue() {
+		if checkers[g.ID] == nil {
+			t.Errorf("%s has no checker", g.ID)
+		}
+	}
+	if len(checkers) != len(scenarios.Catalogue()) {
+		t.Errorf("%d checkers for %d guarantees", len(checkers), len(scenarios.Catalogue()))
+	}
+}
+
+func TestRETENTION4(t *testing.T) {
+	h := history("RETENTION-4", nil,
+		count("event_rows", scenarios.PhaseLadder+"1h0m0s", k1, 1), count("event_rows", scenarios.PhaseLadder+"97h0m0s", k1, 1))
+	h.Scenarios[0].Facts = map[string]string{scenarios.FactKeyTTL: "96h0m0s", scenarios.FactMargin: "1h0m0s", scenarios.FactLadder: "1h0m0s,97h0m0s"}
+	g := judgeOne(t, h)
+	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != "retention.key-kept" {
+		t.Fatalf("key never gone: %s %v", g.Status, g.Codes)
+	}
+	h.Observations[1].Count = 0
+	h.Observations = append(h.Observations, simulator.Observation{Scenario: 1, Query: "payload_present", Phase: scenarios.PhaseKeyGone,
+		Params: []string{k1.Source, k1.Account, k1.EventID, ""}, Found: true, Present: true})
+	g = judgeOne(t, h)
+	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != "retention.payload-orphaned" {
+		t.Fatalf("payload after key: %s %v", g.Status, g.Codes)
+	}
+}
