@@ -3,16 +3,12 @@ package target
 import (
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
-	"regexp"
 	"sort"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
-
-var errIOEOF = io.EOF
 
 // The raw* types mirror the file one to one; the decoder rejects unknown fields.
 type rawDoc struct {
@@ -85,26 +81,216 @@ type rawFailpoints struct {
 	Path string `yaml:"path"`
 }
 
-// rawPaths names each raw type's place in the file, for unknown-field errors.
-var rawPaths = map[string]reflect.Type{
-	"(top level)":                     reflect.TypeOf(rawDoc{}),
-	"target":                          reflect.TypeOf(rawTarget{}),
-	"target.endpoints[]":              reflect.TypeOf(rawEndpoint{}),
-	"target.lifecycle":                reflect.TypeOf(rawLifecycle{}),
-	"target.lifecycle.ready":          reflect.TypeOf(rawReady{}),
-	"target.observe":                  reflect.TypeOf(rawObserve{}),
-	"target.observe.postgres":         reflect.TypeOf(rawPostgres{}),
-	"target.observe.postgres.queries": reflect.TypeOf(rawQueries{}),
-	"target.failpoints":               reflect.TypeOf(rawFailpoints{}),
-	"target.retention":                reflect.TypeOf(rawRetention{}),
-	"target.retention.purge":          reflect.TypeOf(rawPurge{}),
-	"target.retention.purge.http":     reflect.TypeOf(rawPurgeHTTP{}),
+// The shape check walks the YAML node tree against the raw types before anything
+// is decoded, so that a value of the wrong type, an unknown field or a repeated key
+// is reported with its field path, its line and a rule in the file's own terms,
+// and the other fields are still validated.
+
+type shapeChecker struct {
+	errs []*FieldError
+	// bad holds the paths whose value is unusable; validation skips them and
+	// everything below them, so one mistake is not reported twice.
+	bad map[string]bool
+	// seen memoizes alias targets already checked as a type: an alias repeats a
+	// node, and walking it again for every use could take exponential time.
+	seen map[shapeKey]bool
 }
 
-var unknownFieldRE = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
+type shapeKey struct {
+	n *yaml.Node
+	t reflect.Type
+}
 
-// explainYAML turns the decoder's errors into ones naming the section and the
-// valid fields.
+func newShapeChecker() *shapeChecker {
+	return &shapeChecker{bad: map[string]bool{}, seen: map[shapeKey]bool{}}
+}
+
+func (c *shapeChecker) fail(segs []any, n *yaml.Node, format string, args ...any) {
+	p := pathString(segs)
+	if p == "" {
+		p = "(top level)"
+	}
+	c.bad[p] = true
+	c.errs = append(c.errs, &FieldError{Path: p, Rule: fmt.Sprintf(format, args...), Line: n.Line})
+}
+
+// describe names a node's kind the way the file's author sees it.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!null":
+			return "nothing (null)"
+		case "!!int", "!!float":
+			return "a number"
+		case "!!bool":
+			return "true or false"
+		}
+		return "a string"
+	}
+	return "an alias"
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+// section names the part of the file a struct type sits at, for unknown fields:
+// "target.endpoints[]" for any endpoint.
+func section(segs []any) string {
+	if len(segs) == 0 {
+		return "(top level)"
+	}
+	var b strings.Builder
+	for i, s := range segs {
+		switch k := s.(type) {
+		case string:
+			if i > 0 {
+				b.WriteByte('.')
+			}
+			b.WriteString(k)
+		case int:
+			b.WriteString("[]")
+		}
+	}
+	return b.String()
+}
+
+// check walks n, the value at segs, against type t.
+func (c *shapeChecker) check(n *yaml.Node, t reflect.Type, segs []any) {
+	if n.Kind == yaml.DocumentNode {
+		if len(n.Content) == 0 {
+			return
+		}
+		n = n.Content[0]
+	}
+	if n.Kind == yaml.AliasNode {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		k := shapeKey{n, t}
+		if c.seen[k] {
+			return
+		}
+		c.seen[k] = true
+	}
+	if isNull(n) {
+		return // absent: the validator says whether it is required
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode {
+			c.fail(segs, n, "must be a mapping with the fields %s, got %s", strings.Join(yamlFields(t), ", "), describe(n))
+			return
+		}
+		fields := map[string]reflect.Type{}
+		for i := 0; i < t.NumField(); i++ {
+			fields[strings.Split(t.Field(i).Tag.Get("yaml"), ",")[0]] = t.Field(i).Type
+		}
+		c.mapping(n, segs, func(key string, kn, vn *yaml.Node) {
+			ft, ok := fields[key]
+			if !ok {
+				c.fail(at(segs, key), kn, "unknown field in %s (valid: %s)", section(segs), strings.Join(yamlFields(t), ", "))
+				return
+			}
+			c.check(vn, ft, at(segs, key))
+		})
+	case reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			c.fail(segs, n, "must be a mapping of names to strings, got %s", describe(n))
+			return
+		}
+		c.mapping(n, segs, func(key string, _, vn *yaml.Node) { c.check(vn, t.Elem(), at(segs, key)) })
+	case reflect.Slice:
+		if n.Kind != yaml.SequenceNode {
+			what := "strings"
+			if t.Elem().Kind() == reflect.Struct {
+				what = "mappings"
+			}
+			c.fail(segs, n, "must be a list of %s, got %s", what, describe(n))
+			return
+		}
+		for i, e := range n.Content {
+			c.check(e, t.Elem(), at(segs, i))
+		}
+	case reflect.String:
+		if n.Kind != yaml.ScalarNode {
+			c.fail(segs, n, "must be a string, got %s", describe(n))
+		}
+	case reflect.Int:
+		var v int
+		if n.Kind != yaml.ScalarNode {
+			c.fail(segs, n, "must be an integer, got %s", describe(n))
+		} else if err := n.Decode(&v); err != nil {
+			c.fail(segs, n, "must be an integer, got %q", n.Value)
+		}
+	}
+}
+
+// mapping calls f for each key of n, merged keys ("<<: *anchor") included, and
+// reports keys that are not plain names or that repeat.
+func (c *shapeChecker) mapping(n *yaml.Node, segs []any, f func(key string, kn, vn *yaml.Node)) {
+	lines := map[string]int{}
+	var merges []*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		kn, vn := n.Content[i], n.Content[i+1]
+		if kn.Kind == yaml.ScalarNode && kn.ShortTag() == "!!merge" {
+			merges = append(merges, vn)
+			continue
+		}
+		if kn.Kind != yaml.ScalarNode {
+			c.fail(segs, kn, "keys must be plain names, got %s", describe(kn))
+			continue
+		}
+		if l, dup := lines[kn.Value]; dup {
+			c.fail(at(segs, kn.Value), kn, "repeated key (first at line %d)", l)
+			continue
+		}
+		lines[kn.Value] = kn.Line
+		f(kn.Value, kn, vn)
+	}
+	// Merged keys count only where the mapping does not set them itself.
+	for _, m := range merges {
+		for m.Kind == yaml.AliasNode && m.Alias != nil {
+			m = m.Alias
+		}
+		srcs := []*yaml.Node{m}
+		if m.Kind == yaml.SequenceNode {
+			srcs = m.Content
+		}
+		for _, src := range srcs {
+			for src.Kind == yaml.AliasNode && src.Alias != nil {
+				src = src.Alias
+			}
+			if src.Kind != yaml.MappingNode {
+				c.fail(segs, src, "<< must merge a mapping, got %s", describe(src))
+				continue
+			}
+			if c.seen[shapeKey{src, nil}] {
+				continue
+			}
+			c.seen[shapeKey{src, nil}] = true
+			for i := 0; i+1 < len(src.Content); i += 2 {
+				kn := src.Content[i]
+				if kn.Kind != yaml.ScalarNode || kn.ShortTag() == "!!merge" {
+					continue
+				}
+				if _, set := lines[kn.Value]; !set {
+					lines[kn.Value] = kn.Line
+					f(kn.Value, kn, src.Content[i+1])
+				}
+			}
+		}
+	}
+}
+
+// explainYAML turns a decoder error the shape check did not foresee into a
+// message (a safety net: the shape check reports type errors with their paths).
 func explainYAML(err error) error {
 	var te *yaml.TypeError
 	if !errors.As(err, &te) {
@@ -112,19 +298,7 @@ func explainYAML(err error) error {
 	}
 	var errs []error
 	for _, msg := range te.Errors {
-		m := unknownFieldRE.FindStringSubmatch(msg)
-		if m == nil {
-			errs = append(errs, errors.New(msg))
-			continue
-		}
-		section, valid := "", []string(nil)
-		for p, t := range rawPaths {
-			if "target."+t.Name() == m[3] {
-				section, valid = p, yamlFields(t)
-			}
-		}
-		errs = append(errs, fmt.Errorf("line %s: unknown field %q in %s (valid: %s)",
-			m[1], m[2], section, strings.Join(valid, ", ")))
+		errs = append(errs, errors.New(msg))
 	}
 	return errors.Join(errs...)
 }

@@ -56,24 +56,24 @@ func TestRetentionParsed(t *testing.T) {
 
 func TestRetentionErrors(t *testing.T) {
 	cases := map[string]string{
-		"no section": `|target.capabilities[0]: capability "retention" needs target.retention, which is missing`,
-		"no purge":   "  retention: {key_ttl: 1h, payload_ttl: 1h}\n" + "|target.retention.purge: required (one of sql, command, http",
+		"no section": `|target.capabilities[0] (line 14): capability "retention" needs target.retention, which is missing`,
+		"no purge":   "  retention: {key_ttl: 1h, payload_ttl: 1h}\n" + "|target.retention.purge (line 15): required (one of sql, command, http",
 		"two purges": "  retention: {key_ttl: 1h, payload_ttl: 1h, purge: {sql: SELECT $1, http: {path: /p}}}\n" +
-			"|target.retention.purge: set exactly one of sql, command and http (got 2)",
+			"|target.retention.purge (line 15): set exactly one of sql, command and http (got 2)",
 		"sql param": "  retention: {key_ttl: 1h, payload_ttl: 1h, purge: {sql: SELECT $2}}\n" +
-			"|target.retention.purge.sql: must reference $1 (the as-of time) and no other parameter",
+			"|target.retention.purge.sql (line 15): must reference $1 (the as-of time) and no other parameter",
 		"no as-of": "  retention: {key_ttl: 1h, payload_ttl: 1h, purge: {command: [./purge]}}\n" +
-			"|target.retention.purge.command: must pass the as-of time: put {{.AsOf}} in an argument",
+			"|target.retention.purge.command (line 15): must pass the as-of time: put {{.AsOf}} in an argument",
 		"bad ttl": "  retention: {key_ttl: forever, payload_ttl: 1h, purge: {sql: SELECT $1}}\n" +
-			`|target.retention.key_ttl: must be a duration like 72h or whole days like 30d (got "forever")`,
+			`|target.retention.key_ttl (line 15): must be a duration like 72h or whole days like 30d (got "forever")`,
 		"payload longer": "  retention: {key_ttl: 1h, payload_ttl: 2h, purge: {sql: SELECT $1}}\n" +
-			"|target.endpoints[0].payload_ttl: 2h0m0s is longer than the key TTL 1h0m0s",
+			"|target.endpoints[0].payload_ttl (line 5): 2h0m0s is longer than the key TTL 1h0m0s",
 		"missing ttl": "  retention: {payload_ttl: 1h, purge: {sql: SELECT $1}}\n" +
-			"|target.endpoints[0].key_ttl: required when target.retention is given",
+			"|target.endpoints[0].key_ttl (line 5): required when target.retention is given",
 		"bad method": "  retention: {key_ttl: 1h, payload_ttl: 1h, purge: {http: {method: GET, path: /p}}}\n" +
-			`|target.retention.purge.http.method: must be POST or PUT (got "GET")`,
+			`|target.retention.purge.http.method (line 15): must be POST or PUT (got "GET")`,
 		"unknown field": "  retention: {key_ttl: 1h, payload_ttl: 1h, purge: {shell: x}}\n" +
-			`|unknown field "shell" in target.retention.purge (valid: command, http, sql, timeout)`,
+			`|target.retention.purge.shell (line 15): unknown field in target.retention.purge (valid: command, http, sql, timeout)`,
 	}
 	for name, c := range cases {
 		add, want, _ := strings.Cut(c, "|")

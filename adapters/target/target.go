@@ -5,9 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/url"
 	"os"
+	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -263,7 +266,8 @@ func (t *Target) Profiles() []string {
 func (t *Target) URL(path string) string { return t.BaseURL + path }
 
 // CheckProfiles reports endpoints whose profile is not in known (the simulator's
-// profile registry, which this package does not import).
+// profile registry, which this package does not import). Parse with WithProfiles
+// reports the same beside the file's other errors, with their lines.
 func (t *Target) CheckProfiles(known []string) error {
 	ok := map[string]bool{}
 	for _, k := range known {
@@ -281,13 +285,81 @@ func (t *Target) CheckProfiles(known []string) error {
 	return errors.Join(errs...)
 }
 
-// Load reads and validates a target file.
-func Load(path string, vars Vars) (*Target, error) {
-	data, err := os.ReadFile(path)
+// MaxFileBytes caps the size of a target file: 1 MiB, hundreds of times a real
+// one, so a wrong path (a log, a database dump) fails at once instead of being
+// parsed into memory.
+const MaxFileBytes = 1 << 20
+
+// maxReported caps the errors one file reports; a file with more is not a target
+// file with mistakes but something else.
+const maxReported = 500
+
+// ErrTooLarge is wrapped by the error for a file larger than MaxFileBytes.
+var ErrTooLarge = errors.New("target file too large")
+
+// Option tunes Parse, Load and Validate.
+type Option func(*options)
+
+type options struct {
+	profiles []string
+	// placeholders: the template variables hold stand-ins, not the run's values.
+	placeholders bool
+}
+
+// WithProfiles checks every endpoint's profile against known (the simulator's
+// profile registry, which this package does not import), beside the other rules
+// and with its line. An empty list checks nothing.
+func WithProfiles(known []string) Option {
+	return func(o *options) { o.profiles = known }
+}
+
+// PlaceholderVars are the stand-in template values Validate renders with: any
+// check they pass, the harness's real values pass too.
+var PlaceholderVars = Vars{
+	DatabaseURL: "postgres://hookcert@127.0.0.1:5432/hookcert",
+	ListenAddr:  "127.0.0.1:65535",
+	Port:        "65535",
+}
+
+// Validate checks a whole target file before anything is provisioned: template
+// variables are rendered with PlaceholderVars, so every rule is checked except
+// what only the run's real values could break (a duplicate endpoint path is
+// reported only when the two templates are identical). Environment variables
+// (secret_env, url_env) are read as Parse reads them. knownProfiles may be nil.
+// The errors are those of Parse.
+func Validate(data []byte, knownProfiles []string) error {
+	_, err := parse(data, PlaceholderVars, options{profiles: knownProfiles, placeholders: true})
+	return err
+}
+
+// ReadFile reads a target file, refusing one larger than MaxFileBytes with an
+// error naming the file, its size and the limit.
+func ReadFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("target file: %w", err)
 	}
-	t, err := Parse(data, vars)
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > MaxFileBytes {
+		return nil, fmt.Errorf("target file %s: %w: %d bytes, limit %d bytes (1 MiB)", path, ErrTooLarge, fi.Size(), MaxFileBytes)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("target file %s: %w", path, err)
+	}
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("target file %s: %w: more than %d bytes (1 MiB)", path, ErrTooLarge, MaxFileBytes)
+	}
+	return data, nil
+}
+
+// Load reads and validates a target file (see ReadFile and Parse).
+func Load(path string, vars Vars, opts ...Option) (*Target, error) {
+	data, err := ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Parse(data, vars, opts...)
 	if err != nil {
 		return nil, fmt.Errorf("target file %s: %w", path, err)
 	}
@@ -295,32 +367,90 @@ func Load(path string, vars Vars) (*Target, error) {
 	return t, nil
 }
 
-// Parse decodes and validates a target file's content. All validation errors are
-// returned together; each is a *FieldError.
-func Parse(data []byte, vars Vars) (*Target, error) {
-	var doc rawDoc
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, errIOEOF) {
-			return nil, &FieldError{Path: "target", Rule: "required (the file is empty)"}
-		}
-		return nil, explainYAML(err)
+// Parse decodes and validates a target file's content. All errors are returned
+// together (errors.Join), in line order; each is a *FieldError naming the field
+// path, its line and the rule: values of the wrong type, unknown fields and
+// repeated keys as well as the validation rules. Content larger than
+// MaxFileBytes, or with more than one YAML document, is refused.
+func Parse(data []byte, vars Vars, opts ...Option) (*Target, error) {
+	var o options
+	for _, f := range opts {
+		f(&o)
 	}
-	var root yaml.Node
-	// The same bytes decoded once more as a node tree, to give validation errors
-	// a line number; it cannot fail where the strict decode succeeded.
-	_ = yaml.Unmarshal(data, &root)
-	v := &validator{root: &root, vars: vars}
-	t := v.build(&doc)
-	if err := errors.Join(v.errs...); err != nil {
-		return nil, err
-	}
-	return t, nil
+	return parse(data, vars, o)
 }
 
-// FieldError is one validation error: the field path, the rule, and the line of
-// the field (or of its closest present parent) when known.
+func parse(data []byte, vars Vars, o options) (*Target, error) {
+	if len(data) > MaxFileBytes {
+		return nil, fmt.Errorf("%w: %d bytes, limit %d bytes (1 MiB)", ErrTooLarge, len(data), MaxFileBytes)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var root yaml.Node
+	if err := dec.Decode(&root); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &FieldError{Path: "target", Rule: "required (the file is empty)"}
+		}
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		return nil, fmt.Errorf("invalid YAML: %w", err)
+	case !emptyDocument(&next):
+		return nil, &FieldError{Path: "(file)", Line: next.Line,
+			Rule: "a second YAML document starts here; a target file holds one (remove the --- line and what follows, or split the file)"}
+	}
+	sc := newShapeChecker()
+	sc.check(&root, reflect.TypeOf(rawDoc{}), nil)
+	var doc rawDoc
+	// Decoding goes on past values of the wrong type, leaving them zero; the
+	// shape check has reported them with their paths.
+	if err := root.Decode(&doc); err != nil {
+		var te *yaml.TypeError
+		switch {
+		case len(sc.errs) > 0 && !errors.As(err, &te):
+			// The decoder gave up (e.g. on a bad merge): the shape errors say why.
+			return nil, joinSorted(sc.errs)
+		case len(sc.errs) == 0:
+			return nil, explainYAML(err)
+		}
+	}
+	v := &validator{root: &root, vars: vars, bad: sc.bad, opts: o}
+	t := v.build(&doc)
+	errs := make([]*FieldError, 0, len(sc.errs)+len(v.errs))
+	errs = append(append(errs, sc.errs...), v.errs...)
+	if len(errs) == 0 {
+		return t, nil
+	}
+	return nil, joinSorted(errs)
+}
+
+// joinSorted joins errors in line order (the way the file reads; errors without a
+// line, 0, first), at most maxReported of them.
+func joinSorted(errs []*FieldError) error {
+	sort.SliceStable(errs, func(i, j int) bool { return errs[i].Line < errs[j].Line })
+	out := make([]error, 0, min(len(errs), maxReported)+1)
+	for _, e := range errs[:min(len(errs), maxReported)] {
+		out = append(out, e)
+	}
+	if len(errs) > maxReported {
+		out = append(out, fmt.Errorf("… and %d more errors", len(errs)-maxReported))
+	}
+	return errors.Join(out...)
+}
+
+// emptyDocument reports whether a document holds nothing (a trailing "---").
+func emptyDocument(n *yaml.Node) bool {
+	if n.Kind == yaml.DocumentNode && len(n.Content) == 1 {
+		c := n.Content[0]
+		return c.Kind == yaml.ScalarNode && c.ShortTag() == "!!null" && c.Value == ""
+	}
+	return len(n.Content) == 0
+}
+
+// FieldError is one error of a target file: the field path, the rule, and the line
+// of the field (or of its closest present parent) when known.
 type FieldError struct {
 	Path string
 	Rule string
@@ -329,9 +459,49 @@ type FieldError struct {
 
 func (e *FieldError) Error() string {
 	if e.Line > 0 {
-		return fmt.Sprintf("%s: %s (line %d)", e.Path, e.Rule, e.Line)
+		return fmt.Sprintf("%s (line %d): %s", e.Path, e.Line, e.Rule)
 	}
 	return fmt.Sprintf("%s: %s", e.Path, e.Rule)
+}
+
+// userinfoRE finds the password of a URL anywhere in a text: scheme://user:password@.
+var userinfoRE = regexp.MustCompile(`([A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@"]*):[^\s@/"]*@`)
+
+// redactText hides passwords in an error message that may quote a rendered
+// template: the database URL given to the harness (whole, or its bare password if
+// a template function changed the rest), any URL's userinfo password and any
+// password=... setting.
+func redactText(s, dbURL string) string {
+	if dbURL != "" {
+		if r := redactURL(dbURL); r != dbURL {
+			s = strings.ReplaceAll(s, dbURL, r)
+		}
+		if pw := urlPassword(dbURL); len(pw) >= 3 {
+			s = strings.ReplaceAll(s, pw, "xxxxx")
+		}
+	}
+	s = userinfoRE.ReplaceAllString(s, "${1}:xxxxx@")
+	return passwordKVRE.ReplaceAllString(s, "${1}xxxxx")
+}
+
+// passwordKVRE finds a libpq password=value setting, quoted or not.
+var passwordKVRE = regexp.MustCompile(`(?i)\b(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s'"]+)`)
+
+// urlPassword returns the password of a URL or key=value connection string, "" if
+// it has none.
+func urlPassword(s string) string {
+	if u, err := url.Parse(s); err == nil && u.Scheme != "" {
+		if pw, ok := u.User.Password(); ok {
+			return pw
+		}
+		return u.Query().Get("password")
+	}
+	for _, f := range strings.Fields(s) {
+		if v, ok := strings.CutPrefix(f, "password="); ok {
+			return strings.Trim(v, "'")
+		}
+	}
+	return ""
 }
 
 // redactURL hides a password in a URL or key=value connection string.

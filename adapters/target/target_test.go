@@ -135,22 +135,22 @@ func TestAllErrorsAtOnce(t *testing.T) {
 		t.Fatal("no error")
 	}
 	want := []string{
-		"target.name: required (line 1)",
-		`target.base_url: must be an http:// or https:// URL (got "ftp://example") (line 2)`,
-		`target.endpoints[1].path: must start with "/" (got "b") (line 5)`,
-		"target.endpoints[1].secret: required (or secret_env) (line 5)",
-		"target.endpoints[2].secret: set only one of secret and secret_env (line 6)",
-		`target.endpoints[2]: duplicate endpoint for profile "stripe" and account "acct_A" (also target.endpoints[0]) (line 6)`,
-		`target.endpoints[2].path: duplicate path "/a" (also target.endpoints[0])`,
-		"target.observe.postgres.url: unknown template variable {{.Nope}} (valid: BaseURL, DatabaseURL, ListenAddr, Port) (line 9)",
-		"target.observe.postgres.event_table: must be a table name or schema.table",
-		"target.observe.postgres.effect_table: must be a table name or schema.table",
-		"target.observe.postgres.queries.effects: must use only parameters $1..$4 ($1 source, $2 account, $3 event ID, $4 object ID): parameter $5 is out of range $1..$4 (line 14)",
-		"target.observe.postgres.queries.object: must reference $4 (the object ID) (line 15)",
-		`target.capabilities[0]: capability "crash" needs target.lifecycle, which is missing (line 16)`,
-		`target.capabilities[2]: unknown capability "x" (valid: crash, lock-gating, connection-loss, failpoints, ordering, state-machine, domain-constraint, retention, inbox, outbox)`,
-		`target.capabilities[4]: duplicate capability "ordering" (also target.capabilities[1])`,
-		`target.capabilities[5]: capability "state-machine" needs target.observe.postgres.queries.payment, which is missing`,
+		"target.name (line 1): required",
+		`target.base_url (line 2): must be an http:// or https:// URL (got "ftp://example")`,
+		`target.endpoints[1].path (line 5): must start with "/" (got "b")`,
+		"target.endpoints[1].secret (line 5): required (or secret_env)",
+		"target.endpoints[2].secret (line 6): set only one of secret and secret_env",
+		`target.endpoints[2] (line 6): duplicate endpoint for profile "stripe" and account "acct_A" (also target.endpoints[0])`,
+		`target.endpoints[2].path (line 6): duplicate path "/a" (also target.endpoints[0])`,
+		"target.observe.postgres.url (line 9): unknown template variable {{.Nope}} (valid: BaseURL, DatabaseURL, ListenAddr, Port)",
+		"target.observe.postgres.event_table (line 10): must be a table name or schema.table",
+		"target.observe.postgres.effect_table (line 11): must be a table name or schema.table",
+		"target.observe.postgres.queries.effects (line 14): must use only parameters $1..$4 ($1 source, $2 account, $3 event ID, $4 object ID): parameter $5 is out of range $1..$4",
+		"target.observe.postgres.queries.object (line 15): must reference $4 (the object ID)",
+		`target.capabilities[0] (line 16): capability "crash" needs target.lifecycle, which is missing`,
+		`target.capabilities[2] (line 16): unknown capability "x" (valid: crash, lock-gating, connection-loss, failpoints, ordering, state-machine, domain-constraint, retention, inbox, outbox)`,
+		`target.capabilities[4] (line 16): duplicate capability "ordering" (also target.capabilities[1])`,
+		`target.capabilities[5] (line 16): capability "state-machine" needs target.observe.postgres.queries.payment, which is missing`,
 	}
 	msg := err.Error()
 	for _, w := range want {
@@ -173,21 +173,21 @@ func TestAllErrorsAtOnce(t *testing.T) {
 func TestUnknownFieldsAndShape(t *testing.T) {
 	cases := map[string]struct{ src, want string }{
 		"unknown field": {"target:\n  name: x\n  bse_url: http://h\n",
-			`line 3: unknown field "bse_url" in target (valid: base_url, capabilities, endpoints, failpoints, lifecycle, limits, name, observe, retention)`},
+			`target.bse_url (line 3): unknown field in target (valid: base_url, capabilities, endpoints, failpoints, lifecycle, limits, name, observe, retention)`},
 		"unknown query": {"target:\n  observe:\n    postgres:\n      queries:\n        events: SELECT 1\n",
-			`line 5: unknown field "events" in target.observe.postgres.queries`},
-		"unknown top": {"targets: {}\n", `line 1: unknown field "targets" in (top level)`},
+			`target.observe.postgres.queries.events (line 5): unknown field in target.observe.postgres.queries`},
+		"unknown top": {"targets: {}\n", `targets (line 1): unknown field in (top level) (valid: target)`},
 		"empty":       {"", "target: required (the file is empty)"},
 		"bad yaml":    {"target: [\n", "invalid YAML"},
-		"no observe":  {"target:\n  name: x\n", "target.observe.postgres: required"},
+		"no observe":  {"target:\n  name: x\n", "target.observe.postgres (line 1): required"},
 		"lock-gating without table": {"target:\n  capabilities: [lock-gating]\n",
-			`target.capabilities[0]: capability "lock-gating" needs target.observe.postgres.event_table, which is missing (line 2)`},
+			`target.capabilities[0] (line 2): capability "lock-gating" needs target.observe.postgres.event_table, which is missing`},
 		"bad duration": {"target:\n  lifecycle: {command: [x], ready: {http: /h, timeout: soon}}\n",
-			`target.lifecycle.ready.timeout: must be a duration like 30s or 1m (got "soon") (line 2)`},
+			`target.lifecycle.ready.timeout (line 2): must be a duration like 30s or 1m (got "soon")`},
 		"unset var": {"target:\n  base_url: http://{{.ListenAddr}}\n",
-			"target.base_url: template variable {{.ListenAddr}} is not set by the harness for this run (line 2)"},
+			"target.base_url (line 2): template variable {{.ListenAddr}} is not set by the harness for this run"},
 		"secret env unset": {"target:\n  endpoints: [{profile: stripe, account: a, path: /p, secret_env: HOOKCERT_TEST_UNSET_VAR}]\n",
-			"target.endpoints[0].secret_env: environment variable HOOKCERT_TEST_UNSET_VAR is not set or empty (line 2)"},
+			"target.endpoints[0].secret_env (line 2): environment variable HOOKCERT_TEST_UNSET_VAR is not set or empty"},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {

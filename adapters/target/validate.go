@@ -1,6 +1,7 @@
 package target
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"net/url"
@@ -31,12 +32,48 @@ var varNames = []string{"BaseURL", "DatabaseURL", "ListenAddr", "Port"}
 type validator struct {
 	root *yaml.Node
 	vars Vars
-	errs []error
+	errs []*FieldError
+	// bad are the paths the shape check found unusable (see shapeChecker).
+	bad  map[string]bool
+	opts options
 }
 
-// fail records a FieldError at path segs.
+// fail records a FieldError at path segs, unless the shape check already reported
+// that field or one above it. The rule may quote a rendered template, so
+// passwords are taken out of it.
 func (v *validator) fail(segs []any, format string, args ...any) {
-	v.errs = append(v.errs, &FieldError{Path: pathString(segs), Rule: fmt.Sprintf(format, args...), Line: lineOf(v.root, segs)})
+	if v.broken(segs) {
+		return
+	}
+	rule := redactText(fmt.Sprintf(format, args...), v.vars.DatabaseURL)
+	v.errs = append(v.errs, &FieldError{Path: pathString(segs), Rule: rule, Line: lineOf(v.root, segs)})
+}
+
+// broken reports whether the value at segs, or one of its parents, had the wrong
+// shape.
+func (v *validator) broken(segs []any) bool {
+	if len(v.bad) == 0 {
+		return false
+	}
+	for i := len(segs); i >= 0; i-- {
+		p := pathString(segs[:i])
+		if p == "" {
+			p = "(top level)"
+		}
+		if v.bad[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// brokenPath is broken for a dotted path such as "target.observe.postgres.queries.object".
+func (v *validator) brokenPath(p string) bool {
+	var segs []any
+	for _, s := range strings.Split(p, ".") {
+		segs = append(segs, s)
+	}
+	return v.broken(segs)
 }
 
 func pathString(segs []any) string {
@@ -163,7 +200,13 @@ func (v *validator) build(doc *rawDoc) *Target {
 		u, err := url.Parse(r)
 		switch {
 		case err != nil:
-			v.fail(at(base, "base_url"), "must be a URL: %v", err)
+			// url.Parse's error quotes the whole value; keep only its reason.
+			var ue *url.Error
+			reason := err
+			if errors.As(err, &ue) {
+				reason = ue.Err
+			}
+			v.fail(at(base, "base_url"), "must be a URL: %v (got %q)", reason, r)
 		case u.Scheme != "http" && u.Scheme != "https":
 			v.fail(at(base, "base_url"), "must be an http:// or https:// URL (got %q)", r)
 		case u.Host == "":
@@ -221,6 +264,10 @@ func (v *validator) endpoints(t *Target, eps []rawEndpoint) {
 			v.fail(at(p, "profile"), "required")
 		} else if !slugRE.MatchString(re.Profile) {
 			v.fail(at(p, "profile"), "must be a lower-case name like stripe or standard-webhooks (got %q)", re.Profile)
+		} else if known := v.opts.profiles; len(known) > 0 && !contains(known, re.Profile) {
+			sorted := append([]string(nil), known...)
+			sort.Strings(sorted)
+			v.fail(at(p, "profile"), "unknown profile %q (valid: %s)", re.Profile, strings.Join(sorted, ", "))
 		}
 		if re.Account == "" {
 			v.fail(at(p, "account"), "required")
@@ -253,10 +300,16 @@ func (v *validator) endpoints(t *Target, eps []rawEndpoint) {
 			}
 		}
 		if e.Path != "" {
-			if j, dup := byPath[e.Path]; dup {
+			key := e.Path
+			if v.opts.placeholders && strings.Contains(re.Path, "{{") {
+				// Rendered with stand-ins, two templates may collide where the real
+				// values would not: only identical templates surely do.
+				key = "\x00" + re.Path
+			}
+			if j, dup := byPath[key]; dup {
 				v.fail(at(p, "path"), "duplicate path %q (also target.endpoints[%d]): the account scope comes from the endpoint", e.Path, j)
 			} else {
-				byPath[e.Path] = i
+				byPath[key] = i
 			}
 		}
 		t.Endpoints = append(t.Endpoints, e)
@@ -447,7 +500,7 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 				missing = "target.observe.postgres.queries.payload_present"
 			}
 		}
-		if missing != "" {
+		if missing != "" && !v.brokenPath(missing) {
 			v.fail(p, "capability %q needs %s, which is missing", s, missing)
 		}
 	}
