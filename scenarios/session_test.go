@@ -1,0 +1,196 @@
+package scenarios
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/mock"
+
+	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// These tests pin the harness's own decisions at its narrow seams (mocks generated
+// by mockery, `make generate`); everything that touches a receiver is tested for
+// real by the self-test.
+
+func testSession(t *testing.T, env *Env) *session {
+	t.Helper()
+	r := &Run{env: env, start: time.Now(), opt: RunOptions{QuiesceTimeout: time.Second}}
+	return &session{ctx: context.Background(), run: r, env: env, g: Guarantee{ID: "TEST-1"}, index: 1, rng: scenarioRand(1, "TEST-1")}
+}
+
+// catch runs fn and returns the abort it raised ("" when none).
+func catch(fn func()) (reason string) {
+	defer func() {
+		if r := recover(); r != nil {
+			a, ok := r.(abortSignal)
+			if !ok {
+				panic(r)
+			}
+			reason = a.reason
+		}
+	}()
+	fn()
+	return ""
+}
+
+// A failpoint that does not fire is the harness's lack, not the receiver's
+// failure: the receiver is killed and restarted for the next scenario, and the
+// scenario is an error.
+func TestCrashedRestartWhenTheReceiverDoesNotCrash(t *testing.T) {
+	c := newMockController(t)
+	c.EXPECT().WaitExit(mock.Anything).Return(errors.New("still running (pid 42)"))
+	c.EXPECT().Kill().Return(nil).Once()
+	c.EXPECT().Restart(mock.Anything).Return(nil).Once()
+	s := testSession(t, &Env{Controller: c})
+	if r := catch(func() { s.crashedRestart("after-response") }); !strings.Contains(r, "did not crash at the armed failpoint after-response") {
+		t.Fatalf("abort = %q", r)
+	}
+}
+
+func TestCrashedRestartAfterACrash(t *testing.T) {
+	c := newMockController(t)
+	c.EXPECT().WaitExit(mock.Anything).Return(nil)
+	c.EXPECT().Restart(mock.Anything).Return(nil).Once()
+	s := testSession(t, &Env{Controller: c})
+	if r := catch(func() { s.crashedRestart("after-response") }); r != "" {
+		t.Fatalf("abort = %q", r)
+	}
+}
+
+// A gate that held nobody forced no race: the scenario is an error, not a pass.
+func TestGateThatHeldNobodyIsAnError(t *testing.T) {
+	g := newMockGate(t)
+	g.EXPECT().Waiters(mock.Anything).Return(0, nil)
+	g.EXPECT().Release(mock.Anything).Return(nil).Once()
+	db := newMockDBFaults(t)
+	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
+	s := testSession(t, &Env{DB: db})
+	if r := catch(func() { s.gate("events", 16, func() {}) }); !strings.Contains(r, "held no receiver session") {
+		t.Fatalf("abort = %q", r)
+	}
+}
+
+// The gate waits until the receiver's queue stops growing (its pool may be
+// smaller than the number of copies), releases everyone together, and says how
+// many waited.
+func TestGateReleasesWhenTheQueueStopsGrowing(t *testing.T) {
+	g := newMockGate(t)
+	n := 0
+	g.EXPECT().Waiters(mock.Anything).RunAndReturn(func(context.Context) (int, error) {
+		if n < 4 {
+			n++
+		}
+		return n, nil
+	})
+	release := make(chan struct{})
+	g.EXPECT().Release(mock.Anything).RunAndReturn(func(context.Context) error { close(release); return nil }).Once()
+	db := newMockDBFaults(t)
+	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
+	s := testSession(t, &Env{DB: db})
+	var got int
+	// The deliveries block on the lock until the gate is released.
+	if r := catch(func() { got = s.gate("events", 16, func() { <-release }) }); r != "" {
+		t.Fatalf("abort = %q", r)
+	}
+	if got != 4 || s.facts["gate_waiters"] != "4" {
+		t.Fatalf("waiters = %d, facts %v", got, s.facts)
+	}
+}
+
+// Between scenarios the harness waits until the receiver is idle twice in a
+// row, and says how long it waited.
+func TestQuiesceWaitsForTheReceiverToGoIdle(t *testing.T) {
+	a := newMockActivity(t)
+	calls := 0
+	a.EXPECT().Busy(mock.Anything).RunAndReturn(func(context.Context) (int, string, error) {
+		calls++
+		if calls <= 8 {
+			return 3, "pid 7 active", nil
+		}
+		return 0, "", nil
+	})
+	s := testSession(t, &Env{Activity: a})
+	s.run.quiesce(context.Background(), s)
+	if calls != 10 || len(s.notes) != 1 || !strings.Contains(s.notes[0], "waited") {
+		t.Fatalf("calls %d, notes %q", calls, s.notes)
+	}
+}
+
+func TestQuiesceGivesUpAndSaysSo(t *testing.T) {
+	a := newMockActivity(t)
+	a.EXPECT().Busy(mock.Anything).Return(1, "pid 9 idle in transaction", nil)
+	s := testSession(t, &Env{Activity: a})
+	s.run.opt.QuiesceTimeout = 100 * time.Millisecond
+	s.run.quiesce(context.Background(), s)
+	if len(s.notes) != 1 || !strings.Contains(s.notes[0], "still busy") || !strings.Contains(s.notes[0], "pid 9") {
+		t.Fatalf("notes %q", s.notes)
+	}
+}
+
+// Scenario order and every scenario's random choices come from the seed alone.
+func TestSelectionOrderFollowsTheSeed(t *testing.T) {
+	a, _ := Select(RunOptions{Seed: 5})
+	b, _ := Select(RunOptions{Seed: 5})
+	c, _ := Select(RunOptions{Seed: 6})
+	key := func(ss []Spec) string {
+		var ids []string
+		for _, s := range ss {
+			ids = append(ids, s.Guarantee)
+		}
+		return strings.Join(ids, " ")
+	}
+	if key(a) != key(b) || key(a) == key(c) || len(a) != len(Catalogue()) {
+		t.Fatalf("seed 5: %s\nseed 5: %s\nseed 6: %s", key(a), key(b), key(c))
+	}
+	if f, err := Select(RunOptions{Seed: 5, LabelFilter: "DEDUP && !needs:multi-account"}); err != nil || len(f) != 5 {
+		t.Fatalf("label filter: %d specs, %v", len(f), err)
+	}
+	if _, err := Select(RunOptions{LabelFilter: "DEDUP &&"}); err == nil || !strings.Contains(err.Error(), "label filter") {
+		t.Fatalf("bad filter: %v", err)
+	}
+	if scenarioRand(9, "DEDUP-1").Uint64() != scenarioRand(9, "DEDUP-1").Uint64() || scenarioRand(9, "DEDUP-1").Uint64() == scenarioRand(9, "DEDUP-2").Uint64() {
+		t.Fatal("scenarioRand is not a function of seed and guarantee ID")
+	}
+}
+
+// A run records an interrupted scenario and every one left as errors.
+func TestInterruptedRunRecordsEveryScenarioAsError(t *testing.T) {
+	env := &Env{RunID: "x", Observer: nopObserver{}}
+	r, err := NewRun(env, RunOptions{Seed: 1, LabelFilter: "ACK-3 || ACK-5"}, simulator.RunMeta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancelCause(context.Background())
+	cancel(errors.New("SIGINT"))
+	if err := r.All(ctx); err != nil {
+		t.Fatal(err)
+	}
+	h := r.History()
+	if len(h.Scenarios) != 2 {
+		t.Fatalf("%d scenarios recorded", len(h.Scenarios))
+	}
+	for _, sc := range h.Scenarios {
+		if sc.State != simulator.ScenarioError || !strings.Contains(sc.Reason, "interrupted") || !strings.Contains(sc.Reason, "SIGINT") {
+			t.Fatalf("%s: %s %q", sc.Guarantee, sc.State, sc.Reason)
+		}
+	}
+}
+
+type nopObserver struct{}
+
+func (nopObserver) EventRows(context.Context, profiles.Key) (int, error) { return 0, nil }
+func (nopObserver) Effects(context.Context, profiles.Key) (int, error)   { return 0, nil }
+func (nopObserver) ObjectEffects(context.Context, string, string, string) (int, error) {
+	return 0, nil
+}
+func (nopObserver) Object(context.Context, string, string, string) (int64, string, bool, error) {
+	return 0, "", false, nil
+}
+func (nopObserver) Payment(context.Context, string, string, string) (string, bool, error) {
+	return "", false, nil
+}
