@@ -13,16 +13,12 @@ import (
 	"github.com/hookcert/hookcert/scenarios/check"
 )
 
-// The suite as Ginkgo specs, for `go test` and the ginkgo CLI: one It per
-// scenario, labelled with its guarantee ID, family and needs:<capability>, so
-// Ginkgo's own flags (--ginkgo.label-filter, --ginkgo.seed, --ginkgo.focus)
-// select and order them. Each spec runs its scenario against $HOOKCERT_CONFIG and
-// is judged by the checker stage, as `hookcert certify` judges it.
-var (
-	harness *Harness
-	suite   *scenarios.Run
-)
-
+// TestSuite is the suite as Ginkgo specs, for `go test` and the ginkgo CLI: one It
+// per scenario, labelled with its guarantee ID, family and needs:<capability>, so
+// Ginkgo's own flags (--ginkgo.label-filter, --ginkgo.seed, --ginkgo.focus) select
+// and order them. Each spec runs its scenario against $HOOKCERT_CONFIG and is
+// judged by the checker stage, as `hookcert certify` judges it; the reports go to
+// $HOOKCERT_REPORT_DIR when it is set.
 func TestSuite(t *testing.T) {
 	gomega.RegisterFailHandler(ginkgo.Fail)
 	cfg := os.Getenv("HOOKCERT_CONFIG")
@@ -36,36 +32,35 @@ func TestSuite(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer hs.Close()
-	harness = hs
-	if suite, err = hs.NewRun(); err != nil {
+	run, err := hs.NewRun()
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer suite.Close()
+	defer run.Close()
+	// The specs close over this run: nothing of it lives in a package variable.
+	ginkgo.Describe("hookcert", func() {
+		for _, sp := range scenarios.Specs() {
+			ginkgo.It(sp.Text, ginkgo.Label(sp.Labels...), func(ctx ginkgo.SpecContext) {
+				rec := run.Scenario(ctx, sp, 0, 0)
+				g, _ := scenarios.Lookup(sp.Guarantee)
+				v := check.Scenario(g, rec, check.PartOf(run.History(), rec.Index))
+				switch v.Status {
+				case reports.StatusNotApplicable:
+					ginkgo.Skip("not applicable: " + v.Reason)
+				case reports.StatusError:
+					ginkgo.Fail("error: " + v.Reason)
+				case reports.StatusFailed:
+					msg := sp.Guarantee + " broken:"
+					for _, d := range v.Deviations {
+						msg += "\n  - [" + d.Code + "] " + d.Text
+					}
+					ginkgo.Fail(msg)
+				}
+			})
+		}
+	})
 	ginkgo.RunSpecs(t, "hookcert")
-	if _, err := hs.Finish(context.Background(), suite); err != nil {
+	if _, err := hs.Finish(context.Background(), run); err != nil {
 		t.Error(err)
 	}
 }
-
-var _ = ginkgo.Describe("hookcert", func() {
-	for _, sp := range scenarios.Specs() {
-		ginkgo.It(sp.Text, ginkgo.Label(sp.Labels...), func(ctx ginkgo.SpecContext) {
-			rec := suite.Scenario(ctx, sp, 0, 0)
-			g, _ := scenarios.Lookup(sp.Guarantee)
-			h := suite.History()
-			v := check.Scenario(g, rec, check.PartOf(h, rec.Index))
-			switch v.Status {
-			case reports.StatusNotApplicable:
-				ginkgo.Skip("not applicable: " + v.Reason)
-			case reports.StatusError:
-				ginkgo.Fail("error: " + v.Reason)
-			case reports.StatusFailed:
-				msg := sp.Guarantee + " broken:"
-				for _, d := range v.Deviations {
-					msg += "\n  - [" + d.Code + "] " + d.Text
-				}
-				ginkgo.Fail(msg)
-			}
-		})
-	}
-})

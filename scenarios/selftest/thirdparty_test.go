@@ -1,0 +1,162 @@
+package selftest
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/reference"
+	"github.com/hookcert/hookcert/reports"
+)
+
+// startReceiver starts `hookcert reference serve` as a receiver the harness did
+// not start and cannot control — as a third-party receiver runs — and returns
+// its base URL, the target file describing it and the environment that carries
+// its secrets.
+func startReceiver(t *testing.T, bin string) (base, targetFile string, env []string) {
+	t.Helper()
+	dbURL := pgtest.Database(t)
+	dir := t.TempDir()
+	eps := []struct{ profile, account, env string }{{"stripe", "acct_A", "HC_SECRET_A"}, {"stripe", "acct_B", "HC_SECRET_B"}, {"github", "acct_A", "HC_SECRET_GH"}}
+	var cfg reference.Config
+	type tep struct {
+		Profile   string `yaml:"profile"`
+		Account   string `yaml:"account"`
+		Path      string `yaml:"path"`
+		SecretEnv string `yaml:"secret_env"`
+	}
+	var teps []tep
+	for i, e := range eps {
+		secret := fmt.Sprintf("whsec_selftestThirdPartySecret%02dxxxxxxxxxxxx", i)
+		if e.profile == "github" {
+			secret = fmt.Sprintf("selftest-github-secret-%02d", i)
+		}
+		path := "/hooks/" + e.profile + "/" + e.account
+		cfg.Endpoints = append(cfg.Endpoints, reference.Endpoint{Profile: e.profile, Account: e.account, Path: path, Secret: secret})
+		teps = append(teps, tep{e.profile, e.account, path, e.env})
+		env = append(env, e.env+"="+secret)
+	}
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfgFile := filepath.Join(dir, "endpoints.yaml")
+	if err := os.WriteFile(cfgFile, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	cmd := exec.CommandContext(ctx, bin, "reference", "serve", "--listen", addr, "--config", cfgFile)
+	cmd.Env = append(os.Environ(), "HOOKCERT_DATABASE_URL="+dbURL)
+	var logs strings.Builder
+	cmd.Stdout, cmd.Stderr = &logs, &logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); _ = cmd.Wait() })
+	base = "http://" + addr
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the reference receiver did not become healthy:\n%s", logs.String())
+		}
+	}
+	doc := map[string]any{"target": map[string]any{
+		"name": "a receiver the harness did not start", "base_url": base, "endpoints": teps,
+		"observe": map[string]any{"postgres": map[string]any{"url": dbURL, "queries": map[string]string{
+			"event_rows": "SELECT count(*) FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3",
+			"effects":    "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND event_id=$3",
+		}}},
+	}}
+	tb, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targetFile = filepath.Join(dir, "target.yaml")
+	if err := os.WriteFile(targetFile, tb, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return base, targetFile, env
+}
+
+// A receiver with no lifecycle and no capabilities, certified by `hookcert
+// certify`: what it can be judged on passes, the rest is not applicable with the
+// capability it lacks named.
+func TestCertifyAReceiverTheHarnessDidNotStart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a receiver and certifies it")
+	}
+	bin := build(t)
+	_, targetFile, env := startReceiver(t, bin)
+	dir := t.TempDir()
+	c := exec.Command(bin, "certify", "--config", targetFile, "--report-dir", dir, "--seed", "31")
+	c.Env = append(os.Environ(), env...)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("certify: %v\n%s", err, out)
+	}
+	res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"DEDUP-1": "passed", "DEDUP-2": "passed", "DEDUP-3": "passed", "DEDUP-4": "passed",
+		"DEDUP-5": "passed", "ACK-1": "not_applicable", "ACK-2": "passed", "ACK-3": "passed", "ACK-4": "passed", "ACK-5": "passed",
+		"ACK-6": "passed", "ATOMIC-3": "not_applicable", "ORDER-1": "not_applicable", "RETENTION-1": "not_applicable"}
+	for _, g := range res.Guarantees {
+		if w, ok := want[g.ID]; ok && string(g.Status) != w {
+			t.Errorf("%s is %s (%s), want %s", g.ID, g.Status, g.Reason, w)
+		}
+		if g.Status == reports.StatusNotApplicable && !strings.Contains(g.Reason, "capability") && !strings.Contains(g.Reason, "endpoints") {
+			t.Errorf("%s not applicable without naming what is missing: %q", g.ID, g.Reason)
+		}
+	}
+}
+
+// The suite's Ginkgo entry point, as a Go team runs it: `go test` with
+// HOOKCERT_CONFIG and Ginkgo's own label filter.
+func TestGinkgoEntryPoint(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a receiver and runs go test")
+	}
+	bin := build(t)
+	_, targetFile, env := startReceiver(t, bin)
+	report := t.TempDir()
+	c := exec.Command("go", "test", "-count=1", "-v", "github.com/hookcert/hookcert/scenarios/certify", "-run", "TestSuite",
+		"-args", "-ginkgo.label-filter=DEDUP-1 || ACK-3 || ACK-1", "-ginkgo.seed=5", "-ginkgo.no-color")
+	c.Env = append(os.Environ(), append(env, "HOOKCERT_CONFIG="+targetFile, "HOOKCERT_REPORT_DIR="+report)...)
+	out, err := c.CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test: %v\n%s", err, out)
+	}
+	// ACK-1 needs the crash capability: skipped at run time, not run.
+	for _, want := range []string{"Will run 3 of 23 specs", "Ran 2 of 23 Specs", "2 Passed"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("output lacks %q:\n%s", want, tail(string(out), 30))
+		}
+	}
+	res, err := reports.ReadResults(filepath.Join(report, reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Summary.Passed != 2 || res.Summary.NotApplicable != 1 {
+		t.Errorf("results: %+v", res.Summary)
+	}
+}
