@@ -3,7 +3,12 @@ package scenarios
 import (
 	"context"
 	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -193,4 +198,38 @@ func (nopObserver) Object(context.Context, string, string, string) (int64, strin
 }
 func (nopObserver) Payment(context.Context, string, string, string) (string, bool, error) {
 	return "", false, nil
+}
+
+// Two runs go in one process at once, each with its own history: nothing of a
+// run lives in a package variable.
+func TestTwoRunsInOneProcess(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = io.Copy(io.Discard, r.Body) }))
+	defer srv.Close()
+	p, err := profiles.Lookup("stripe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	runs := make([]*Run, 2)
+	var wg sync.WaitGroup
+	for i := range runs {
+		env := &Env{RunID: fmt.Sprintf("run%d", i), Observer: nopObserver{}, TimeScale: 3600,
+			Endpoints: []Endpoint{{Profile: p, Account: "acct_A", URL: srv.URL + "/hook", Secrets: []string{"whsec_test"}}}}
+		r, err := NewRun(env, RunOptions{Seed: 3, LabelFilter: "ACK-6"}, simulator.RunMeta{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i] = r
+		wg.Add(1)
+		go func() { defer wg.Done(); defer r.Close(); _ = r.All(context.Background()) }()
+	}
+	wg.Wait()
+	for i, r := range runs {
+		h := r.History()
+		if len(h.Scenarios) != 1 || h.Scenarios[0].State != simulator.ScenarioRan || len(h.Attempts) != 1 {
+			t.Fatalf("run %d: scenarios %+v, %d attempts", i, h.Scenarios, len(h.Attempts))
+		}
+		if ns := Namespace(fmt.Sprintf("run%d", i)); !strings.Contains(h.Attempts[0].Key.EventID, ns) {
+			t.Fatalf("run %d delivered %s, outside its namespace %s", i, h.Attempts[0].Key.EventID, ns)
+		}
+	}
 }
