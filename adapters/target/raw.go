@@ -66,6 +66,10 @@ type rawPostgres struct {
 	EventTable  string      `yaml:"event_table"`
 	EffectTable string      `yaml:"effect_table"`
 	Queries     *rawQueries `yaml:"queries"`
+	// Bounds on the observer's connection attempts and statements.
+	ConnectTimeout   string `yaml:"connect_timeout"`
+	StatementTimeout string `yaml:"statement_timeout"`
+	LockTimeout      string `yaml:"lock_timeout"`
 }
 
 type rawQueries struct {

@@ -329,3 +329,34 @@ func TestErrorsNeverQuoteThePassword(t *testing.T) {
 		t.Errorf("errors do not show the redacted URL:\n%s", msg)
 	}
 }
+
+func TestObserverTimeouts(t *testing.T) {
+	tg, err := Parse([]byte(minimal), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := tg.Postgres; p.ConnectTimeout != DefaultConnectTimeout || p.StatementTimeout != DefaultStatementTimeout || p.LockTimeout != DefaultLockTimeout {
+		t.Errorf("defaults = %s %s %s", p.ConnectTimeout, p.StatementTimeout, p.LockTimeout)
+	}
+	set := strings.Replace(minimal, "      queries:\n", "      connect_timeout: 2s\n      statement_timeout: 1500ms\n      lock_timeout: 1m\n      queries:\n", 1)
+	tg, err = Parse([]byte(set), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := tg.Postgres; p.ConnectTimeout != 2*time.Second || p.StatementTimeout != 1500*time.Millisecond || p.LockTimeout != time.Minute {
+		t.Errorf("set = %s %s %s", p.ConnectTimeout, p.StatementTimeout, p.LockTimeout)
+	}
+	bad := strings.Replace(minimal, "      queries:\n", "      connect_timeout: soon\n      statement_timeout: 2h\n      lock_timeout: 1500us\n      queries:\n", 1)
+	bad = strings.Replace(bad, "url: \"{{.DatabaseURL}}\"", "url: \"{{.DatabaseURL}}\"\n      event_table: [x]", 1)
+	_, err = Parse([]byte(bad), testVars)
+	got := errorLines(err)
+	want := []string{
+		"target.observe.postgres.event_table (line 9): must be a string, got a list",
+		`target.observe.postgres.connect_timeout (line 10): must be a duration like 30s or 1m (got "soon")`,
+		"target.observe.postgres.statement_timeout (line 11): must be at most 1h0m0s (got 2h)",
+		"target.observe.postgres.lock_timeout (line 12): must be whole milliseconds (got 1500us)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}

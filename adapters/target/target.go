@@ -66,6 +66,14 @@ const (
 	// DefaultMaxBodyBytes is the body limit assumed when limits.max_body_bytes is
 	// absent: 1 MiB, the reference receiver's default.
 	DefaultMaxBodyBytes = 1 << 20
+	// The observer's bounds (observe.postgres.connect_timeout, statement_timeout,
+	// lock_timeout): its queries are single-row reads that take milliseconds, so
+	// seconds mean the database is gone, silent or locked.
+	DefaultConnectTimeout   = 5 * time.Second
+	DefaultStatementTimeout = 5 * time.Second
+	DefaultLockTimeout      = 5 * time.Second
+	// MaxObserveTimeout is the longest of those bounds a file may set.
+	MaxObserveTimeout = time.Hour
 )
 
 // Target is a loaded, validated and rendered target file.
@@ -158,6 +166,13 @@ type Postgres struct {
 	// not given); the harness locks it to stop the receiver mid-transaction.
 	EffectTable string
 	Queries     Queries
+	// ConnectTimeout bounds one connection attempt of the observer (connect,
+	// TLS, authentication); StatementTimeout one query, on the server
+	// (statement_timeout); LockTimeout a query's wait for a lock another session
+	// holds (lock_timeout). Each is its Default… when the file does not say.
+	ConnectTimeout   time.Duration
+	StatementTimeout time.Duration
+	LockTimeout      time.Duration
 }
 
 // Queries are the observer's SQL queries. Bound parameters: $1 source, $2 account,

@@ -154,6 +154,23 @@ func (v *validator) duration(segs []any, s string, def time.Duration, allowZero 
 	return d
 }
 
+// boundedDuration is a positive duration of whole milliseconds (PostgreSQL's
+// unit for timeouts) up to MaxObserveTimeout.
+func (v *validator) boundedDuration(segs []any, s string, def time.Duration) time.Duration {
+	d := v.duration(segs, s, def, false)
+	switch {
+	case d <= 0:
+		return def
+	case d > MaxObserveTimeout:
+		v.fail(segs, "must be at most %s (got %s)", MaxObserveTimeout, s)
+		return def
+	case d%time.Millisecond != 0:
+		v.fail(segs, "must be whole milliseconds (got %s)", s)
+		return def
+	}
+	return d
+}
+
 // path checks a URL path field: starts with "/", no query or fragment.
 func (v *validator) path(segs []any, s string, required bool) string {
 	if s == "" {
@@ -402,6 +419,9 @@ func (v *validator) observe(t *Target, ro *rawObserve) {
 			t.Postgres.EffectTable = rp.EffectTable
 		}
 	}
+	t.Postgres.ConnectTimeout = v.boundedDuration(at(base, "connect_timeout"), rp.ConnectTimeout, DefaultConnectTimeout)
+	t.Postgres.StatementTimeout = v.boundedDuration(at(base, "statement_timeout"), rp.StatementTimeout, DefaultStatementTimeout)
+	t.Postgres.LockTimeout = v.boundedDuration(at(base, "lock_timeout"), rp.LockTimeout, DefaultLockTimeout)
 	if rp.Queries == nil {
 		v.fail(at(base, "queries"), "required (at least event_rows and effects)")
 		return
