@@ -2,6 +2,14 @@
 // queries of its target file (target.Queries), with bound parameters: $1 source,
 // $2 account, $3 event ID, $4 object ID. Every query is checked when the observer
 // opens (it must prepare, reference only $1..$4 and return the expected columns),
-// so a wrong target file fails before any scenario runs. A query the target does
-// not configure gives ErrNotConfigured, which scenarios report as not applicable.
+// so a wrong target file fails before any scenario runs: such errors wrap
+// ErrInvalidQuery and name the field (target.observe.postgres.queries.<name>), while
+// a database that cannot be used wraps ErrUnreachable. A query the target does not
+// configure gives ErrNotConfigured, which scenarios report as not applicable.
+//
+// Every connection attempt is bounded by a connect timeout and every query by the
+// session's statement_timeout and lock_timeout, with a client-side deadline behind
+// them for a server that stops answering; a query that runs out of time gives an
+// error wrapping ErrTimeout that names the query and the timeout (Timeouts, set
+// from the target file's observe.postgres section by OpenTarget).
 package observe

@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookcert/hookcert/adapters/pgfault"
@@ -15,6 +18,43 @@ import (
 
 // ErrNotConfigured is returned (wrapped) for a query the target does not configure.
 var ErrNotConfigured = errors.New("query not configured in the target file")
+
+// ErrInvalidQuery is wrapped by Open's and New's error when a configured query is
+// wrong (it does not prepare, takes other parameters, returns other columns): a
+// mistake in the target file, reported with the field path
+// (target.observe.postgres.queries.<name>) and the database's message.
+var ErrInvalidQuery = errors.New("invalid query in the target file")
+
+// ErrUnreachable is wrapped by Open's and New's error when the database cannot be
+// used at all: refused, unknown host, failed authentication, no answer within the
+// connect timeout, or a check that ran out of time.
+var ErrUnreachable = errors.New("database unreachable")
+
+// ErrTimeout is wrapped by a query's error when the database canceled it at the
+// statement or lock timeout, or did not answer in time at all.
+var ErrTimeout = errors.New("observer query timed out")
+
+// kindError is an error that belongs to a class (ErrInvalidQuery, ErrUnreachable,
+// ErrTimeout) without repeating the class's words in its message, and keeps its
+// cause (a *pgconn.PgError, say) for errors.As.
+type kindError struct {
+	msg   string
+	kinds []error
+}
+
+func (e *kindError) Error() string   { return e.msg }
+func (e *kindError) Unwrap() []error { return e.kinds }
+
+// classed builds a kindError; kinds may include the cause, nil ones are dropped.
+func classed(msg string, kinds ...error) error {
+	e := &kindError{msg: msg}
+	for _, k := range kinds {
+		if k != nil {
+			e.kinds = append(e.kinds, k)
+		}
+	}
+	return e
+}
 
 // Key addresses the observed state: the event key plus the business object.
 type Key struct {
@@ -63,20 +103,105 @@ type query struct {
 
 // Observer runs a target's queries. It is safe for concurrent use.
 type Observer struct {
-	pool    *pgxpool.Pool
-	ownPool bool
-	queries map[string]*query
-	order   []string
+	pool     *pgxpool.Pool
+	ownPool  bool
+	queries  map[string]*query
+	order    []string
+	timeouts Timeouts
+}
+
+// Timeouts bound the observer's work; a zero field takes the target package's
+// default (target.DefaultConnectTimeout and so on).
+type Timeouts struct {
+	// Connect bounds one connection attempt (TCP, TLS, authentication).
+	Connect time.Duration
+	// Statement is the sessions' statement_timeout: the longest one query runs.
+	Statement time.Duration
+	// Lock is the sessions' lock_timeout: the longest a query waits for a lock.
+	Lock time.Duration
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	if t.Connect <= 0 {
+		t.Connect = target.DefaultConnectTimeout
+	}
+	if t.Statement <= 0 {
+		t.Statement = target.DefaultStatementTimeout
+	}
+	if t.Lock <= 0 {
+		t.Lock = target.DefaultLockTimeout
+	}
+	return t
+}
+
+// Option tunes Open and New.
+type Option func(*Timeouts)
+
+// WithTimeouts sets the observer's bounds (zero fields keep their defaults).
+func WithTimeouts(t Timeouts) Option {
+	return func(o *Timeouts) {
+		if t.Connect > 0 {
+			o.Connect = t.Connect
+		}
+		if t.Statement > 0 {
+			o.Statement = t.Statement
+		}
+		if t.Lock > 0 {
+			o.Lock = t.Lock
+		}
+	}
+}
+
+// TargetTimeouts are the bounds a target file sets (or their defaults).
+func TargetTimeouts(p target.Postgres) Timeouts {
+	return Timeouts{Connect: p.ConnectTimeout, Statement: p.StatementTimeout, Lock: p.LockTimeout}.withDefaults()
+}
+
+// OpenTarget opens the observer a target file describes: its URL, queries and
+// timeouts.
+func OpenTarget(ctx context.Context, p target.Postgres) (*Observer, error) {
+	return Open(ctx, p.URL.Reveal(), p.Queries, WithTimeouts(TargetTimeouts(p)))
 }
 
 // Open connects to url (sessions marked as the harness's, so that connection-loss
-// faults spare them) and checks every configured query.
-func Open(ctx context.Context, url string, q target.Queries) (*Observer, error) {
-	pool, err := pgfault.Connect(ctx, url)
-	if err != nil {
-		return nil, fmt.Errorf("observe: %w", err)
+// faults spare them, with statement_timeout and lock_timeout set) and checks every
+// configured query. A database that cannot be used gives an error wrapping
+// ErrUnreachable; a wrong query one wrapping ErrInvalidQuery.
+func Open(ctx context.Context, url string, q target.Queries, opts ...Option) (*Observer, error) {
+	var to Timeouts
+	for _, f := range opts {
+		f(&to)
 	}
-	o, err := New(ctx, pool, q)
+	to = to.withDefaults()
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		// pgx's parse errors can quote the URL (and its password): don't wrap them.
+		return nil, classed("observe: invalid database URL (not shown: it may hold a password)", ErrUnreachable)
+	}
+	cc := cfg.ConnConfig
+	cc.RuntimeParams["application_name"] = pgfault.ApplicationName
+	cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(to.Statement.Milliseconds(), 10)
+	cc.RuntimeParams["lock_timeout"] = strconv.FormatInt(to.Lock.Milliseconds(), 10)
+	cc.ConnectTimeout = to.Connect
+	where := fmt.Sprintf("%s:%d/%s", cc.Host, cc.Port, cc.Database)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, classed(fmt.Sprintf("observe: connect to %s: %v", where, err), ErrUnreachable, err)
+	}
+	// The whole first connection, fallbacks (sslmode=prefer) included, gets one
+	// connect timeout.
+	pctx, cancel := context.WithTimeout(ctx, to.Connect)
+	err = pool.Ping(pctx)
+	cancel()
+	if err != nil {
+		pool.Close()
+		if ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)) {
+			return nil, classed(fmt.Sprintf("observe: connect to %s: no answer within %s (target.observe.postgres.connect_timeout)",
+				where, to.Connect), ErrUnreachable, ErrTimeout)
+		}
+		return nil, classed(fmt.Sprintf("observe: connect to %s: %v", where, err), ErrUnreachable, err)
+	}
+	o, err := newObserver(ctx, pool, q, to)
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -86,12 +211,27 @@ func Open(ctx context.Context, url string, q target.Queries) (*Observer, error) 
 }
 
 // New checks the configured queries on an existing pool, which the caller closes.
-func New(ctx context.Context, pool *pgxpool.Pool, q target.Queries) (*Observer, error) {
-	o := &Observer{pool: pool, queries: map[string]*query{}}
+// The pool's own statement and lock timeouts apply on the server; opts bound the
+// wait on the client side.
+func New(ctx context.Context, pool *pgxpool.Pool, q target.Queries, opts ...Option) (*Observer, error) {
+	var to Timeouts
+	for _, f := range opts {
+		f(&to)
+	}
+	return newObserver(ctx, pool, q, to.withDefaults())
+}
+
+// fieldPath is the target file's path of a query.
+func fieldPath(name string) string { return "target.observe.postgres.queries." + name }
+
+func newObserver(ctx context.Context, pool *pgxpool.Pool, q target.Queries, to Timeouts) (*Observer, error) {
+	o := &Observer{pool: pool, queries: map[string]*query{}, timeouts: to}
 	named := q.Named()
-	conn, err := pool.Acquire(ctx)
+	actx, cancel := context.WithTimeout(ctx, to.Connect)
+	conn, err := pool.Acquire(actx)
+	cancel()
 	if err != nil {
-		return nil, fmt.Errorf("observe: connect: %w", err)
+		return nil, classed(fmt.Sprintf("observe: connect: %v", err), ErrUnreachable, err)
 	}
 	defer conn.Release()
 	var errs []error
@@ -102,25 +242,32 @@ func New(ctx context.Context, pool *pgxpool.Pool, q target.Queries) (*Observer, 
 		}
 		compact, params, err := target.CompactParams(sql)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("observe: query %s: %w", name, err))
+			errs = append(errs, classed(fmt.Sprintf("observe: %s: %v", fieldPath(name), err), ErrInvalidQuery))
 			continue
 		}
 		// Prepare on the server: catches wrong SQL, unknown tables and columns, and
 		// parameter types PostgreSQL cannot infer, and tells the result columns.
-		sd, err := conn.Conn().Prepare(ctx, "hookcert_check_"+name, compact)
+		qctx, cancel := o.queryContext(ctx)
+		sd, err := conn.Conn().Prepare(qctx, "hookcert_check_"+name, compact)
+		if err == nil {
+			_ = conn.Conn().Deallocate(qctx, sd.Name)
+		}
+		cancel()
 		if err != nil {
-			errs = append(errs, fmt.Errorf("observe: query %s does not prepare: %w", name, err))
+			errs = append(errs, o.prepareError(ctx, name, err))
+			if conn.Conn().IsClosed() {
+				break // the session is gone: the other checks cannot run
+			}
 			continue
 		}
-		_ = conn.Conn().Deallocate(ctx, sd.Name)
 		if len(sd.ParamOIDs) != len(params) {
-			errs = append(errs, fmt.Errorf("observe: query %s: takes %d parameters, references %d", name, len(sd.ParamOIDs), len(params)))
+			errs = append(errs, classed(fmt.Sprintf("observe: %s: takes %d parameters, references %d", fieldPath(name), len(sd.ParamOIDs), len(params)), ErrInvalidQuery))
 			continue
 		}
 		want := len(strings.Split(columns[name], ","))
 		if len(sd.Fields) != want {
-			errs = append(errs, fmt.Errorf("observe: query %s: must return %d column(s) (%s), returns %d",
-				name, want, columns[name], len(sd.Fields)))
+			errs = append(errs, classed(fmt.Sprintf("observe: %s: must return %d column(s) (%s), returns %d",
+				fieldPath(name), want, columns[name], len(sd.Fields)), ErrInvalidQuery))
 			continue
 		}
 		o.queries[name] = &query{name: name, sql: sql, compact: compact, params: params}
@@ -130,6 +277,77 @@ func New(ctx context.Context, pool *pgxpool.Pool, q target.Queries) (*Observer, 
 		return nil, err
 	}
 	return o, nil
+}
+
+// prepareError classifies a failed check: the database's verdict on the query is
+// the file's mistake (ErrInvalidQuery); a lost session or a timeout is the
+// database's state (ErrUnreachable, and ErrTimeout for a timeout).
+func (o *Observer) prepareError(ctx context.Context, name string, err error) error {
+	if terr := o.timeoutError(ctx, name, err); terr != nil {
+		return classed(terr.Error(), terr, ErrUnreachable)
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && !unavailable(pe.Code) {
+		return classed(fmt.Sprintf("observe: %s: does not prepare: %s", fieldPath(name), pgMessage(pe)), ErrInvalidQuery, pe)
+	}
+	return classed(fmt.Sprintf("observe: checking %s: %v", fieldPath(name), err), ErrUnreachable, err)
+}
+
+// unavailable reports SQLSTATEs that say the server cannot serve, not that the
+// query is wrong: connection exceptions (08), insufficient resources (53),
+// operator intervention (57: shutdown, cancel) and system errors (58).
+func unavailable(code string) bool {
+	return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "53") ||
+		strings.HasPrefix(code, "57") || strings.HasPrefix(code, "58")
+}
+
+// pgMessage is the database's error as psql shows it, with the hint and position.
+func pgMessage(pe *pgconn.PgError) string {
+	m := fmt.Sprintf("%s: %s (SQLSTATE %s)", pe.Severity, pe.Message, pe.Code)
+	if pe.Detail != "" {
+		m += "; " + pe.Detail
+	}
+	if pe.Hint != "" {
+		m += "; hint: " + pe.Hint
+	}
+	if pe.Position > 0 {
+		m += fmt.Sprintf("; at character %d", pe.Position)
+	}
+	return m
+}
+
+// queryContext bounds one query on the client side too: statement_timeout is
+// enforced by the server, which a silent server (or a broken network) never does;
+// the connect timeout on top leaves room to open a connection first.
+func (o *Observer) queryContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, o.timeouts.Statement+o.timeouts.Connect)
+}
+
+// timeoutError explains err if it is one of the observer's timeouts, naming the
+// query and the timeout; nil otherwise. ctx is the caller's: its own deadline or
+// cancellation is not the observer's timeout.
+func (o *Observer) timeoutError(ctx context.Context, name string, err error) error {
+	var pe *pgconn.PgError
+	switch {
+	case errors.As(err, &pe) && pe.Code == "55P03" && strings.Contains(pe.Message, "lock timeout"):
+		return classed(fmt.Sprintf("observe: query %s waited %s for a lock another session holds (lock_timeout, target.observe.postgres.lock_timeout): %s",
+			name, o.timeouts.Lock, pgMessage(pe)), ErrTimeout, pe)
+	case errors.As(err, &pe) && pe.Code == "57014" && strings.Contains(pe.Message, "statement timeout"):
+		return classed(fmt.Sprintf("observe: query %s ran longer than %s (statement_timeout, target.observe.postgres.statement_timeout): %s",
+			name, o.timeouts.Statement, pgMessage(pe)), ErrTimeout, pe)
+	case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)):
+		return classed(fmt.Sprintf("observe: query %s: no answer from the database within %s (statement_timeout %s + connect_timeout %s)",
+			name, o.timeouts.Statement+o.timeouts.Connect, o.timeouts.Statement, o.timeouts.Connect), ErrTimeout, err)
+	}
+	return nil
+}
+
+// queryError wraps a failed query's error, explaining timeouts.
+func (o *Observer) queryError(ctx context.Context, name string, err error) error {
+	if terr := o.timeoutError(ctx, name, err); terr != nil {
+		return terr
+	}
+	return fmt.Errorf("observe: query %s: %w", name, err)
 }
 
 // Close closes the pool if Open created it.
@@ -168,8 +386,10 @@ func (o *Observer) count(ctx context.Context, name string, k Key) (int, error) {
 		return 0, err
 	}
 	var n *int64
-	if err := o.pool.QueryRow(ctx, q.compact, o.args(q, k)...).Scan(&n); err != nil {
-		return 0, fmt.Errorf("observe: query %s: %w", name, err)
+	qctx, cancel := o.queryContext(ctx)
+	defer cancel()
+	if err := o.pool.QueryRow(qctx, q.compact, o.args(q, k)...).Scan(&n); err != nil {
+		return 0, o.queryError(ctx, name, err)
 	}
 	if n == nil {
 		return 0, nil
@@ -200,9 +420,11 @@ func (o *Observer) Object(ctx context.Context, source, account, objectID string)
 	if err != nil {
 		return 0, "", false, err
 	}
-	rows, err := o.pool.Query(ctx, q.compact, o.args(q, Key{Source: source, Account: account, ObjectID: objectID})...)
+	qctx, cancel := o.queryContext(ctx)
+	defer cancel()
+	rows, err := o.pool.Query(qctx, q.compact, o.args(q, Key{Source: source, Account: account, ObjectID: objectID})...)
 	if err != nil {
-		return 0, "", false, fmt.Errorf("observe: query object: %w", err)
+		return 0, "", false, o.queryError(ctx, QObject, err)
 	}
 	type row struct {
 		v *int64
@@ -213,7 +435,7 @@ func (o *Observer) Object(ctx context.Context, source, account, objectID string)
 		return x, r.Scan(&x.v, &x.s)
 	})
 	if err != nil {
-		return 0, "", false, fmt.Errorf("observe: query object: %w", err)
+		return 0, "", false, o.queryError(ctx, QObject, err)
 	}
 	switch len(got) {
 	case 0:
@@ -237,16 +459,18 @@ func (o *Observer) Payment(ctx context.Context, source, account, paymentID strin
 	if err != nil {
 		return "", false, err
 	}
-	rows, err := o.pool.Query(ctx, q.compact, o.args(q, Key{Source: source, Account: account, ObjectID: paymentID})...)
+	qctx, cancel := o.queryContext(ctx)
+	defer cancel()
+	rows, err := o.pool.Query(qctx, q.compact, o.args(q, Key{Source: source, Account: account, ObjectID: paymentID})...)
 	if err != nil {
-		return "", false, fmt.Errorf("observe: query payment: %w", err)
+		return "", false, o.queryError(ctx, QPayment, err)
 	}
 	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*string, error) {
 		var s *string
 		return s, r.Scan(&s)
 	})
 	if err != nil {
-		return "", false, fmt.Errorf("observe: query payment: %w", err)
+		return "", false, o.queryError(ctx, QPayment, err)
 	}
 	switch len(got) {
 	case 0:
@@ -269,16 +493,18 @@ func (o *Observer) PayloadPresent(ctx context.Context, k Key) (present, found bo
 	if err != nil {
 		return false, false, err
 	}
-	rows, err := o.pool.Query(ctx, q.compact, o.args(q, k)...)
+	qctx, cancel := o.queryContext(ctx)
+	defer cancel()
+	rows, err := o.pool.Query(qctx, q.compact, o.args(q, k)...)
 	if err != nil {
-		return false, false, fmt.Errorf("observe: query payload_present: %w", err)
+		return false, false, o.queryError(ctx, QPayloadPresent, err)
 	}
 	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*bool, error) {
 		var b *bool
 		return b, r.Scan(&b)
 	})
 	if err != nil {
-		return false, false, fmt.Errorf("observe: query payload_present: %w", err)
+		return false, false, o.queryError(ctx, QPayloadPresent, err)
 	}
 	switch len(got) {
 	case 0:
@@ -310,7 +536,8 @@ func (o *Observer) Snapshot(ctx context.Context, k Key) []Result {
 		for _, n := range q.params {
 			r.Params[fmt.Sprintf("$%d %s", n, target.ParamNames[n-1])] = k.param(n)
 		}
-		rows, err := o.pool.Query(ctx, q.compact, o.args(q, k)...)
+		qctx, cancel := o.queryContext(ctx)
+		rows, err := o.pool.Query(qctx, q.compact, o.args(q, k)...)
 		if err == nil {
 			for _, f := range rows.FieldDescriptions() {
 				r.Columns = append(r.Columns, f.Name)
@@ -336,8 +563,9 @@ func (o *Observer) Snapshot(ctx context.Context, k Key) []Result {
 				err = rows.Err()
 			}
 		}
+		cancel()
 		if err != nil {
-			r.Error = err.Error()
+			r.Error = o.queryError(ctx, name, err).Error()
 		}
 		out = append(out, r)
 	}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
 	"github.com/hookcert/hookcert/adapters/target"
@@ -153,20 +154,25 @@ func TestOpenChecksEveryQuery(t *testing.T) {
 		t.Fatal("no error")
 	}
 	for _, want := range []string{
-		`query event_rows does not prepare: ERROR: relation "no_such_table" does not exist`,
-		"query effects: must return 1 column(s) (count), returns 2",
-		"query object_effects: parameter $5 is out of range $1..$4",
-		"query object: must return 2 column(s) (version, status), returns 1",
-		"query payment does not prepare: ERROR: syntax error",
+		`target.observe.postgres.queries.event_rows: does not prepare: ERROR: relation "no_such_table" does not exist (SQLSTATE 42P01)`,
+		"target.observe.postgres.queries.effects: must return 1 column(s) (count), returns 2",
+		"target.observe.postgres.queries.object_effects: parameter $5 is out of range $1..$4",
+		"target.observe.postgres.queries.object: must return 2 column(s) (version, status), returns 1",
+		`target.observe.postgres.queries.payment: does not prepare: ERROR: syntax error at or near "SELEC" (SQLSTATE 42601)`,
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("missing %q in:\n%v", want, err)
 		}
 	}
-	if _, err := Open(ctx, "postgres://u:hunter2@127.0.0.1:1/x?connect_timeout=1", queries); err == nil || strings.Contains(err.Error(), "hunter2") {
-		t.Errorf("unreachable database: err = %v (must fail without the password)", err)
+	var pe *pgconn.PgError
+	if !errors.Is(err, ErrInvalidQuery) || errors.Is(err, ErrUnreachable) || !errors.As(err, &pe) {
+		t.Errorf("bad queries: err wraps ErrInvalidQuery %v, ErrUnreachable %v, a PgError %v; want true, false, true",
+			errors.Is(err, ErrInvalidQuery), errors.Is(err, ErrUnreachable), errors.As(err, &pe))
 	}
-	if _, err := Open(ctx, "postgres://u:hunter2@[bad", queries); err == nil || strings.Contains(err.Error(), "hunter2") {
+	if _, err := Open(ctx, "postgres://u:hunter2@127.0.0.1:1/x?connect_timeout=1", queries); !errors.Is(err, ErrUnreachable) || errors.Is(err, ErrInvalidQuery) || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("unreachable database: err = %v (must wrap ErrUnreachable, without the password)", err)
+	}
+	if _, err := Open(ctx, "postgres://u:hunter2@[bad", queries); !errors.Is(err, ErrUnreachable) || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("invalid URL: err = %v (must fail without the password)", err)
 	}
 }
