@@ -52,6 +52,13 @@ func TestSameSeedSameDeliveries(t *testing.T) {
 	if n := strings.Count(got[0], "\n"); n < 150 {
 		t.Fatalf("only %d deliveries compared; the demo sends about two hundred", n)
 	}
+	// `repro ID --seed N` runs one guarantee alone: its scenario sends what it sent
+	// in the full run.
+	r1 := &run{seed: seed}
+	one := deliveries(readHistory(t, demo(t, bin, server, r1, "--label-filter", "ORDER-2")))
+	if want := only(got[0], "ORDER-2"); strings.TrimPrefix(one, "scenario 1 ORDER-2\n") != want || want == "" {
+		t.Fatalf("ORDER-2 alone sent other deliveries than in the full run:\n%s\nvs\n%s", one, want)
+	}
 	// A different seed must send different deliveries, or the test shows nothing.
 	r := &run{seed: seed + 1}
 	other := deliveries(readHistory(t, demo(t, bin, server, r)))
@@ -79,6 +86,17 @@ func deliveries(h *simulator.History) string {
 		fmt.Fprintf(&b, "scenario %d %s\n", sc.Index, sc.Guarantee)
 		for _, l := range lines {
 			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
+
+// only keeps the attempt lines of one guarantee.
+func only(deliveries, id string) string {
+	var b strings.Builder
+	for _, l := range strings.SplitAfter(deliveries, "\n") {
+		if strings.HasPrefix(l, id+" ") {
+			b.WriteString(l)
 		}
 	}
 	return b.String()
