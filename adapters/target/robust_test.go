@@ -360,3 +360,15 @@ func TestObserverTimeouts(t *testing.T) {
 		t.Errorf("errors:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
+
+func TestSummaryCommandRedacted(t *testing.T) {
+	src := minimal + "  lifecycle: {command: [rx, \"--db={{.DatabaseURL}}\", \"host=h password=hunter22\"], ready: {http: /h}}\n"
+	tg, err := Parse([]byte(src), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(tg.Summary().Command, " ")
+	if strings.Contains(got, "s3cretpw") || strings.Contains(got, "hunter22") || !strings.Contains(got, "--db=postgres://app:xxxxx@127.0.0.1:5432/rx") {
+		t.Errorf("summary command = %q", got)
+	}
+}

@@ -566,7 +566,8 @@ func (t *Target) Summary() Summary {
 	}
 	if t.Lifecycle != nil {
 		for _, a := range t.Lifecycle.Command {
-			s.Command = append(s.Command, redactURL(a))
+			// An argument may embed a URL ("--db=postgres://u:pw@h/db").
+			s.Command = append(s.Command, redactText(redactURL(a), t.Postgres.URL.Reveal()))
 		}
 		for k := range t.Lifecycle.Env {
 			s.EnvNames = append(s.EnvNames, k)
