@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"net/textproto"
@@ -33,6 +34,10 @@ var errResponseTooLarge = errors.New("response exceeded its read budget of bytes
 type budgetReader struct {
 	r io.Reader
 	n int64
+	// timeout is set when a read hit the connection's deadline: a parser
+	// that then reports a malformed partial line is describing the cut, not
+	// the receiver's answer.
+	timeout error
 }
 
 func (b *budgetReader) Read(p []byte) (int, error) {
@@ -44,6 +49,9 @@ func (b *budgetReader) Read(p []byte) (int, error) {
 	}
 	n, err := b.r.Read(p)
 	b.n -= int64(n)
+	if err != nil && b.timeout == nil && isTimeout(err) {
+		b.timeout = err
+	}
 	return n, err
 }
 
@@ -62,18 +70,30 @@ type pconn struct {
 	// ackedBase is tcpi_bytes_acked once the connection was set up (the TLS
 	// handshake's bytes), so acked - ackedBase counts request bytes.
 	ackedBase int64
+	// receivedBase is what had arrived from the receiver before the request:
+	// more means it answered. TLS connections disable the check (session
+	// tickets arrive after the handshake).
+	receivedBase int64
 }
 
-// untouched reports whether the receiver's kernel demonstrably acknowledged no
-// byte of the request on this fresh connection: it was refused before the
-// receiver could read any of it, so a fresh connection may carry the same
-// attempt again.
-func (pc *pconn) untouched() bool {
+// requestAcked returns how many bytes of the request the receiver's kernel
+// acknowledged on this fresh connection; ok is false when that cannot be told
+// (a reused connection, or no kernel support). 0 means the receiver took none
+// of it, so a fresh connection may carry the same attempt again; fewer than
+// the request's bytes means it cannot have read the whole request.
+func (pc *pconn) requestAcked() (n int64, ok bool) {
 	if !pc.fresh {
-		return false
+		return 0, false
 	}
 	st := readSockState(pc)
-	return st.known && st.acked == pc.ackedBase
+	return st.acked - pc.ackedBase, st.known
+}
+
+// untouched reports whether the receiver demonstrably took no byte of the
+// request on this fresh connection.
+func (pc *pconn) untouched() bool {
+	n, ok := pc.requestAcked()
+	return ok && n == 0
 }
 
 // connPool keeps idle keep-alive connections to the target, most recent first.
@@ -169,7 +189,8 @@ func (r *Runner) connect(ctx context.Context, deadline time.Time) (*pconn, error
 			return nil, err
 		}
 		switch {
-		case errors.Is(err, syscall.ECONNREFUSED):
+		case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+			// Refused, or reset during the handshake: nothing was sent yet.
 			if refused++; refused >= maxRefusedTries {
 				return nil, err
 			}
@@ -242,7 +263,7 @@ func (r *Runner) dial(ctx context.Context, deadline time.Time, tryTimeout time.D
 			return nil, err
 		}
 		c = tc
-		pc.ackedBase = readSockState(pc).acked
+		pc.ackedBase, pc.receivedBase = readSockState(pc).acked, math.MaxInt64
 	}
 	pc.c = c
 	b := &budgetReader{r: c}
@@ -318,8 +339,11 @@ func (r *Runner) readAnyResponse(pc *pconn) (res response, reusable bool) {
 		var err error
 		resp, err = http.ReadResponse(pc.br, nil)
 		if err != nil {
-			if pc.budget.n <= 0 || errors.Is(err, errResponseTooLarge) {
+			switch {
+			case pc.budget.n <= 0 || errors.Is(err, errResponseTooLarge):
 				err = errHeadersTooLarge
+			case pc.budget.timeout != nil:
+				err = pc.budget.timeout
 			}
 			res.err = err
 			return res, false
@@ -463,6 +487,13 @@ func plainStatus(line []byte) (int, bool) {
 	}
 	if code < 200 || code == 204 || code == 304 {
 		return 0, false
+	}
+	// A control byte in the reason (a bare LF above all) ends the line for
+	// net/http: its call.
+	for _, c := range line[len(proto)+3:] {
+		if (c < ' ' && c != '\t') || c == 0x7f {
+			return 0, false
+		}
 	}
 	return code, true
 }
