@@ -38,12 +38,26 @@
 // last final-byte write) is recorded in the history's ReleaseRecord; the
 // benchmark in simulator/benchmark measures the spread as the receiver sees it.
 //
+// Holding bytes back is the barrier's doing, not a provider's, so it must not
+// cause failures a provider would not (barrier.go): a copy is held only once the
+// receiver's kernel acknowledged what was written (on Linux; a connection stuck
+// in an overflowing accept queue would answer the final byte with a reset), the
+// pre-open phase is bounded so that a receiver serving one connection at a time
+// is not deadlocked, and copies the barrier could not hold complete their own
+// requests. ReleaseRecord.Released counts the copies the barrier held and
+// released together.
+//
 // # Wire behaviour
 //
 // The simulator speaks HTTP/1.1 (TLS for https URLs) over its own connections:
 // keep-alive for single attempts, with a liveness probe before reusing an idle
 // connection so a receiver that closed or crashed never turns into a spurious
-// "unknown"; no proxy; redirects are never followed (a 3xx is the response, as
+// "unknown"; a connection refused, never accepted (connect tries have their own
+// growing timeout) or reset before the receiver acknowledged any byte of the
+// request is opened again for the same attempt, a bounded number of times, and
+// an attempt that reached nobody is failed, not unknown; an answer that arrives
+// before the request was written in full is no delivery (a 2xx is unknown);
+// interim 1xx responses are skipped; no proxy; redirects are never followed (a 3xx is the response, as
 // providers treat it); responses are read to at most Options.ResponseReadLimit
 // bytes (longer bodies are cut and recorded with error class too_large) and
 // every attempt ends by its timeout. A plain response (HTTP/1.1, final status,

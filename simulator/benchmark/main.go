@@ -302,6 +302,7 @@ func spread(args []string) error {
 		return err
 	}
 	var handler, kernel, user, sender []time.Duration
+	held, releases := 0, 0
 	release := func(base string, i int) (simulator.ReleaseRecord, error) {
 		r, err := simulator.NewRunner(simulator.Target{URL: fmt.Sprintf("%s/spread/%d", base, i), Profile: stripe(),
 			Secrets: []string{benchSecret}}, simulator.Options{})
@@ -318,6 +319,8 @@ func spread(args []string) error {
 				return rel, fmt.Errorf("release %d copy %d: %s %s", i, a.Copy, a.Outcome, a.Error)
 			}
 		}
+		held += rel.Released
+		releases++
 		return rel, nil
 	}
 	for i := 0; i < *n; i++ {
@@ -351,7 +354,8 @@ func spread(args []string) error {
 			user = append(user, spreadOf(at["user"]))
 		}
 	}
-	fmt.Printf("release spread of %d copies, %d releases per row (max - min arrival):\n", *copies, *n)
+	fmt.Printf("release spread of %d copies, %d releases per row (max - min arrival); %.1f of %d copies held by the barrier on average:\n",
+		*copies, *n, float64(held)/float64(max(releases, 1)), *copies)
 	row := func(name string, v []time.Duration) {
 		if len(v) > 0 {
 			fmt.Printf("  %-44s p50 %9v  p90 %9v  max %9v\n", name, pct(v, 50), pct(v, 90), pct(v, 100))
