@@ -155,15 +155,22 @@ func (r *Runner) deliver(ctx context.Context, pc *pconn, wire []byte, lostAck st
 			pc.c.SetDeadline(deadline)
 		}
 		res, reusable := r.exchange(ctx, pc, wire, 0, lostAck)
-		if !res.gotResp && res.err != nil && pc.untouched() {
-			if fresh < maxFreshTries && ctx.Err() == nil && sleepCtx(ctx, retryPause(fresh), deadline) {
+		if acked, ok := pc.requestAcked(); ok && !res.gotResp && res.err != nil {
+			switch {
+			case acked == 0 && fresh < maxFreshTries && ctx.Err() == nil && sleepCtx(ctx, retryPause(fresh), deadline):
 				pc.c.Close()
 				pc = nil
 				continue
+			case acked == 0:
+				// Nothing reached the receiver: the request was not delivered.
+				res.wrote = false
+				res.err = untouchedError{err: res.err, conns: fresh}
+			case acked < res.size && res.wrote:
+				// Written to the socket, but the receiver's kernel never got all of
+				// it: the receiver cannot have read the whole request.
+				res.wrote = false
+				res.err = partialError{err: res.err, acked: acked, size: res.size}
 			}
-			// Nothing reached the receiver: the request was not delivered.
-			res.wrote = false
-			res.err = untouchedError{err: res.err, conns: fresh}
 		}
 		pc.fresh = false
 		if reusable {
@@ -188,6 +195,19 @@ func (e untouchedError) Error() string {
 }
 
 func (e untouchedError) Unwrap() error { return e.err }
+
+// partialError is a connection failure after the receiver acknowledged only
+// part of the request.
+type partialError struct {
+	err         error
+	acked, size int64
+}
+
+func (e partialError) Error() string {
+	return fmt.Sprintf("%v (the receiver acknowledged %d of the request's %d bytes)", e.err, e.acked, e.size)
+}
+
+func (e partialError) Unwrap() error { return e.err }
 
 // earlyAnswerWait bounds the read of an answer that may have arrived while a
 // write failed (a receiver that answers before reading a large body, then

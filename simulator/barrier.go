@@ -319,6 +319,8 @@ func (b *barrier) confirm(pc *pconn) error {
 		switch {
 		case !st.known:
 			return nil // nothing to tell by: held as soon as written
+		case st.received > pc.receivedBase:
+			return errAnsweredUnconfirmed // read by earlyAnswer
 		case !st.established:
 			return errClosedUnconfirmed
 		case !st.pending:
@@ -334,6 +336,10 @@ func (b *barrier) confirm(pc *pconn) error {
 		pause = min(2*pause, maxConfirmPoll)
 	}
 }
+
+// errAnsweredUnconfirmed: the receiver sent something before it acknowledged
+// the request's bytes.
+var errAnsweredUnconfirmed = errors.New("the receiver answered before it acknowledged the request's bytes")
 
 // errUnconfirmedTimeout: the receiver's kernel never acknowledged the request
 // within the attempt's timeout.

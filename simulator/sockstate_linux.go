@@ -18,6 +18,7 @@ type sockState struct {
 	established bool  // TCP_ESTABLISHED: neither side has closed or reset
 	pending     bool  // bytes written but not yet acknowledged (or not yet sent)
 	acked       int64 // bytes the receiver's kernel acknowledged (tcpi_bytes_acked)
+	received    int64 // bytes received from the receiver (tcpi_bytes_received)
 }
 
 // Offsets in struct tcp_info (linux/tcp.h, stable since 4.6).
@@ -25,6 +26,7 @@ const (
 	tcpiState      = 0
 	tcpiUnacked    = 24
 	tcpiBytesAcked = 120
+	tcpiBytesRecv  = 128
 	tcpiNotsent    = 144
 	tcpiMinLen     = 148
 	tcpEstablished = 1
@@ -48,6 +50,7 @@ func readSockState(pc *pconn) sockState {
 		st.established = buf[tcpiState] == tcpEstablished
 		st.pending = binary.NativeEndian.Uint32(buf[tcpiUnacked:]) != 0 || binary.NativeEndian.Uint32(buf[tcpiNotsent:]) != 0
 		st.acked = int64(binary.NativeEndian.Uint64(buf[tcpiBytesAcked:]))
+		st.received = int64(binary.NativeEndian.Uint64(buf[tcpiBytesRecv:]))
 	})
 	return st
 }

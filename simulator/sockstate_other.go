@@ -9,6 +9,7 @@ type sockState struct {
 	established bool
 	pending     bool
 	acked       int64
+	received    int64
 }
 
 func readSockState(*pconn) sockState { return sockState{} }
