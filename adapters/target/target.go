@@ -102,7 +102,14 @@ type Target struct {
 	// Retention is the declared retention and purge trigger; nil when the file
 	// has no retention section.
 	Retention *RetentionSpec
+	// vars are the template variables the file uses.
+	vars map[string]bool
 }
+
+// Uses reports whether the file's templates refer to variable name (e.g.
+// "DatabaseURL"): the harness provisions a database only for a file that asks
+// for one.
+func (t *Target) Uses(name string) bool { return t.vars[name] }
 
 // Endpoint is where deliveries of one profile for one account go.
 type Endpoint struct {
@@ -336,6 +343,14 @@ var PlaceholderVars = Vars{
 	Port:        "65535",
 }
 
+// Inspect checks a whole target file as Validate does and returns it rendered
+// with PlaceholderVars, to learn what the run must provide (Uses) before
+// anything is provisioned. Its URLs and commands are stand-ins: Parse the file
+// with the run's values to use it.
+func Inspect(data []byte, knownProfiles []string) (*Target, error) {
+	return parse(data, PlaceholderVars, options{profiles: knownProfiles, placeholders: true})
+}
+
 // Validate checks a whole target file before anything is provisioned: template
 // variables are rendered with PlaceholderVars, so every rule is checked except
 // what only the run's real values could break (a duplicate endpoint path is
@@ -433,6 +448,9 @@ func parse(data []byte, vars Vars, o options) (*Target, error) {
 	}
 	v := &validator{root: &root, vars: vars, bad: sc.bad, opts: o}
 	t := v.build(&doc)
+	if t != nil {
+		t.vars = v.used
+	}
 	errs := make([]*FieldError, 0, len(sc.errs)+len(v.errs))
 	errs = append(append(errs, sc.errs...), v.errs...)
 	if len(errs) == 0 {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"text/template"
+	tparse "text/template/parse"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -36,6 +37,8 @@ type validator struct {
 	// bad are the paths the shape check found unusable (see shapeChecker).
 	bad  map[string]bool
 	opts options
+	// used are the template variables the file's templates reference.
+	used map[string]bool
 }
 
 // fail records a FieldError at path segs, unless the shape check already reported
@@ -107,6 +110,10 @@ func (v *validator) render(segs []any, s string) (string, bool) {
 		v.fail(segs, "bad template: %v", err)
 		return "", false
 	}
+	if v.used == nil {
+		v.used = map[string]bool{}
+	}
+	templateVars(tpl.Tree.Root, v.used)
 	data := map[string]string{}
 	for k, val := range map[string]string{"BaseURL": v.vars.BaseURL, "DatabaseURL": v.vars.DatabaseURL,
 		"ListenAddr": v.vars.ListenAddr, "Port": v.vars.Port} {
@@ -607,4 +614,44 @@ func tableNameOK(name string) bool {
 		ok = ok && identRE.MatchString(p)
 	}
 	return ok
+}
+
+// templateVars adds the variables ({{.Name}}) a template's parse tree refers to.
+func templateVars(n tparse.Node, into map[string]bool) {
+	switch n := n.(type) {
+	case *tparse.ListNode:
+		if n != nil {
+			for _, c := range n.Nodes {
+				templateVars(c, into)
+			}
+		}
+	case *tparse.ActionNode:
+		templateVars(n.Pipe, into)
+	case *tparse.PipeNode:
+		if n != nil {
+			for _, c := range n.Cmds {
+				templateVars(c, into)
+			}
+		}
+	case *tparse.CommandNode:
+		for _, a := range n.Args {
+			templateVars(a, into)
+		}
+	case *tparse.FieldNode:
+		if len(n.Ident) > 0 {
+			into[n.Ident[0]] = true
+		}
+	case *tparse.IfNode:
+		templateVars(n.Pipe, into)
+		templateVars(n.List, into)
+		templateVars(n.ElseList, into)
+	case *tparse.RangeNode:
+		templateVars(n.Pipe, into)
+		templateVars(n.List, into)
+		templateVars(n.ElseList, into)
+	case *tparse.WithNode:
+		templateVars(n.Pipe, into)
+		templateVars(n.List, into)
+		templateVars(n.ElseList, into)
+	}
 }

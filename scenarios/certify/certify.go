@@ -139,9 +139,15 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 	data := o.ConfigData
 	if data == nil {
 		var err error
-		if data, err = os.ReadFile(o.ConfigPath); err != nil {
-			return nil, fmt.Errorf("%w: target file: %v", ErrConfig, err)
+		if data, err = target.ReadFile(o.ConfigPath); err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
+	}
+	// The whole file is checked before anything is provisioned or started, and
+	// what the run must provide is read off the parsed file, not its text.
+	inspected, err := target.Inspect(data, profiles.IDs())
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
 	}
 	vars := target.Vars{}
 	addr, err := process.FreeAddr()
@@ -150,7 +156,7 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 	}
 	vars.ListenAddr = addr
 	var provisioned *pgprovision.Database
-	if strings.Contains(string(data), ".DatabaseURL") {
+	if inspected.Uses("DatabaseURL") {
 		dbURL := o.DatabaseURL
 		if dbURL == "" {
 			dbURL = pgprovision.URLFromEnv()
@@ -167,11 +173,8 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		vars.DatabaseURL = db.URL
 		fmt.Fprintf(o.Stdout, "database: %s (%s)\n", pgprovision.Redact(db.URL), db.Method)
 	}
-	tg, err := target.Parse(data, vars)
+	tg, err := target.Parse(data, vars, target.WithProfiles(profiles.IDs()))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
-	}
-	if err := tg.CheckProfiles(profiles.IDs()); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
 	}
 
@@ -232,8 +235,10 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	}
 
-	obs, err := observe.Open(ctx, tg.Postgres.URL.Reveal(), tg.Postgres.Queries)
-	if err != nil {
+	obs, err := observe.OpenTarget(ctx, tg.Postgres)
+	if errors.Is(err, observe.ErrInvalidQuery) {
+		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
+	} else if err != nil {
 		return nil, fmt.Errorf("%w: observer: %v", ErrUnreachable, err)
 	}
 	hs.closers = append(hs.closers, obs.Close)

@@ -160,3 +160,39 @@ func TestGinkgoEntryPoint(t *testing.T) {
 		t.Errorf("results: %+v", res.Summary)
 	}
 }
+
+// Configuration errors are exit 2, found before anything is provisioned: a query
+// that does not prepare, and a broken file aimed at a database that does not
+// answer (the file's error, not the database's, is reported).
+func TestConfigurationErrorsExitTwo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a receiver")
+	}
+	bin := build(t)
+	_, targetFile, env := startReceiver(t, bin)
+	good, err := os.ReadFile(targetFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for name, c := range map[string]struct{ from, to, want string }{
+		"query does not prepare": {"FROM ledger_entries", "FROM no_such_table", "queries.effects"},
+		"broken file, dead database": {"base_url:", "base_ur1:", "base_ur1"},
+	} {
+		bad := strings.Replace(string(good), c.from, c.to, 1)
+		if name == "broken file, dead database" {
+			bad = strings.Replace(bad, "127.0.0.1:5432", "127.0.0.1:1", -1)
+		}
+		f := filepath.Join(dir, strings.ReplaceAll(name, " ", "_")+".yaml")
+		if err := os.WriteFile(f, []byte(bad), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(bin, "certify", "--config", f, "--report-dir", t.TempDir())
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.CombinedOutput()
+		ee, ok := err.(*exec.ExitError)
+		if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
+			t.Errorf("%s: %v, want exit 2 naming %s:\n%s", name, err, c.want, out)
+		}
+	}
+}
