@@ -176,7 +176,7 @@ func TestConfigurationErrorsExitTwo(t *testing.T) {
 	}
 	dir := t.TempDir()
 	for name, c := range map[string]struct{ from, to, want string }{
-		"query does not prepare": {"FROM ledger_entries", "FROM no_such_table", "queries.effects"},
+		"query does not prepare":     {"FROM ledger_entries", "FROM no_such_table", "queries.effects"},
 		"broken file, dead database": {"base_url:", "base_ur1:", "base_ur1"},
 	} {
 		bad := strings.Replace(string(good), c.from, c.to, 1)
