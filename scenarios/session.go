@@ -47,6 +47,9 @@ const settle = 3 * time.Second
 const (
 	// PhaseReconcile is the read of every delivered key after a scenario ends.
 	PhaseReconcile = "reconcile"
+	// PhaseQuiesce marks the reads made between scenarios while waiting for the
+	// previous one's deliveries to land; no checker judges them.
+	PhaseQuiesce = "quiesce"
 	// FactExpired lists, one per line, the keys a scenario purged on purpose.
 	FactExpired = "expired"
 )
