@@ -165,38 +165,20 @@ func (s *session) ack1Round(ep Endpoint, round int) {
 	s.mu.Lock()
 	kth := 1 + s.rng.IntN(perRoundACK1/2)
 	s.mu.Unlock()
-	r := s.run.runner(ep)
-	out := make([]simulator.AttemptRecord, len(evs))
-	errs := make([]error, len(evs))
 	var mu sync.Mutex
 	acks, killed := 0, false
 	var killErr error
-	var wg sync.WaitGroup
-	for i, ev := range evs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			a, err := r.Send(s.ctx, ev, simulator.SendOptions{Copy: i})
-			out[i], errs[i] = a, err
-			if err != nil || !acked(a) {
-				return
-			}
-			mu.Lock()
-			defer mu.Unlock()
-			if acks++; acks == kth && !killed {
-				killed = true
-				killErr = s.env.Controller.Kill()
-			}
-		}()
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			s.abort("the harness could not build a delivery: %v", err)
+	out := s.deliver(ep, RoleLoad, evs, simulator.Step{}, true, func(a simulator.AttemptRecord) {
+		if !acked(a) {
+			return
 		}
-	}
-	s.harnessSide(out...)
-	s.record(RoleLoad, s.run.align(r, out...)...)
+		mu.Lock()
+		defer mu.Unlock()
+		if acks++; acks == kth && !killed {
+			killed = true
+			killErr = s.env.Controller.Kill()
+		}
+	})
 	if killErr != nil {
 		s.abort("killing the receiver: %v", killErr)
 	}

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"math/rand/v2"
@@ -73,6 +72,7 @@ type session struct {
 
 	mu    sync.Mutex
 	n     int
+	plans int
 	notes []string
 	facts map[string]string
 	// expired are keys the scenario had the receiver purge on purpose.
@@ -226,52 +226,73 @@ func (s *session) record(role string, recs ...simulator.AttemptRecord) []simulat
 	return recs
 }
 
-func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.SendOptions) simulator.AttemptRecord {
-	r := s.run.runner(ep)
-	rec, err := r.Send(s.ctx, ev, o)
-	if err != nil {
-		s.abort("delivering %s: %v", ev.ID, err)
+// deliver runs one plan against ep — the simulator's one path for deliveries —
+// and files its attempts under role. Each event becomes one step; consecutive
+// steps go at the same time when together is set. each, when set, hears of every
+// attempt as it ends. The attempts come back in step order.
+func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(simulator.AttemptRecord)) []simulator.AttemptRecord {
+	s.mu.Lock()
+	s.plans++
+	seed := int64(s.rng.Uint64() >> 1)
+	name := fmt.Sprintf("%s/%d", s.g.ID, s.plans)
+	s.mu.Unlock()
+	plan := &simulator.Plan{Name: name, Seed: seed}
+	for i, ev := range evs {
+		en := fmt.Sprintf("e%d", i)
+		plan.Events = append(plan.Events, simulator.EventSpec{Name: en, ID: ev.ID, Source: ev.Source, Account: ev.Account,
+			Type: ev.Type, ObjectID: ev.ObjectID, Version: ev.Version, Amount: ev.Amount, Currency: ev.Currency, Status: ev.Status})
+		st := step
+		st.Event, st.WithPrevious = en, together && i > 0
+		plan.Steps = append(plan.Steps, st)
 	}
-	s.harnessSide(rec)
-	return s.record(role, s.run.align(r, rec)...)[0]
+	r := s.run.runner(ep)
+	h, err := r.RunNotify(s.ctx, plan, each)
+	if err != nil && s.ctx.Err() == nil {
+		// Bad input to the simulator is the harness's problem, not the receiver's.
+		s.abort("the harness could not build the deliveries of %s: %v", name, err)
+	}
+	recs := h.Attempts
+	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Step < recs[j].Step })
+	s.harnessSide(recs...)
+	if err != nil {
+		s.abort("interrupted: %v", context.Cause(s.ctx))
+	}
+	for _, rel := range h.Releases {
+		rel.Scenario = s.index
+		rel.StartNS += int64(r.Started().Sub(s.run.start))
+		s.run.addRelease(rel)
+	}
+	return s.record(role, s.run.align(r, recs...)...)
 }
 
-func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o simulator.SendOptions) ([]simulator.AttemptRecord, simulator.ReleaseRecord) {
-	r := s.run.runner(ep)
-	recs, rel, err := r.SendCopies(s.ctx, ev, n, o)
-	if err != nil {
-		s.abort("delivering %d copies of %s: %v", n, ev.ID, err)
+func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.SendOptions) simulator.AttemptRecord {
+	recs := s.deliver(ep, role, []profiles.Event{ev}, stepOf(o), false, nil)
+	if len(recs) != 1 {
+		s.abort("delivering %s: %d attempts recorded, want 1", ev.ID, len(recs))
 	}
-	s.harnessSide(recs...)
-	rel.Scenario = s.index
-	rel.StartNS += int64(r.Started().Sub(s.run.start))
-	s.run.addRelease(rel)
-	return s.record(role, s.run.align(r, recs...)...), rel
+	return recs[0]
+}
+
+// copies releases n copies of one delivery together (a barrier release).
+func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o simulator.SendOptions) ([]simulator.AttemptRecord, simulator.ReleaseRecord) {
+	st := stepOf(o)
+	st.Copies = n
+	recs := s.deliver(ep, role, []profiles.Event{ev}, st, false, nil)
+	var rel simulator.ReleaseRecord
+	for _, r := range s.run.releasesOf(s.index) {
+		rel = r // the one just made: releases are filed in order
+	}
+	return recs, rel
 }
 
 // parallel sends each event once, all at the same time, and returns the records in
 // the order of evs.
 func (s *session) parallel(ep Endpoint, evs []profiles.Event, role string, o simulator.SendOptions) []simulator.AttemptRecord {
-	r := s.run.runner(ep)
-	out := make([]simulator.AttemptRecord, len(evs))
-	errs := make([]error, len(evs))
-	var wg sync.WaitGroup
-	for i, ev := range evs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			oo := o
-			oo.Copy = i
-			out[i], errs[i] = r.Send(s.ctx, ev, oo)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		// Bad input to the simulator is the harness's problem, not the receiver's.
-		s.abort("the harness could not build a delivery: %v", err)
-	}
-	s.harnessSide(out...)
-	return s.record(role, s.run.align(r, out...)...)
+	return s.deliver(ep, role, evs, stepOf(o), true, nil)
+}
+
+func stepOf(o simulator.SendOptions) simulator.Step {
+	return simulator.Step{Attempt: o.Attempt, Faults: o.Faults, Timeout: simulator.Duration(o.Timeout)}
 }
 
 // harnessSide aborts when an attempt ended because the run itself was stopped:

@@ -77,7 +77,7 @@ func TestTLSTarget(t *testing.T) {
 	}
 }
 
-func TestDeliverFollowsSchedule(t *testing.T) {
+func TestRetryFollowsSchedule(t *testing.T) {
 	rc := newReceiver(t, func(w http.ResponseWriter, n int, s seen) {
 		if n < 3 {
 			w.WriteHeader(http.StatusServiceUnavailable)
@@ -86,10 +86,13 @@ func TestDeliverFollowsSchedule(t *testing.T) {
 		w.Write([]byte("ok"))
 	})
 	r := newTestRunner(t, rc.srv.URL, testProfile{delays: []time.Duration{time.Minute, time.Minute, time.Minute}})
-	recs, err := r.Deliver(context.Background(), testEvent(), SendOptions{}, Clock{Scale: 6000})
+	ev := testEvent()
+	h, err := r.Run(context.Background(), &Plan{Seed: 1, TimeScale: 6000,
+		Events: []EventSpec{{Name: "e", ID: ev.ID, Type: ev.Type}}, Steps: []Step{{Event: "e", Retry: true}}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	recs := h.Attempts
 	if len(recs) != 3 || recs[2].Outcome != OutcomeAcknowledged || recs[1].Outcome != OutcomeFailed || recs[1].Attempt != 2 {
 		t.Fatalf("attempts: %+v", recs)
 	}

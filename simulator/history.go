@@ -191,6 +191,8 @@ type recorder struct {
 	mu     sync.Mutex
 	h      History // Meta and Releases; Attempts live in chunks
 	chunks [][]AttemptRecord
+	// each, when set, is told of every attempt as it is recorded.
+	each func(AttemptRecord)
 }
 
 const recorderChunk = 1024
@@ -204,6 +206,9 @@ func (r *recorder) attempt(a AttemptRecord) {
 	}
 	r.chunks[n-1] = append(r.chunks[n-1], a)
 	r.mu.Unlock()
+	if r.each != nil {
+		r.each(a)
+	}
 }
 
 func (r *recorder) release(rel ReleaseRecord) {

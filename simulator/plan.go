@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"bytes"
+	"cmp"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -142,8 +143,11 @@ func (f Faults) validate(field string) error {
 // EventSpec describes one logical event of a plan. Empty ID means "generate from
 // the seed"; empty Account means the target's account.
 type EventSpec struct {
-	Name     string `yaml:"name" json:"name"`
-	ID       string `yaml:"id,omitempty" json:"id,omitempty"`
+	Name string `yaml:"name" json:"name"`
+	ID   string `yaml:"id,omitempty" json:"id,omitempty"`
+	// Source is the event key's source the receiver derives (default: the
+	// profile ID; a target may name its endpoints' sources otherwise).
+	Source   string `yaml:"source,omitempty" json:"source,omitempty"`
 	Account  string `yaml:"account,omitempty" json:"account,omitempty"`
 	Type     string `yaml:"type" json:"type"`
 	ObjectID string `yaml:"object_id,omitempty" json:"object_id,omitempty"`
@@ -179,6 +183,12 @@ type Step struct {
 	// Timeout overrides the per-attempt response timeout (real time).
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	Replay  *Replay  `yaml:"replay,omitempty" json:"replay,omitempty"`
+	// Attempt is the provider's attempt number of this delivery (default 1): a
+	// redelivery of an event already sent is attempt 2 or later.
+	Attempt int `yaml:"attempt,omitempty" json:"attempt,omitempty"`
+	// WithPrevious starts the step together with the one before it instead of
+	// after it: consecutive such steps deliver distinct events at the same time.
+	WithPrevious bool `yaml:"with_previous,omitempty" json:"with_previous,omitempty"`
 }
 
 // Plan is what the simulator will do. Load one from YAML with ParsePlan or
@@ -296,6 +306,15 @@ func (p *Plan) Validate() error {
 		}
 		if s.Timeout < 0 {
 			return fmt.Errorf("%s.timeout must not be negative", f)
+		}
+		if s.Attempt < 0 {
+			return fmt.Errorf("%s.attempt must not be negative (0 means 1)", f)
+		}
+		if s.WithPrevious && i == 0 {
+			return fmt.Errorf("%s.with_previous needs a step before it", f)
+		}
+		if s.WithPrevious && s.Wait > 0 {
+			return fmt.Errorf("%s.wait must be 0 when with_previous is set: the step starts with the previous one", f)
 		}
 		if err := s.Faults.validate(f + ".faults"); err != nil {
 			return err
@@ -469,7 +488,7 @@ func (p *Plan) Resolve(profileID, account string, created time.Time) (*ResolvedP
 	rp := &ResolvedPlan{Plan: *p, Events: map[string]profiles.Event{}}
 	for i, e := range p.Events {
 		ev := profiles.Event{
-			Source: profileID, Account: e.Account, ID: e.ID, Type: e.Type,
+			Source: cmp.Or(e.Source, profileID), Account: e.Account, ID: e.ID, Type: e.Type,
 			ObjectID: e.ObjectID, Version: e.Version, Amount: e.Amount,
 			Currency: e.Currency, Status: e.Status, Created: created.UTC().Truncate(time.Second),
 		}

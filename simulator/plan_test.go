@@ -2,8 +2,13 @@ package simulator
 
 import (
 	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -205,5 +210,48 @@ steps:
 	}
 	if p.Steps[1].Wait.D() != 24*time.Hour || p.Steps[0].Copies != 16 {
 		t.Fatalf("parsed: %+v", p)
+	}
+}
+
+// Steps marked with_previous start together; attempt numbers and sources reach the
+// records; RunNotify reports every attempt as it ends.
+func TestPlanGroupsAttemptsAndNotify(t *testing.T) {
+	var mu sync.Mutex
+	inFlight, most := 0, 0
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		inFlight++
+		most = max(most, inFlight)
+		mu.Unlock()
+		time.Sleep(100 * time.Millisecond)
+		mu.Lock()
+		inFlight--
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	r, err := NewRunner(Target{URL: srv.URL, Profile: testProfile{}, Secrets: []string{"s"}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	plan := &Plan{Seed: 2, Events: []EventSpec{{Name: "a", ID: "evt_a", Type: "t", Source: "src"}, {Name: "b", ID: "evt_b", Type: "t"}, {Name: "c", ID: "evt_c", Type: "t"}},
+		Steps: []Step{{Event: "a"}, {Event: "b", WithPrevious: true}, {Event: "c", WithPrevious: true, Attempt: 3}}}
+	var notified atomic.Int32
+	h, err := r.RunNotify(context.Background(), plan, func(AttemptRecord) { notified.Add(1) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if most != 3 || len(h.Attempts) != 3 || notified.Load() != 3 {
+		t.Fatalf("%d at once, %d attempts, %d notified", most, len(h.Attempts), notified.Load())
+	}
+	for _, a := range h.Attempts {
+		if a.Key.EventID == "evt_c" && a.Attempt != 3 || a.Key.EventID == "evt_a" && a.Key.Source != "src" {
+			t.Fatalf("attempt %+v", a)
+		}
+	}
+	bad := *plan
+	bad.Steps = []Step{{Event: "a", WithPrevious: true}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "with_previous needs a step before it") {
+		t.Fatalf("with_previous on the first step: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package simulator
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
@@ -81,8 +82,8 @@ func NewRunner(t Target, o Options) (*Runner, error) {
 // Close releases idle connections.
 func (r *Runner) Close() { r.pool.closeAll() }
 
-// History returns what Send, SendCopies and Deliver recorded so far (Run returns
-// its own history).
+// History returns what Send and SendCopies recorded so far (Run returns its own
+// history).
 func (r *Runner) History() *History { return r.rec.snapshot() }
 
 // Started is the instant the runner's monotonic clock counts from.
@@ -178,21 +179,6 @@ func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o Sen
 	return recs, rel, nil
 }
 
-// Deliver sends one event and follows the profile's retry schedule (no plan
-// overrides) until acknowledgement, a stop verdict or exhaustion, waiting on
-// clock. Faults apply to the first attempt only. It returns every attempt.
-func (r *Runner) Deliver(ctx context.Context, ev profiles.Event, o SendOptions, clock Clock) ([]AttemptRecord, error) {
-	first, err := r.Send(ctx, ev, o)
-	if err != nil {
-		return nil, err
-	}
-	sched := ScheduleFor(r.target.Profile, nil)
-	c := chain{r: r, rec: r.rec, ev: ev, sched: sched, clock: clock, step: first.Step, copy: first.Copy,
-		timeout: r.timeoutFor(o.Timeout), seed: 0}
-	out := append([]AttemptRecord{first}, c.follow(ctx, first)...)
-	return out, nil
-}
-
 // chain follows one delivery's retries.
 type chain struct {
 	r       *Runner
@@ -250,71 +236,108 @@ func (c chain) follow(ctx context.Context, first AttemptRecord) []AttemptRecord 
 // Run executes a plan and returns its history. Cancelling ctx stops the run
 // promptly; the history so far is returned with ctx's error.
 func (r *Runner) Run(ctx context.Context, plan *Plan) (*History, error) {
+	return r.RunNotify(ctx, plan, nil)
+}
+
+// RunNotify is Run that also calls each, from the goroutine that made it, as
+// every attempt ends: a caller can act in the middle of a plan (kill a receiver
+// after its n-th acknowledgement, say). each must be safe for concurrent use.
+func (r *Runner) RunNotify(ctx context.Context, plan *Plan, each func(AttemptRecord)) (*History, error) {
 	rp, err := plan.Resolve(r.target.Profile.ID(), r.target.Account, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	clock := Clock{Scale: plan.TimeScale}
-	rec := &recorder{h: History{Meta: r.meta(plan.Seed, plan.Name, clock.scale())}}
+	rec := &recorder{h: History{Meta: r.meta(plan.Seed, plan.Name, clock.scale())}, each: each}
 	sched := ScheduleFor(r.target.Profile, plan)
-	var wg sync.WaitGroup
+	var retries sync.WaitGroup
+	var mu sync.Mutex
 	firsts := map[string]AttemptRecord{} // step name → its first attempt (copy 0)
-	for i, s := range plan.Steps {
-		if err := clock.Sleep(ctx, s.Wait.D()); err != nil {
+	for i := 0; i < len(plan.Steps); {
+		// A group: this step and the ones after it that start with it.
+		j := i + 1
+		for j < len(plan.Steps) && plan.Steps[j].WithPrevious {
+			j++
+		}
+		if err := clock.Sleep(ctx, plan.Steps[i].Wait.D()); err != nil {
 			break
 		}
-		evName := s.Event
-		o := SendOptions{Step: i, Faults: s.Faults}
-		if s.Replay != nil {
-			orig := firsts[s.Replay.Of]
-			evName = plan.Steps[stepIndex(plan, s.Replay.Of)].Event
-			if s.Replay.OriginalTimestamp {
-				o.SignedAt = orig.SignedAt
+		// Every step of the group is prepared before any is sent, so a bad step
+		// sends nothing of its group.
+		type ready struct {
+			i       int
+			ev      profiles.Event
+			at      profiles.Attempt
+			p       *prepared
+			timeout time.Duration
+		}
+		group := make([]ready, 0, j-i)
+		for k := i; k < j; k++ {
+			s := plan.Steps[k]
+			evName := s.Event
+			o := SendOptions{Step: k, Faults: s.Faults, Attempt: max(s.Attempt, 1)}
+			if s.Replay != nil {
+				mu.Lock()
+				orig := firsts[s.Replay.Of]
+				mu.Unlock()
+				evName = plan.Steps[stepIndex(plan, s.Replay.Of)].Event
+				if s.Replay.OriginalTimestamp {
+					o.SignedAt = orig.SignedAt
+				}
 			}
-		}
-		ev := rp.Events[evName]
-		o.DeliveryID = attemptDeliveryID(plan.Seed, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, i, 0, 1)
-		timeout := s.Timeout.D()
-		if timeout == 0 {
-			timeout = plan.Timeout.D()
-		}
-		timeout = r.timeoutFor(timeout)
-		at := r.attemptFor(ev, &o)
-		p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, s.Faults)
-		if err != nil {
-			wg.Wait()
-			return rec.snapshot(), fmt.Errorf("plan: steps[%d]: %w", i, err)
-		}
-		n := max(s.Copies, 1)
-		var recs []AttemptRecord
-		if n == 1 {
-			recs = []AttemptRecord{r.single(ctx, ev, at, p, s.Faults.LostAck, timeout, i, 0, clock)}
-		} else {
-			var rel ReleaseRecord
-			recs, rel = r.copies(ctx, ev, at, p, s.Faults.LostAck, timeout, i, n, clock)
-			rec.release(rel)
-		}
-		for _, a := range recs {
-			rec.attempt(a)
-		}
-		if s.Name != "" {
-			firsts[s.Name] = recs[0]
-		}
-		if s.Retry {
-			for _, a := range recs {
-				c := chain{r: r, rec: rec, ev: ev, sched: sched, clock: clock, step: i, copy: a.Copy, timeout: timeout, seed: plan.Seed}
-				wg.Add(1)
-				go func(a AttemptRecord) {
-					defer wg.Done()
-					c.follow(ctx, a)
-				}(a)
+			ev := rp.Events[evName]
+			o.DeliveryID = attemptDeliveryID(plan.Seed, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, k, 0, o.Attempt)
+			timeout := cmp.Or(s.Timeout.D(), plan.Timeout.D())
+			at := r.attemptFor(ev, &o)
+			p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, s.Faults)
+			if err != nil {
+				retries.Wait()
+				return rec.snapshot(), fmt.Errorf("plan: steps[%d]: %w", k, err)
 			}
+			group = append(group, ready{k, ev, at, p, r.timeoutFor(timeout)})
 		}
+		var wg sync.WaitGroup
+		for _, g := range group {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				s := plan.Steps[g.i]
+				var recs []AttemptRecord
+				if n := max(s.Copies, 1); n == 1 {
+					recs = []AttemptRecord{r.single(ctx, g.ev, g.at, g.p, s.Faults.LostAck, g.timeout, g.i, 0, clock)}
+				} else {
+					var rel ReleaseRecord
+					recs, rel = r.copies(ctx, g.ev, g.at, g.p, s.Faults.LostAck, g.timeout, g.i, n, clock)
+					rec.release(rel)
+				}
+				for _, a := range recs {
+					rec.attempt(a)
+				}
+				if s.Name != "" {
+					mu.Lock()
+					firsts[s.Name] = recs[0]
+					mu.Unlock()
+				}
+				if s.Retry {
+					for _, a := range recs {
+						c := chain{r: r, rec: rec, ev: g.ev, sched: sched, clock: clock, step: g.i, copy: a.Copy, timeout: g.timeout, seed: plan.Seed}
+						retries.Add(1)
+						go func() {
+							defer retries.Done()
+							c.follow(ctx, a)
+						}()
+					}
+				}
+			}()
+		}
+		// Only one goroutine in a group of one: the common case stays sequential.
+		wg.Wait()
 		if ctx.Err() != nil {
 			break
 		}
+		i = j
 	}
-	wg.Wait()
+	retries.Wait()
 	h := rec.snapshot()
 	if err := ctx.Err(); err != nil {
 		return h, fmt.Errorf("run %q: %w", plan.Name, err)
