@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/adapters/target"
 )
 
@@ -45,6 +46,10 @@ type Spec struct {
 	// OutputLimit is how many bytes of combined stdout/stderr are kept
 	// (DefaultOutputLimit when zero).
 	OutputLimit int
+	// Secrets are removed from everything the Process returns (Output, Tail and
+	// every error's text), as are passwords in URLs and well-known secret formats
+	// (adapters/scrub): a receiver may echo its configuration when it fails.
+	Secrets []string
 }
 
 // SpecFor builds the Spec of a target's lifecycle section.
@@ -53,7 +58,36 @@ func SpecFor(t *target.Target) (Spec, error) {
 		return Spec{}, errors.New("process: target has no lifecycle section")
 	}
 	l := t.Lifecycle
-	return Spec{Command: l.Command, Env: l.Env, Dir: l.Dir, ReadyURL: t.URL(l.ReadyPath), ReadyTimeout: l.ReadyTimeout}, nil
+	return Spec{Command: l.Command, Env: l.Env, Dir: l.Dir, ReadyURL: t.URL(l.ReadyPath), ReadyTimeout: l.ReadyTimeout,
+		Secrets: targetSecrets(t)}, nil
+}
+
+// targetSecrets are the values of t a receiver could print: its endpoints' signing
+// secrets, the database password, and lifecycle.env values that carry a password
+// or whose name says they are secret. Other env values (a port, "debug") are left
+// alone: scrubbing them would blank ordinary words out of the output.
+func targetSecrets(t *target.Target) []string {
+	var out []string
+	for _, ep := range t.Endpoints {
+		out = append(out, ep.Secret.Reveal())
+	}
+	out = append(out, scrub.Password(t.Postgres.URL.Reveal()))
+	if t.Lifecycle != nil {
+		for k, v := range t.Lifecycle.Env {
+			if pw := scrub.Password(v); pw != "" {
+				out = append(out, pw)
+				continue
+			}
+			name := strings.ToUpper(k)
+			for _, w := range []string{"SECRET", "PASSWORD", "PASSWD", "TOKEN", "KEY", "CREDENTIAL"} {
+				if strings.Contains(name, w) && len(v) >= 4 {
+					out = append(out, v)
+					break
+				}
+			}
+		}
+	}
+	return out
 }
 
 // Exit describes how a run of the process ended.
@@ -79,6 +113,7 @@ type Process struct {
 	spec   Spec
 	out    *ring
 	client *http.Client
+	scrub  *scrub.Scrubber
 
 	mu     sync.Mutex
 	cmd    *exec.Cmd
@@ -100,8 +135,9 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 		spec.OutputLimit = DefaultOutputLimit
 	}
 	p := &Process{
-		spec: spec,
-		out:  &ring{limit: spec.OutputLimit},
+		spec:  spec,
+		out:   &ring{limit: spec.OutputLimit},
+		scrub: scrub.New(spec.Secrets...),
 		// No keep-alive: the readiness probe must leave no idle connection (and
 		// goroutine) behind, and must see a dead process as dead.
 		client: &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: time.Second},
@@ -112,14 +148,20 @@ func Start(ctx context.Context, spec Spec) (*Process, error) {
 	return p, nil
 }
 
+// start runs the command once; its error text is scrubbed of the spec's secrets.
 func (p *Process) start(ctx context.Context) error {
+	return p.scrub.Error(p.startRaw(ctx))
+}
+
+func (p *Process) startRaw(ctx context.Context) error {
 	cmd := exec.Command(p.spec.Command[0], p.spec.Command[1:]...)
 	cmd.Dir = p.spec.Dir
 	cmd.Env = mergeEnv(os.Environ(), p.spec.Env)
 	cmd.Stdout = p.out
 	cmd.Stderr = p.out
-	// Own process group: Kill reaches every process the command spawned.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Own process group (Kill reaches every process the command spawned) and, where
+	// the platform can, death with the harness (sysproc_*.go).
+	cmd.SysProcAttr = sysProcAttr()
 	// Bounds Wait if a grandchild outside the group keeps the output pipe open.
 	cmd.WaitDelay = 2 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -216,7 +258,7 @@ func (p *Process) signalAndWait(sig syscall.Signal, grace time.Duration) (Exit, 
 	pgid := cmd.Process.Pid
 	p.mu.Unlock()
 	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
-		return Exit{}, fmt.Errorf("process: signal %s to group %d: %w", sig, pgid, err)
+		return Exit{}, fmt.Errorf("process: signal %s to group %d: %w", sig, pgid, err) // no secret: numbers only
 	}
 	if sig != syscall.SIGKILL {
 		t := time.NewTimer(grace)
@@ -297,12 +339,12 @@ func (p *Process) LastExit() (Exit, bool) {
 }
 
 // Output returns the kept output of every run so far (the last OutputLimit bytes),
-// with "[hookcert]" lines marking starts and exits.
-func (p *Process) Output() string { return p.out.String() }
+// with "[hookcert]" lines marking starts and exits, scrubbed of the spec's secrets.
+func (p *Process) Output() string { return p.scrub.String(p.out.kept()) }
 
 // Tail returns the last n lines of Output.
 func (p *Process) Tail(n int) string {
-	lines := strings.Split(strings.TrimRight(p.out.String(), "\n"), "\n")
+	lines := strings.Split(strings.TrimRight(p.Output(), "\n"), "\n")
 	if len(lines) > n {
 		lines = lines[len(lines)-n:]
 	}
@@ -362,6 +404,26 @@ func (r *ring) Write(b []byte) (int, error) {
 		r.buf = append(r.buf[:0], r.buf[over:]...)
 	}
 	return len(b), nil
+}
+
+// kept is String without the partial line the limit cut at the front: the cut
+// can split a secret, and the scrubber would not recognise its tail.
+func (r *ring) kept() string {
+	r.mu.Lock()
+	lost, buf := r.lost, string(r.buf)
+	r.mu.Unlock()
+	if lost == 0 {
+		return buf
+	}
+	cut := strings.IndexByte(buf, '\n')
+	if cut < 0 {
+		cut = strings.IndexFunc(buf, func(c rune) bool { return c == ' ' || c == '\t' })
+	}
+	dropped := cut + 1
+	if cut < 0 {
+		dropped = len(buf)
+	}
+	return fmt.Sprintf("[hookcert] ... %d earlier bytes dropped\n", lost+int64(dropped)) + buf[dropped:]
 }
 
 func (r *ring) String() string {

@@ -29,6 +29,21 @@ func TestHelperProcess(t *testing.T) {
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: cannot open config /nonexistent/receiver.yaml")
 		os.Exit(3)
+	case "leak":
+		// A receiver that echoes its configuration when it fails.
+		fmt.Printf("config: secret=%s database=%s\n", os.Getenv("HELPER_SECRET"), os.Getenv("DATABASE_URL"))
+		fmt.Fprintf(os.Stderr, "fatal: bad signing key whsec_%s (password %s)\n", os.Getenv("HELPER_UNLISTED"), os.Getenv("HELPER_PW"))
+		os.Exit(3)
+	case "harness":
+		// A harness that starts a receiver and is then killed.
+		spec, _ := helperSpecAt(os.Getenv("HELPER_CHILD_ADDR"), "serve")
+		p, err := Start(context.Background(), spec)
+		if err != nil {
+			fmt.Println("start:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("receiver pid %d\n", p.PID())
+		select {}
 	case "serve", "never-ready", "ignore-term":
 		term := make(chan os.Signal, 1)
 		if mode == "ignore-term" {
@@ -66,6 +81,10 @@ func helperSpec(t *testing.T, mode string) (Spec, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return helperSpecAt(addr, mode)
+}
+
+func helperSpecAt(addr, mode string) (Spec, string) {
 	return Spec{
 		Command:      []string{os.Args[0], "-test.run=^TestHelperProcess$"},
 		Env:          map[string]string{"HOOKCERT_PROCESS_HELPER": mode, "HELPER_ADDR": addr},
