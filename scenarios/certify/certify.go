@@ -28,6 +28,7 @@ import (
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/adapters/process"
 	"github.com/hookcert/hookcert/adapters/purge"
+	secretscrub "github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/adapters/target"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
@@ -339,21 +340,13 @@ func WriteRun(dir string, h *simulator.History, res *reports.Results, secrets []
 // HistoryFile is the history's name in a report directory.
 const HistoryFile = "history.jsonl"
 
-func scrub(s string, secrets []string) string {
-	for _, sec := range secrets {
-		if sec != "" {
-			s = strings.ReplaceAll(s, sec, reports.Redacted)
-		}
-	}
-	return s
-}
+// scrub removes the run's secrets, URL and DSN passwords and well-known secret
+// formats from text the run writes (receiver.log, history.jsonl).
+func scrub(s string, secrets []string) string { return secretscrub.New(secrets...).String(s) }
 
+// redactArgs is scrub for each argument of a command line printed on the console.
 func redactArgs(args []string, secrets []string) []string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = pgprovision.Redact(scrub(a, secrets))
-	}
-	return out
+	return secretscrub.New(secrets...).Strings(args)
 }
 
 func newRunID() string {
