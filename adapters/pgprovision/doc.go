@@ -9,6 +9,12 @@
 // returns its URL together with a cleanup function that drops it (unless asked
 // to keep it) and stops whatever was started.
 //
+// A local cluster is started so that the kernel stops it when hookcert dies
+// (Linux: a parent-death signal asks for immediate shutdown). Its temp dir is
+// marked with the owning process; every Provision removes marked dirs whose
+// owner is gone, stopping a postmaster that is still running, and reports
+// them in Database.Notices and as a warning.
+//
 // Passwords never appear in errors or log records: URLs are passed through
 // Redact first.
 //

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -96,6 +97,7 @@ type localCluster struct {
 	cmd     *exec.Cmd
 	exited  chan struct{} // closed when the postmaster has been reaped
 	waitErr error         // valid after exited is closed
+	marker  marker        // what the dir's marker says; see sweepStale
 }
 
 func startLocal(ctx context.Context, opt Options) (*server, error) {
@@ -107,7 +109,7 @@ func startLocal(ctx context.Context, opt Options) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "hookcert-pg-")
+	dir, err := os.MkdirTemp("", clusterDirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("temp dir: %w", err)
 	}
@@ -118,11 +120,16 @@ func startLocal(ctx context.Context, opt Options) (*server, error) {
 		dataDir: filepath.Join(dir, "data"),
 		sockDir: filepath.Join(dir, "sock"),
 		logPath: filepath.Join(dir, "postgres.log"),
+		marker:  marker{ownerPID: os.Getpid(), ownerStart: procStart(os.Getpid()), keep: opt.KeepDatabase},
 	}
 	fail := func(err error) (*server, error) {
 		return nil, errors.Join(err, os.RemoveAll(dir))
 	}
 	if err := c.prepareDir(); err != nil {
+		return fail(err)
+	}
+	// After prepareDir, so that the marker stays ours and not the cluster user's.
+	if err := writeMarker(dir, c.marker); err != nil {
 		return fail(err)
 	}
 	sctx, cancel := context.WithTimeout(ctx, opt.StartTimeout)
@@ -202,6 +209,9 @@ func (c *localCluster) command(ctx context.Context, bin string, args ...string) 
 	// Own process group: a terminal Ctrl-C does not reach the server directly
 	// (cleanup shuts it down in order), and SIGKILL can reach every backend.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: c.as.cred}
+	// If we are killed before cleanup, the kernel tells the child (Linux).
+	// Immediate shutdown: the data is thrown away, so nothing is worth waiting for.
+	setDeathSignal(cmd.SysProcAttr, deathSignal)
 	return cmd
 }
 
@@ -257,15 +267,31 @@ func (c *localCluster) start(ctx context.Context) error {
 		"-c", "full_page_writes=off",
 	)
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start %s: %w", c.bins.postgres, err)
-	}
-	c.cmd = cmd
 	c.exited = make(chan struct{})
+	started := make(chan error, 1)
 	go func() {
+		// The death signal fires when the thread that started the child ends,
+		// not the process (go.dev/issue/27505). Locked, this goroutine keeps its
+		// thread to itself until the postmaster has been reaped; returning
+		// locked then ends the thread, which no longer matters.
+		runtime.LockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		c.waitErr = cmd.Wait()
 		close(c.exited)
 	}()
+	if err := <-started; err != nil {
+		return fmt.Errorf("start %s: %w", c.bins.postgres, err)
+	}
+	c.cmd = cmd
+	c.marker.postmasterPID, c.marker.postmasterStart = cmd.Process.Pid, procStart(cmd.Process.Pid)
+	if err := writeMarker(c.dir, c.marker); err != nil {
+		c.kill()
+		return err
+	}
 
 	err = c.waitReady(ctx)
 	if err == nil {
@@ -347,6 +373,10 @@ func (c *localCluster) stop(ctx context.Context, keep bool, opt Options) error {
 		}
 	}
 	if keep {
+		// The kept data must survive the next run's sweep for stale clusters.
+		if err := os.Remove(filepath.Join(c.dir, markerName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("unmark kept cluster: %w", err)
+		}
 		return nil
 	}
 	if err := os.RemoveAll(c.dir); err != nil {

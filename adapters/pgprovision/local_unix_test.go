@@ -161,6 +161,9 @@ func TestLocalKeepDatabase(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dataDir, "PG_VERSION")); err != nil {
 		t.Errorf("data dir not kept: %v", err)
 	}
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dataDir), markerName)); !os.IsNotExist(err) {
+		t.Errorf("kept cluster still marked, so the next run would sweep it away (stat: %v)", err)
+	}
 	if !strings.Contains(buf.String(), "data directory "+dataDir+" is kept") {
 		t.Errorf("cleanup did not say where the data is; log:\n%s", buf.String())
 	}

@@ -82,6 +82,10 @@ type Database struct {
 	Name   string // database name, <prefix>_<random>
 	Method string // MethodURL, MethodDocker or MethodLocal
 	Server string // redacted description of the server
+	// Notices are messages for the user about what Provision found and did
+	// besides obtaining the database, such as "removed 2 stale PostgreSQL
+	// clusters left by a killed run (...)". They are also logged (level Warn).
+	Notices []string
 }
 
 // CleanupFunc drops the run's database (unless kept) and stops what Provision started.
@@ -157,6 +161,12 @@ func Provision(ctx context.Context, opt Options) (*Database, CleanupFunc, error)
 		return nil, nil, err
 	}
 	log := opt.Logger
+	// A run killed before its cleanup leaves its local cluster behind; the next
+	// run, whatever method it uses, clears it away.
+	var notices []string
+	if msg := sweepStale(os.TempDir(), log).notice(); msg != "" {
+		notices = append(notices, msg)
+	}
 
 	var srv *server
 	if opt.URL != "" {
@@ -209,7 +219,7 @@ func Provision(ctx context.Context, opt Options) (*Database, CleanupFunc, error)
 		err = fmt.Errorf("%w: PostgreSQL at %s (%s): %w", ErrUnreachable, srv.desc, methodLabel(srv.method), err)
 		return nil, nil, errors.Join(err, stopServer(context.WithoutCancel(ctx), srv, false))
 	}
-	db := &Database{URL: dbURL, Name: name, Method: srv.method, Server: srv.desc}
+	db := &Database{URL: dbURL, Name: name, Method: srv.method, Server: srv.desc, Notices: notices}
 	log.Info("postgres: database ready", "method", srv.method, "server", srv.desc, "database", name)
 
 	var once sync.Once
