@@ -32,6 +32,9 @@ type Env struct {
 	// Activity reads whether the receiver is still busy in its database (nil:
 	// the harness only waits for its own attempts between scenarios).
 	Activity Activity
+	// Reachable checks that a receiver the harness does not control still
+	// answers HTTP (nil: not checked).
+	Reachable func(ctx context.Context) error
 	// EventTable and EffectTable are the tables the harness may lock.
 	EventTable  string
 	EffectTable string
@@ -88,6 +91,9 @@ type Controller interface {
 	WaitExit(ctx context.Context) error
 	// Restart starts the receiver again and waits until it is ready.
 	Restart(ctx context.Context) error
+	// Alive reports whether the receiver process is running and, when it is
+	// not, how it ended and the last of its output (scrubbed).
+	Alive() (ok bool, why string)
 }
 
 // Failpoints arms the receiver's failpoints (docs/failpoints.md).

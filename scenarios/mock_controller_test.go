@@ -21,6 +21,61 @@ func (_m *mockController) EXPECT() *mockController_Expecter {
 	return &mockController_Expecter{mock: &_m.Mock}
 }
 
+// Alive provides a mock function with no fields
+func (_m *mockController) Alive() (bool, string) {
+	ret := _m.Called()
+
+	if len(ret) == 0 {
+		panic("no return value specified for Alive")
+	}
+
+	var r0 bool
+	var r1 string
+	if rf, ok := ret.Get(0).(func() (bool, string)); ok {
+		return rf()
+	}
+	if rf, ok := ret.Get(0).(func() bool); ok {
+		r0 = rf()
+	} else {
+		r0 = ret.Get(0).(bool)
+	}
+
+	if rf, ok := ret.Get(1).(func() string); ok {
+		r1 = rf()
+	} else {
+		r1 = ret.Get(1).(string)
+	}
+
+	return r0, r1
+}
+
+// mockController_Alive_Call is a *mock.Call that shadows Run/Return methods with type explicit version for method 'Alive'
+type mockController_Alive_Call struct {
+	*mock.Call
+}
+
+// Alive is a helper method to define mock.On call
+func (_e *mockController_Expecter) Alive() *mockController_Alive_Call {
+	return &mockController_Alive_Call{Call: _e.mock.On("Alive")}
+}
+
+func (_c *mockController_Alive_Call) Run(run func()) *mockController_Alive_Call {
+	_c.Call.Run(func(args mock.Arguments) {
+		run()
+	})
+	return _c
+}
+
+func (_c *mockController_Alive_Call) Return(ok bool, why string) *mockController_Alive_Call {
+	_c.Call.Return(ok, why)
+	return _c
+}
+
+func (_c *mockController_Alive_Call) RunAndReturn(run func() (bool, string)) *mockController_Alive_Call {
+	_c.Call.Return(run)
+	return _c
+}
+
 // Kill provides a mock function with no fields
 func (_m *mockController) Kill() error {
 	ret := _m.Called()

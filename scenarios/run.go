@@ -138,6 +138,8 @@ type Run struct {
 	hist    simulator.History
 	runners map[string]*simulator.Runner
 	prev    *session
+	// lost is why the receiver cannot be reached any more, once it cannot.
+	lost string
 }
 
 // NewRun prepares a run against env. meta describes it in the history.
@@ -237,6 +239,18 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.Sce
 
 	// Isolation: nothing of the previous scenario may still be running.
 	r.quiesce(ctx, s)
+	r.revive(ctx, s)
+	if reason := r.gone(); reason != "" {
+		rec.State, rec.Reason, rec.EndNS = simulator.ScenarioError, reason, int64(time.Since(r.start))
+		s.mu.Lock()
+		rec.Notes = s.notes
+		s.mu.Unlock()
+		r.addScenario(rec)
+		if r.opt.Progress != nil {
+			r.opt.Progress(ProgressEvent{Index: n, Total: total, Guarantee: g.ID, Name: sp.Text, Done: true, State: rec.State, Reason: rec.Reason})
+		}
+		return rec
+	}
 
 	sctx, cancel := context.WithTimeoutCause(ctx, r.opt.ScenarioTimeout, fmt.Errorf("scenario timeout %s exceeded", r.opt.ScenarioTimeout))
 	defer cancel()
@@ -245,6 +259,11 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.Sce
 	r.mu.Lock()
 	r.prev = s
 	r.mu.Unlock()
+	// A receiver that died or stopped answering during the scenario is named:
+	// what the scenario saw is no verdict on the promise.
+	if why := r.died(ctx); why != "" {
+		rec.State, rec.Reason = simulator.ScenarioError, why
+	}
 
 	rec.EndNS = int64(time.Since(r.start))
 	s.mu.Lock()
@@ -255,6 +274,55 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.Sce
 		r.opt.Progress(ProgressEvent{Index: n, Total: total, Guarantee: g.ID, Name: sp.Text, Done: true, State: rec.State, Reason: rec.Reason, Elapsed: time.Since(t0)})
 	}
 	return rec
+}
+
+// died reports how the receiver went away during a scenario: its process exited
+// (lifecycle), or it stopped answering (no lifecycle: every later scenario is
+// then an error with that reason).
+func (r *Run) died(ctx context.Context) string {
+	if ctx.Err() != nil {
+		return ""
+	}
+	if c := r.env.Controller; c != nil {
+		if ok, why := c.Alive(); !ok {
+			return "the receiver exited during the scenario: " + why
+		}
+		return ""
+	}
+	if r.env.Reachable != nil {
+		if err := r.env.Reachable(ctx); err != nil {
+			r.mu.Lock()
+			r.lost = fmt.Sprintf("the receiver stopped answering (%v); the harness cannot restart it (no lifecycle)", err)
+			r.mu.Unlock()
+			return "the receiver stopped answering during the scenario: " + err.Error()
+		}
+	}
+	return ""
+}
+
+// gone is why no scenario can run any more ("" while the receiver is there).
+func (r *Run) gone() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lost
+}
+
+// revive restarts a receiver that exited before the scenario starts, and says
+// so in the scenario's notes: its verdict follows a restart.
+func (r *Run) revive(ctx context.Context, s *session) {
+	c := r.env.Controller
+	if c == nil {
+		return
+	}
+	if ok, why := c.Alive(); !ok {
+		if err := c.Restart(ctx); err != nil {
+			r.mu.Lock()
+			r.lost = fmt.Sprintf("the receiver exited (%s) and could not be restarted: %v", why, err)
+			r.mu.Unlock()
+			return
+		}
+		s.note("the receiver had exited (%s); it was restarted before this scenario, whose verdict follows that restart", why)
+	}
 }
 
 // drive runs the scenario body and its reconciliation, turning the session's
@@ -308,6 +376,14 @@ func (r *Run) quiesce(ctx context.Context, s *session) {
 		case <-time.After(time.Until(deadline)):
 			s.note("the previous scenario's deliveries were still running after %s", r.opt.QuiesceTimeout)
 		}
+	}
+	if c := r.env.Controller; c != nil {
+		if ok, _ := c.Alive(); !ok {
+			return // a receiver that exited has nothing in flight
+		}
+	}
+	if r.gone() != "" {
+		return
 	}
 	if prev != nil {
 		r.awaitStragglers(ctx, s, prev, deadline)

@@ -234,6 +234,8 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		env.Controller = &controller{p: proc}
 	} else if err := reachable(ctx, tg.BaseURL); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+	} else {
+		env.Reachable = func(ctx context.Context) error { return reachable(ctx, tg.BaseURL) }
 	}
 
 	obs, err := observe.OpenTarget(ctx, tg.Postgres)
@@ -425,6 +427,20 @@ func (c *controller) WaitExit(ctx context.Context) error {
 }
 
 func (c *controller) Restart(ctx context.Context) error { return c.p.Restart(ctx) }
+
+func (c *controller) Alive() (bool, string) {
+	if c.p.Running() {
+		return true, ""
+	}
+	why := "not running"
+	if e, ok := c.p.LastExit(); ok {
+		why = e.String()
+	}
+	if tail := strings.TrimSpace(c.p.Tail(15)); tail != "" {
+		why += "; last output:\n" + tail
+	}
+	return false, why
+}
 
 // dbFaults adapts the PostgreSQL fault tools.
 type dbFaults struct {

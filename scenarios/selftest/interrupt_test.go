@@ -3,6 +3,7 @@ package selftest
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -67,5 +68,66 @@ func TestInterruptedRunIsNeverAPass(t *testing.T) {
 	}
 	if strings.Contains(out.String(), "PASSED") {
 		t.Errorf("an interrupted run printed PASSED:\n%s", out.String())
+	}
+}
+
+// A receiver that dies in the middle of a run is named: the scenario in progress
+// is an error saying it exited, the harness restarts it (lifecycle) and the next
+// scenario says its verdict follows a restart; the run does not pass.
+func TestReceiverThatDiesIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the demo")
+	}
+	bin := build(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	// ACK-2 first (seeded order) keeps the receiver busy long enough to be killed
+	// from outside while a scenario runs.
+	c := exec.CommandContext(ctx, bin, "demo", "--database-url", pgtest.ServerURL(), "--report-dir", dir, "--seed", "9",
+		"--defect", "slow-ack", "--label-filter", "ACK-2 || DEDUP-1 || ACK-6")
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = c.Stdout
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(stdout)
+	var out strings.Builder
+	killed := false
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if !killed && strings.HasPrefix(sc.Text(), "starting the receiver") {
+			go func() {
+				// Kill the receiver (the demo's child) once the run is under way.
+				time.Sleep(1500 * time.Millisecond)
+				pids, _ := exec.Command("pgrep", "-P", fmt.Sprint(c.Process.Pid)).Output()
+				for _, p := range strings.Fields(string(pids)) {
+					_ = exec.Command("kill", "-KILL", p).Run()
+				}
+			}()
+			killed = true
+		}
+	}
+	_ = c.Wait()
+	res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON))
+	if err != nil {
+		t.Fatalf("no results: %v\n%s", err, out.String())
+	}
+	var exited, restarted bool
+	for _, g := range res.Guarantees {
+		if g.Status == reports.StatusError && strings.Contains(g.Reason, "the receiver exited during the scenario") && strings.Contains(g.Reason, "signal") {
+			exited = true
+		}
+		for _, s := range g.Scenarios {
+			for _, n := range s.Notes {
+				restarted = restarted || strings.Contains(n, "restarted before this scenario")
+			}
+		}
+	}
+	if !exited || !restarted || res.Summary.Verdict() == "PASSED" {
+		t.Fatalf("exited named %v, restart noted %v, verdict %s\n%s", exited, restarted, res.Summary.Verdict(), out.String())
 	}
 }

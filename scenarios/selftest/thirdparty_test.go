@@ -1,6 +1,7 @@
 package selftest
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -24,6 +26,13 @@ import (
 // its base URL, the target file describing it and the environment that carries
 // its secrets.
 func startReceiver(t *testing.T, bin string) (base, targetFile string, env []string) {
+	base, targetFile, env, _ = startKillableReceiver(t, bin)
+	return base, targetFile, env
+}
+
+// startKillableReceiver is startReceiver that also returns a function that
+// SIGKILLs the receiver.
+func startKillableReceiver(t *testing.T, bin string) (base, targetFile string, env []string, kill func()) {
 	t.Helper()
 	dbURL := pgtest.Database(t)
 	dir := t.TempDir()
@@ -94,7 +103,7 @@ func startReceiver(t *testing.T, bin string) (base, targetFile string, env []str
 	if err := os.WriteFile(targetFile, tb, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	return base, targetFile, env
+	return base, targetFile, env, func() { _ = cmd.Process.Signal(syscall.SIGKILL) }
 }
 
 // A receiver with no lifecycle and no capabilities, certified by `hookcert
@@ -194,5 +203,54 @@ func TestConfigurationErrorsExitTwo(t *testing.T) {
 		if !ok || ee.ExitCode() != 2 || !strings.Contains(string(out), c.want) {
 			t.Errorf("%s: %v, want exit 2 naming %s:\n%s", name, err, c.want, out)
 		}
+	}
+}
+
+// A receiver without lifecycle that stops answering is named, and every scenario
+// after it is an error saying so: the harness cannot restart it.
+func TestReceiverWithoutLifecycleThatStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a receiver")
+	}
+	bin := build(t)
+	_, targetFile, env, kill := startKillableReceiver(t, bin)
+	dir := t.TempDir()
+	c := exec.Command(bin, "certify", "--config", targetFile, "--report-dir", dir, "--seed", "8", "--label-filter", "DEDUP || ACK")
+	c.Env = append(os.Environ(), env...)
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = c.Stdout
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "[2/") {
+			kill()
+		}
+	}
+	err = c.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("certify: %v, want exit 1\n%s", err, out.String())
+	}
+	res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := 0
+	for _, g := range res.Guarantees {
+		if g.Status == reports.StatusFailed {
+			t.Errorf("%s failed (%s): a receiver that is gone is no failure of the promise", g.ID, g.Reason)
+		}
+		if g.Status == reports.StatusError && strings.Contains(g.Reason, "stopped answering") {
+			stopped++
+		}
+	}
+	if stopped < 5 {
+		t.Fatalf("%d guarantees name the receiver that stopped answering\n%s", stopped, out.String())
 	}
 }
