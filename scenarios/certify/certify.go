@@ -173,6 +173,9 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		provisioned = db
 		vars.DatabaseURL = db.URL
 		fmt.Fprintf(o.Stdout, "database: %s (%s)\n", pgprovision.Redact(db.URL), db.Method)
+		for _, n := range db.Notices {
+			fmt.Fprintln(o.Stdout, "database: "+n)
+		}
 	}
 	tg, err := target.Parse(data, vars, target.WithProfiles(profiles.IDs()))
 	if err != nil {
