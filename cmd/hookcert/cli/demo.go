@@ -1,16 +1,23 @@
 package cli
 
 import (
+	"bytes"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -47,19 +54,32 @@ Exit status as for certify.`,
 			if err != nil {
 				return &ExitError{Code: ExitFailed, Err: fmt.Errorf("locating the hookcert binary: %w", err)}
 			}
-			dir, err := os.MkdirTemp("", "hookcert-demo-")
+			if err := validDemoCapabilities(caps); err != nil {
+				return usageErr("--capabilities: %v", err)
+			}
+			out := cmd.OutOrStdout()
+			if n := removeStaleDemoDirs(os.TempDir()); n > 0 {
+				fmt.Fprintf(out, "removed %d stale demo %s left by a killed run\n", n, plural(n, "directory", "directories"))
+			}
+			// The directory holds the endpoints file with the run's secrets. It is
+			// removed on return, which SIGINT and SIGTERM reach (they cancel the
+			// run's context); after SIGKILL its pid file lets the next demo remove it.
+			dir, err := newDemoDir()
 			if err != nil {
 				return &ExitError{Code: ExitFailed, Err: err}
 			}
 			defer os.RemoveAll(dir)
-			if err := validDemoCapabilities(caps); err != nil {
-				return usageErr("--capabilities: %v", err)
-			}
 			targetYAML, secrets, err := demoTarget(exe, dir, defects, caps)
 			if err != nil {
 				return &ExitError{Code: ExitFailed, Err: err}
 			}
-			out := cmd.OutOrStdout()
+			// The database password is a secret of the run too: a driver error
+			// or the receiver's output may quote it without its URL.
+			dbURL := f.databaseURL
+			if dbURL == "" {
+				dbURL = pgprovision.URLFromEnv()
+			}
+			secrets = append(secrets, scrub.Password(dbURL))
 			if len(defects) > 0 {
 				fmt.Fprintf(out, "reference receiver with defect(s): %s\n", strings.Join(defects, ", "))
 			}
@@ -73,7 +93,13 @@ Exit status as for certify.`,
 			opts.ConfigPath = "demo target"
 			opts.ConfigData = targetYAML
 			opts.Secrets = secrets
-			return runCertify(cmd.Context(), out, opts)
+			err = runCertify(cmd.Context(), out, opts)
+			var ee *ExitError
+			if errors.As(err, &ee) {
+				// Printed by Main: scrubbed like everything else the run prints.
+				ee.Err = scrub.New(secrets...).Error(ee.Err)
+			}
+			return err
 		},
 	}
 	cmd.Flags().StringSliceVar(&caps, "capabilities", demoCapabilities,
@@ -124,7 +150,9 @@ func demoTarget(exe, dir string, defects, caps []string) ([]byte, []string, erro
 	if err := os.WriteFile(cfgPath, cfgBytes, 0o600); err != nil {
 		return nil, nil, err
 	}
-	command := []string{exe, "reference", "serve", "--listen", "{{.ListenAddr}}", "--database-url", "{{.DatabaseURL}}",
+	// The database URL goes in the receiver's environment, not its command line,
+	// which every user of the machine can read (ps); the secrets are in cfgPath.
+	command := []string{exe, "reference", "serve", "--listen", "{{.ListenAddr}}",
 		"--config", cfgPath, "--enable-failpoints"}
 	for _, d := range defects {
 		command = append(command, "--defect", d)
@@ -139,6 +167,7 @@ func demoTarget(exe, dir string, defects, caps []string) ([]byte, []string, erro
 		"endpoints": teps,
 		"lifecycle": map[string]any{
 			"command":    command,
+			"env":        map[string]string{pgprovision.EnvDatabaseURL: "{{.DatabaseURL}}"},
 			"ready":      map[string]any{"http": "/healthz", "timeout": "30s"},
 			"stop_grace": "5s",
 		},
@@ -195,4 +224,129 @@ func validDemoCapabilities(caps []string) error {
 		}
 	}
 	return nil
+}
+
+// demoDirPrefix names the demo's temporary directories, demoPIDFile the file in
+// each that says which process owns it.
+const (
+	demoDirPrefix = "hookcert-demo-"
+	demoPIDFile   = "owner.pid"
+	// A directory without a pid file is being created right now, or was left by
+	// a hookcert that wrote none; after this long it is the latter.
+	demoOrphanAge = 10 * time.Minute
+)
+
+// newDemoDir creates the demo's private directory (0700) and records the owner in
+// it: the pid and, where /proc tells it, the process's start time, so a pid
+// reused by another process does not keep a dead run's directory alive.
+func newDemoDir() (string, error) {
+	dir, err := os.MkdirTemp("", demoDirPrefix)
+	if err != nil {
+		return "", err
+	}
+	owner := strconv.Itoa(os.Getpid()) + " " + procStartTime(os.Getpid()) + "\n"
+	if err := os.WriteFile(filepath.Join(dir, demoPIDFile), []byte(owner), 0o600); err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	return dir, nil
+}
+
+// removeStaleDemoDirs removes the demo directories in tmp whose owner is no longer
+// running (a demo killed by SIGKILL cannot remove its own) and returns how many.
+// Directories of other users and of live runs are left alone.
+func removeStaleDemoDirs(tmp string) int {
+	entries, err := os.ReadDir(tmp)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, e := range entries {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), demoDirPrefix) {
+			continue
+		}
+		dir := filepath.Join(tmp, e.Name())
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, demoPIDFile))
+		if errors.Is(err, os.ErrNotExist) {
+			if time.Since(info.ModTime()) < demoOrphanAge {
+				continue
+			}
+		} else if err != nil {
+			continue
+		} else if ownerAlive(b) {
+			continue
+		}
+		if os.RemoveAll(dir) == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// ownerAlive reads a pid file ("PID STARTTIME") and reports whether that process
+// still runs. An unreadable file counts as alive: only a known-dead owner's
+// directory is removed.
+func ownerAlive(pidFile []byte) bool {
+	f := strings.Fields(string(pidFile))
+	if len(f) == 0 {
+		return true
+	}
+	pid, err := strconv.Atoi(f[0])
+	if err != nil || pid <= 0 {
+		return true
+	}
+	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		return false
+	}
+	if len(f) > 1 {
+		if now := procStartTime(pid); now != "" && now != f[1] {
+			return false // the pid now belongs to another process
+		}
+	}
+	return !procZombie(pid)
+}
+
+// procStartTime is the process's start time in clock ticks since boot
+// (/proc/PID/stat field 22), "" where /proc does not say.
+func procStartTime(pid int) string {
+	f := procStatFields(pid)
+	if len(f) < 20 {
+		return ""
+	}
+	return f[19] // fields after "(comm)": state is [0], starttime (22nd overall) is [19]
+}
+
+// procZombie reports whether pid has exited and waits for its parent to reap it
+// (a killed demo's parent may never do so).
+func procZombie(pid int) bool {
+	f := procStatFields(pid)
+	return len(f) > 0 && (f[0] == "Z" || f[0] == "X")
+}
+
+// procStatFields are the fields of /proc/PID/stat after the command name, which
+// may hold spaces and parentheses; nil without /proc.
+func procStatFields(pid int) []string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return nil
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return nil
+	}
+	return strings.Fields(string(b[i+1:]))
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

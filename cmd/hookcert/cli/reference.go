@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/reference"
 )
 
@@ -59,7 +60,8 @@ func newReferenceServeCmd() *cobra.Command {
 		Long: `Serve runs the reference receiver: the endpoints from --config (or the documented
 default set, printed with its public TEST secrets), /healthz, /metrics and, with
 --enable-failpoints, /_hookcert/failpoints. PostgreSQL comes from --database-url,
-else $HOOKCERT_DATABASE_URL, else is provisioned automatically (a container where a
+else $HOOKCERT_DATABASE_URL (use it for a URL with a password: a command line is
+visible to every user of the machine), else is provisioned automatically (a container where a
 Docker engine answers, else local PostgreSQL binaries) and dropped on exit.
 
 Defects (--defect, repeatable) break the receiver on purpose; see
@@ -69,7 +71,7 @@ Defects (--defect, repeatable) break the receiver on purpose; see
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on")
-	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL (default $HOOKCERT_DATABASE_URL, else provisioned automatically)")
+	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL (default $HOOKCERT_DATABASE_URL, else provisioned automatically; a password here is visible in ps, prefer the variable)")
 	fl.StringVar(&f.config, "config", "", "endpoints YAML file (default: the documented test endpoints)")
 	fl.StringArrayVar(&f.defects, "defect", nil, "activate a named defect (repeatable): "+strings.Join(reference.DefectNames(), ", "))
 	fl.BoolVar(&f.enableFailpoints, "enable-failpoints", false, "mount /_hookcert/failpoints (testing only: lets anyone who can reach it crash the receiver)")
@@ -123,6 +125,9 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 	switch {
 	case dbURL != "":
 		log.Info("database from --database-url", "url", pgprovision.Redact(dbURL))
+		if scrub.Password(dbURL) != "" {
+			log.Warn("--database-url carries a password, which every user of this machine can read in the process list; pass it in $" + pgprovision.EnvDatabaseURL + " instead")
+		}
 	case pgprovision.URLFromEnv() != "":
 		dbURL = pgprovision.URLFromEnv()
 		log.Info("database from $"+pgprovision.EnvDatabaseURL, "url", pgprovision.Redact(dbURL))

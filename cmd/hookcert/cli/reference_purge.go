@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reference/store"
 )
@@ -35,7 +36,7 @@ Use the same --config and --defect as the receiver. Prints the counts as JSON.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReferencePurge(cmd, f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.databaseURL, "database-url", "", "the receiver's PostgreSQL URL (default $HOOKCERT_DATABASE_URL)")
+	fl.StringVar(&f.databaseURL, "database-url", "", "the receiver's PostgreSQL URL (default $HOOKCERT_DATABASE_URL; a password here is visible in ps, prefer the variable)")
 	fl.StringVar(&f.config, "config", "", "the receiver's endpoints YAML file (default: the documented test endpoints)")
 	fl.StringVar(&f.asOf, "as-of", "", "purge as if the clock read this RFC 3339 time (default now)")
 	fl.StringArrayVar(&f.defects, "defect", nil, "the receiver's defects (repeatable), so the purge behaves as that receiver's")
@@ -82,7 +83,7 @@ func runReferencePurge(cmd *cobra.Command, f referencePurgeFlags) error {
 	}
 	defer pool.Close()
 	if err := pool.Ping(ctx); err != nil {
-		return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("database %s: %w", pgprovision.Redact(dbURL), err)}
+		return &ExitError{Code: ExitUnreachable, Err: scrub.New(scrub.Password(dbURL)).Error(fmt.Errorf("database %s: %w", pgprovision.Redact(dbURL), err))}
 	}
 	start := time.Now()
 	res, err := reference.PurgeDatabase(ctx, pool, endpoints, f.defects, asOf, store.PurgeOptions{BatchSize: f.batch, Pause: f.pause})

@@ -1,0 +1,433 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/reference"
+	"go.yaml.in/yaml/v3"
+)
+
+// buildHookcert builds the real binary: the demo starts the reference receiver
+// as a child process of os.Executable(), which must be hookcert, not a test.
+func buildHookcert(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "hookcert")
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/hookcert/hookcert/cmd/hookcert").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func randomHex(t *testing.T) string {
+	t.Helper()
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		t.Fatal(err)
+	}
+	return hex.EncodeToString(b)
+}
+
+// plantedRole creates a superuser role with a password on the test server and
+// returns a URL for it over TCP. The server trusts local connections, so the
+// password is never checked, but it is in the URL for anything to leak.
+func plantedRole(t *testing.T) (dbURL, password string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	server := pgtest.ServerURL()
+	conn, err := pgx.Connect(ctx, server)
+	if err != nil {
+		t.Fatalf("test server: %v", err)
+	}
+	defer conn.Close(ctx)
+	suffix := randomHex(t)
+	role, password := "hc_planted_"+suffix, "planted-pw-"+suffix
+	if _, err := conn.Exec(ctx, "CREATE ROLE "+pgx.Identifier{role}.Sanitize()+" LOGIN SUPERUSER PASSWORD '"+password+"'"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn, err := pgx.Connect(ctx, server)
+		if err != nil {
+			t.Errorf("dropping role %s: %v", role, err)
+			return
+		}
+		defer conn.Close(ctx)
+		id := pgx.Identifier{role}.Sanitize()
+		for _, q := range []string{"REASSIGN OWNED BY " + id + " TO CURRENT_USER", "DROP OWNED BY " + id, "DROP ROLE " + id} {
+			if _, err := conn.Exec(ctx, q); err != nil {
+				t.Errorf("%s: %v", q, err)
+			}
+		}
+	})
+	u, err := url.Parse(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := u.Port()
+	if port == "" {
+		port = "5432"
+	}
+	u.User = url.UserPassword(role, password)
+	u.Host = "127.0.0.1:" + port
+	return u.String(), password
+}
+
+// demoEnv is the environment of a demo under test: its own TMPDIR, so the test
+// sees (and owns) the demo's directories, and the database URL in the variable.
+func demoEnv(tmp, dbURL string) []string {
+	env := []string{}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "TMPDIR=") && !strings.HasPrefix(kv, "HOOKCERT_DATABASE_URL=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "TMPDIR="+tmp, "HOOKCERT_DATABASE_URL="+dbURL)
+}
+
+// The demo started with a database URL carrying a password, and fresh endpoint
+// secrets: no process's command line (ps), no report file, no line on stdout or
+// stderr carries the password or a secret.
+func TestDemoLeaksNoSecret(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the demo")
+	}
+	bin := buildHookcert(t)
+	dbURL, password := plantedRole(t)
+	tmp, reportDir := t.TempDir(), filepath.Join(t.TempDir(), "report")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin, "demo", "--report-dir", reportDir, "--seed", "11")
+	c.Env = demoEnv(tmp, dbURL)
+	var stdout, stderr strings.Builder
+	c.Stdout, c.Stderr = &stdout, &stderr
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- c.Wait() }()
+
+	// Every distinct command line seen while the demo runs, and the endpoint
+	// secrets, read from the demo's endpoints file once it exists.
+	psSeen := map[string]bool{}
+	var secrets []string
+	var runErr error
+poll:
+	for {
+		select {
+		case runErr = <-exited:
+			break poll
+		default:
+		}
+		out, err := exec.Command("ps", "-eo", "args").Output()
+		if err != nil {
+			t.Fatalf("ps: %v", err)
+		}
+		for _, l := range strings.Split(string(out), "\n") {
+			psSeen[l] = true
+		}
+		if secrets == nil {
+			secrets = readDemoSecrets(t, tmp)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	t.Logf("demo: %v; %d distinct command lines seen", runErr, len(psSeen))
+	if runErr != nil {
+		t.Fatalf("demo: %v\nstdout:\n%s\nstderr:\n%s", runErr, stdout.String(), stderr.String())
+	}
+	if len(secrets) == 0 {
+		t.Fatal("never saw the demo's endpoints file: the secrets could not be checked")
+	}
+	sawReceiver := false
+	for l := range psSeen {
+		if strings.Contains(l, "reference serve") && strings.Contains(l, tmp) {
+			sawReceiver = true
+		}
+	}
+	if !sawReceiver {
+		t.Fatal("ps never showed the receiver: the command line check saw nothing")
+	}
+	// The planted URL was the one used: its role is named in the output.
+	if role := strings.SplitN(strings.TrimPrefix(dbURL, "postgres://"), ":", 2)[0]; !strings.Contains(stdout.String(), role) {
+		t.Fatalf("stdout never names role %s: was the planted URL used?\n%s", role, stdout.String())
+	}
+
+	forbidden := []string{password, url.QueryEscape(password)}
+	for _, s := range secrets {
+		forbidden = append(forbidden, s)
+		if rest, ok := strings.CutPrefix(s, "whsec_"); ok {
+			forbidden = append(forbidden, rest)
+		}
+	}
+	check := func(where, text string) {
+		for _, f := range forbidden {
+			if strings.Contains(text, f) {
+				t.Errorf("%s carries a secret (%.12s…)", where, f)
+			}
+		}
+	}
+	for l := range psSeen {
+		check("ps line "+strconv.Quote(scrubForLog(l, forbidden)), l)
+	}
+	check("stdout", stdout.String())
+	check("stderr", stderr.String())
+	files := 0
+	err := filepath.WalkDir(reportDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files++
+		check(p, string(b))
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := os.ReadFile(filepath.Join(reportDir, "receiver.log"))
+	if err != nil {
+		t.Fatalf("no receiver.log: %v", err)
+	}
+	if !strings.Contains(string(log), "database from $HOOKCERT_DATABASE_URL") {
+		t.Errorf("the receiver did not take its database from the environment:\n%.2000s", log)
+	}
+	if files < 5 {
+		t.Errorf("only %d report files", files)
+	}
+	// Normal exit removes the directory holding the endpoints file.
+	if left, _ := filepath.Glob(filepath.Join(tmp, "hookcert-demo-*")); len(left) != 0 {
+		t.Errorf("demo directories left after a normal exit: %v", left)
+	}
+}
+
+// readDemoSecrets returns the secrets of the demo's endpoints file in tmp (nil
+// until it is written), checking it is readable by its owner only.
+func readDemoSecrets(t *testing.T, tmp string) []string {
+	paths, _ := filepath.Glob(filepath.Join(tmp, "hookcert-demo-*", "endpoints.yaml"))
+	if len(paths) == 0 {
+		return nil
+	}
+	st, err := os.Stat(paths[0])
+	if err != nil {
+		return nil
+	}
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("endpoints file mode %v, want 0600", st.Mode().Perm())
+	}
+	b, err := os.ReadFile(paths[0])
+	if err != nil {
+		return nil
+	}
+	var cfg reference.Config
+	if err := yaml.Unmarshal(b, &cfg); err != nil || len(cfg.Endpoints) == 0 {
+		return nil // still being written
+	}
+	var out []string
+	for _, e := range cfg.Endpoints {
+		out = append(out, e.Secret)
+	}
+	return out
+}
+
+// scrubForLog keeps a failing test's message itself free of the secret.
+func scrubForLog(s string, forbidden []string) string {
+	for _, f := range forbidden {
+		s = strings.ReplaceAll(s, f, "<SECRET>")
+	}
+	return s
+}
+
+var staleMsg = regexp.MustCompile(`(?m)^removed 1 stale demo directory left by a killed run$`)
+
+// SIGKILL of a running demo: its receiver is gone within seconds, and the next
+// demo removes the directory (with the endpoints file) the killed one left.
+func TestKilledDemoLeavesNoReceiver(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the demo")
+	}
+	bin := buildHookcert(t)
+	tmp := t.TempDir()
+	env := demoEnv(tmp, pgtest.ServerURL())
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+
+	c := exec.CommandContext(ctx, bin, "demo", "--report-dir", filepath.Join(t.TempDir(), "r1"), "--seed", "12")
+	c.Env = env
+	out, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = c.Stdout
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { killReceivers(tmp) }) // should the test fail with one left
+	sc := bufio.NewScanner(out)
+	var seen strings.Builder
+	killed := false
+	for sc.Scan() {
+		seen.WriteString(sc.Text() + "\n")
+		if strings.HasPrefix(sc.Text(), "[3/23]") {
+			if len(receivers(tmp)) == 0 {
+				continue // between a crash scenario's kill and restart; try the next line
+			}
+			if err := c.Process.Signal(syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+			killed = true
+			break
+		}
+	}
+	if !killed {
+		_ = c.Wait()
+		t.Fatalf("the demo ended before it could be killed with its receiver running:\n%s", seen.String())
+	}
+	_ = c.Wait()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		left := receivers(tmp)
+		if len(left) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("receiver(s) %v still running 5s after the demo was SIGKILLed", left)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	stale, _ := filepath.Glob(filepath.Join(tmp, "hookcert-demo-*"))
+	if len(stale) != 1 {
+		t.Fatalf("killed demo left %v, want its one directory (with the pid file)", stale)
+	}
+	if _, err := os.Stat(filepath.Join(stale[0], "endpoints.yaml")); err != nil {
+		t.Fatalf("the stale directory lacks the endpoints file: %v", err)
+	}
+
+	// A live demo's directory must survive the next demo's sweep: a second,
+	// decoy directory owned by this (running) test process.
+	live := filepath.Join(tmp, "hookcert-demo-live")
+	if err := os.Mkdir(live, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(live, "owner.pid"), []byte(strconv.Itoa(os.Getpid())+" "+procStartTime(os.Getpid())+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+
+	c2 := exec.CommandContext(ctx, bin, "demo", "--report-dir", filepath.Join(t.TempDir(), "r2"), "--seed", "12")
+	c2.Env = env
+	b, err := c2.CombinedOutput()
+	if err != nil {
+		t.Fatalf("second demo: %v\n%s", err, b)
+	}
+	if !staleMsg.Match(b) {
+		t.Errorf("second demo did not say it removed the stale directory:\n%s", b)
+	}
+	if _, err := os.Stat(stale[0]); !os.IsNotExist(err) {
+		t.Errorf("stale directory %s still there (%v)", stale[0], err)
+	}
+	if _, err := os.Stat(live); err != nil {
+		t.Errorf("the sweep removed a directory whose owner is alive: %v", err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "hookcert-demo-*")); len(left) != 1 {
+		t.Errorf("after the second demo: %v, want only the live decoy", left)
+	}
+
+	// SIGTERM mid-run: the demo removes its own directory on the way out.
+	c3 := exec.CommandContext(ctx, bin, "demo", "--report-dir", filepath.Join(t.TempDir(), "r3"), "--seed", "12")
+	c3.Env = env
+	out3, err := c3.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c3.Stderr = c3.Stdout
+	if err := c3.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc = bufio.NewScanner(out3)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), "[2/23]") {
+			if dirs, _ := filepath.Glob(filepath.Join(tmp, "hookcert-demo-*")); len(dirs) != 2 {
+				t.Errorf("running demo: %v, want its own directory and the decoy", dirs)
+			}
+			if err := c3.Process.Signal(syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	for sc.Scan() {
+	}
+	if err := c3.Wait(); err == nil {
+		t.Error("a demo ended by SIGTERM mid-run exited 0")
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "hookcert-demo-*")); len(left) != 1 || len(receivers(tmp)) != 0 {
+		t.Errorf("after SIGTERM: directories %v (want only the decoy), receivers %v", left, receivers(tmp))
+	}
+}
+
+// receivers are the pids of running processes whose command line names dir (the
+// demo's --config lives there); zombies waiting for a reaper do not count.
+func receivers(dir string) []int {
+	var pids []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(b), dir) || !strings.Contains(string(b), "reference") {
+			continue
+		}
+		if running(pid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// running reports whether any thread of pid has not exited.
+func running(pid int) bool {
+	dir := "/proc/" + strconv.Itoa(pid) + "/task"
+	tasks, err := os.ReadDir(dir)
+	if err != nil {
+		return false
+	}
+	for _, tk := range tasks {
+		b, err := os.ReadFile(dir + "/" + tk.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(b)
+		if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X' {
+			return true
+		}
+	}
+	return false
+}
+
+func killReceivers(dir string) {
+	for _, pid := range receivers(dir) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
