@@ -431,3 +431,39 @@ func killReceivers(dir string) {
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
+
+// Serve takes its database from $HOOKCERT_DATABASE_URL without any flag, and a
+// password typed on --database-url still works but is warned about, never logged.
+func TestReferenceServeDatabaseURLSources(t *testing.T) {
+	db := pgtest.Database(t)
+	u, err := url.Parse(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const pw = "typed-pw-on-argv"
+	u.User = url.UserPassword(u.User.Username(), pw) // trust auth: not checked
+	withPW := u.String()
+
+	addr := freeAddr(t)
+	t.Setenv("HOOKCERT_DATABASE_URL", withPW) // inherited by the helper process
+	cmd, out := startServe(t, "reference", "serve", "--listen", addr)
+	waitHealthy(t, "http://"+addr, out)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if !strings.Contains(out.String(), "database from $HOOKCERT_DATABASE_URL") || strings.Contains(out.String(), "carries a password") {
+		t.Errorf("from the environment:\n%s", out)
+	}
+
+	t.Setenv("HOOKCERT_DATABASE_URL", "")
+	addr = freeAddr(t)
+	cmd, out = startServe(t, "reference", "serve", "--listen", addr, "--database-url", withPW)
+	waitHealthy(t, "http://"+addr, out)
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	if !strings.Contains(out.String(), "--database-url carries a password") {
+		t.Errorf("no warning for a password on the command line:\n%s", out)
+	}
+	if strings.Contains(out.String(), pw) {
+		t.Errorf("the password was logged:\n%s", out)
+	}
+}

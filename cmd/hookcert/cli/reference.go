@@ -159,6 +159,8 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 		Logger:           log,
 	})
 	if err != nil {
+		// A driver error may quote the password; Main prints this one.
+		err = scrub.New(scrub.Password(dbURL)).Error(err)
 		if errors.Is(err, reference.ErrUnreachable) {
 			return &ExitError{Code: ExitUnreachable, Err: err}
 		}
