@@ -144,15 +144,16 @@ func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) prof
 // both — and reads them again. A receiver that deduplicates in process memory
 // applies the redelivery a second time.
 func (s *session) ack1Check(evs []profiles.Event, recs []simulator.AttemptRecord, ep Endpoint) {
+	var ackedKeys, all []profiles.Key
 	for i, ev := range evs {
 		if acked(recs[i]) {
-			s.state(s.key(ep, ev), PhaseAfterRestart, 1)
+			ackedKeys = append(ackedKeys, s.key(ep, ev))
 		}
+		all = append(all, s.key(ep, ev))
 	}
+	s.states(PhaseAfterRestart, 1, ackedKeys...)
 	s.parallel(ep, evs, RoleRedelivery, simulator.SendOptions{Attempt: 2})
-	for _, ev := range evs {
-		s.state(s.key(ep, ev), PhaseAfterRedelivery, 1)
-	}
+	s.states(PhaseAfterRedelivery, 1, all...)
 }
 
 // ack1Round sends perRoundACK1 events at once and SIGKILLs the receiver when the

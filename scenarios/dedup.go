@@ -73,9 +73,7 @@ func init() {
 		evB.Account = b.Account
 		s.send(a, evA, RoleFirst, simulator.SendOptions{})
 		s.send(b, evB, RoleOtherScope, simulator.SendOptions{})
-		for _, k := range []profiles.Key{s.key(a, evA), s.key(b, evB)} {
-			s.state(k, PhaseAfter, 1)
-		}
+		s.states(PhaseAfter, 1, s.key(a, evA), s.key(b, evB))
 	})
 
 	register("DEDUP-4", "the same event ID from another source is a different event", func(s *session) {
@@ -85,9 +83,7 @@ func init() {
 		evB.ID = evA.ID
 		s.send(a, evA, RoleFirst, simulator.SendOptions{})
 		s.send(b, evB, RoleOtherScope, simulator.SendOptions{})
-		for _, k := range []profiles.Key{s.key(a, evA), s.key(b, evB)} {
-			s.state(k, PhaseAfter, 1)
-		}
+		s.states(PhaseAfter, 1, s.key(a, evA), s.key(b, evB))
 	})
 
 	register("DEDUP-5", "different event IDs with identical payload text are both applied", func(s *session) {
@@ -103,9 +99,7 @@ func init() {
 		s.note("both bodies are the same %d bytes; only the %s header differs", len(b1), ep.Profile.Facts().EventIDHeader)
 		s.send(ep, ev1, RoleFirst, simulator.SendOptions{})
 		s.send(ep, ev2, RoleOtherScope, simulator.SendOptions{})
-		for _, ev := range []profiles.Event{ev1, ev2} {
-			s.state(s.key(ep, ev), PhaseAfter, 1)
-		}
+		s.states(PhaseAfter, 1, s.key(ep, ev1), s.key(ep, ev2))
 	})
 
 	register("DEDUP-6", "two event IDs for one business operation apply one effect", func(s *session) {

@@ -437,7 +437,10 @@ func (r *Run) awaitStragglers(ctx context.Context, s *session, prev *session, de
 	}
 	t0 := time.Now()
 	pending := keys
-	for len(pending) > 0 && time.Now().Before(deadline) && ctx.Err() == nil {
+	// Give up when nothing has landed for a settle period: the receiver is not
+	// working through them (it lost them, or stores nothing).
+	progress := time.Now()
+	for len(pending) > 0 && time.Now().Before(deadline) && time.Since(progress) < settle && ctx.Err() == nil {
 		var still []profiles.Key
 		for _, k := range pending {
 			n, err := r.env.Observer.EventRows(ctx, k)
@@ -449,6 +452,9 @@ func (r *Run) awaitStragglers(ctx context.Context, s *session, prev *session, de
 			if err != nil || n == 0 {
 				still = append(still, k)
 			}
+		}
+		if len(still) < len(pending) {
+			progress = time.Now()
 		}
 		if pending = still; len(pending) > 0 {
 			time.Sleep(50 * time.Millisecond)

@@ -387,22 +387,35 @@ func (s *session) objectEffects(source, account, objectID, phase string) int {
 // should be 0 is read once: absence cannot be waited for. The hint only bounds
 // the wait; the checker judges the last read.
 func (s *session) settle(hint int, read func() int) int {
+	return s.settleUntil(time.Now().Add(settle), hint, read)
+}
+
+func (s *session) settleUntil(deadline time.Time, hint int, read func() int) int {
 	got := read()
-	if hint > 0 && got < hint {
-		deadline := time.Now().Add(settle)
-		for got < hint && time.Now().Before(deadline) && s.ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond)
-			got = read()
-		}
+	for hint > 0 && got < hint && time.Now().Before(deadline) && s.ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		got = read()
 	}
 	return got
 }
 
 // state reads the event rows and effects of k in phase, waiting for hint rows
 // and effects as settle does.
-func (s *session) state(k profiles.Key, phase string, hint int) {
-	s.settle(hint, func() int { return s.rows(k, phase) })
-	s.settle(hint, func() int { return s.effects(k, phase) })
+func (s *session) state(k profiles.Key, phase string, hint int) { s.states(phase, hint, k) }
+
+// states reads the rows and effects of every key at once, sharing one settle
+// deadline: a receiver that stores nothing costs one settle, not one per read.
+func (s *session) states(phase string, hint int, keys ...profiles.Key) {
+	deadline := time.Now().Add(settle)
+	var waits []func()
+	for _, k := range keys {
+		waits = append(waits,
+			s.spawn(func() { s.settleUntil(deadline, hint, func() int { return s.rows(k, phase) }) }),
+			s.spawn(func() { s.settleUntil(deadline, hint, func() int { return s.effects(k, phase) }) }))
+	}
+	for _, w := range waits {
+		w()
+	}
 }
 
 func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bool) {

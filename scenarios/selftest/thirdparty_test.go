@@ -4,16 +4,20 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
@@ -252,5 +256,70 @@ func TestReceiverWithoutLifecycleThatStops(t *testing.T) {
 	}
 	if stopped < 5 {
 		t.Fatalf("%d guarantees name the receiver that stopped answering\n%s", stopped, out.String())
+	}
+}
+
+// A receiver that acknowledges everything and stores nothing: the run fails with
+// the lost events as evidence, in bounded time (every poll shares its scenario's
+// settle deadline).
+func TestReceiverThatStoresNothing(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: certifies a receiver")
+	}
+	bin := build(t)
+	dbURL := pgtest.Database(t)
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(context.Background(), `CREATE TABLE events (source text, account_id text, event_id text);
+		CREATE TABLE ledger (source text, account_id text, event_id text)`)
+	conn.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte(`{"ok":true}`))
+	}))
+	defer srv.Close()
+	target := fmt.Sprintf(`target:
+  name: stores nothing
+  base_url: %s
+  endpoints:
+    - {profile: stripe, account: acct_A, path: /a, secret: whsec_nothingStoredxxxxxxxxxxxxxxxx}
+    - {profile: stripe, account: acct_B, path: /b, secret: whsec_nothingStoredyyyyyyyyyyyyyyyy}
+    - {profile: github, account: acct_A, path: /g, secret: nothing-stored-github}
+  observe:
+    postgres:
+      url: %s
+      queries:
+        event_rows: SELECT count(*) FROM events WHERE source=$1 AND account_id=$2 AND event_id=$3
+        effects: SELECT count(*) FROM ledger WHERE source=$1 AND account_id=$2 AND event_id=$3
+`, srv.URL, dbURL)
+	f := filepath.Join(t.TempDir(), "target.yaml")
+	if err := os.WriteFile(f, []byte(target), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	start := time.Now()
+	out, err := exec.CommandContext(ctx, bin, "certify", "--config", f, "--report-dir", dir, "--seed", "3").CombinedOutput()
+	took := time.Since(start)
+	t.Logf("certify against a receiver that stores nothing took %s", took.Round(100*time.Millisecond))
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
+		t.Fatalf("certify: %v, want exit 1\n%s", err, out)
+	}
+	res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"DEDUP-1", "DEDUP-2", "ACK-2"} {
+		for _, g := range res.Guarantees {
+			if g.ID == id && (g.Status != reports.StatusFailed || !slices.Contains(g.Codes, "reconcile.lost")) {
+				t.Errorf("%s: %s %v, want failed with reconcile.lost", id, g.Status, g.Codes)
+			}
+		}
 	}
 }
