@@ -32,6 +32,7 @@ const (
 	DefectApplyUnknownTypes  = "apply-unknown-types"
 	DefectOrphanPayloads     = "orphan-payloads"
 	DefectNoTTLFloor         = "no-ttl-floor"
+	DefectRotatedSecret      = "rotated-secret"
 )
 
 // slowAckWork is the synchronous downstream call the slow-ack defect makes per
@@ -67,6 +68,7 @@ var defectTable = map[string]string{
 	DefectAckOnError:         "\"log and return 200\": a failed precondition or a database error rolls back but is still answered 200, so the provider never retries and the event is lost",
 	DefectApplyUnknownTypes:  "a default branch credits the ledger for every event type it does not recognise instead of acknowledging and ignoring it",
 	DefectOrphanPayloads:     "also copies every raw payload into webhook_payload_archive, which the purge never touches; payloads outlive their TTL and their key",
+	DefectRotatedSecret:      "verifies its GitHub endpoints with the secret from before the last rotation: every genuine GitHub delivery is refused with 401, as forged ones are, so the provider retries and then gives up",
 	DefectNoTTLFloor:         "accepts any configured key TTL, even one below the provider's redelivery horizon; a redelivery after the key is gone is applied again",
 }
 

@@ -219,3 +219,21 @@ func TestDefectApplyUnknownTypes(t *testing.T) {
 		t.Fatal("apply-unknown-types with reject-unknown-types was accepted")
 	}
 }
+
+func TestDefectRotatedSecret(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectRotatedSecret}} {
+		e := newEnv(t, Options{Defects: defects})
+		gh, st := e.ep("github", "acct_A"), e.ep("stripe", "acct_A")
+		id := newID("gh_rotated")
+		r := e.send(build(gh, id, "customer_cash_balance_transaction.created", obj{ID: "x", Amount: 4}, time.Now()))
+		other := newID("st_rotated")
+		e.expect(e.send(build(st, other, "customer_cash_balance_transaction.created", obj{ID: "y", Amount: 4}, time.Now())), 200, StatusProcessed, "")
+		if defects == nil {
+			e.expect(r, 200, StatusProcessed, "")
+			continue
+		}
+		if r.Code != 401 || e.keyRows(gh, id) != 0 {
+			t.Fatalf("rotated-secret: a genuine GitHub delivery got %d and %d key rows, want 401 and 0", r.Code, e.keyRows(gh, id))
+		}
+	}
+}

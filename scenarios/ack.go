@@ -26,7 +26,10 @@ const (
 	PhaseBad             = "bad"
 	PhaseUnknownType     = "unknown-type"
 
+	PhaseControl     = "control"
+
 	RoleLoad        = "load"
+	RoleControl     = "control"
 	RoleBadPrefix   = "bad:"
 	RoleUnknownType = "unknown-type"
 )
@@ -80,6 +83,7 @@ func init() {
 			} {
 				s.badDelivery(ep, ep.Profile.ID()+" "+f.name, f.faults)
 			}
+			s.control(ep)
 		}
 	})
 
@@ -92,6 +96,7 @@ func init() {
 			stale := 2*tol + time.Minute
 			s.badDelivery(ep, ep.Profile.ID()+" delivery signed "+stale.String()+" ago (tolerance "+tol.String()+")",
 				simulator.Faults{StaleBy: simulator.Duration(stale)})
+			s.control(ep)
 		}
 	})
 
@@ -117,6 +122,7 @@ func init() {
 				s.rows(empty, PhaseBad)
 			}
 		}
+		s.control(ep)
 	})
 
 	register("ACK-6", "a valid event of an unhandled type is acknowledged and changes nothing", func(s *session) {
@@ -137,6 +143,15 @@ func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) prof
 	s.rows(k, PhaseBad)
 	s.effects(k, PhaseBad)
 	return k
+}
+
+// control sends a valid delivery to ep and reads it: the positive control of a
+// rejection check. A receiver that refuses everything refuses bad input too, and
+// must not pass for it.
+func (s *session) control(ep Endpoint) {
+	ev := s.event(ep, typeCash, s.newID("cbtxn"))
+	s.send(ep, ev, RoleControl, simulator.SendOptions{})
+	s.state(s.key(ep, ev), PhaseControl, 1)
 }
 
 // ack1Check reads, after a restart, every acknowledged event of evs, then

@@ -130,7 +130,7 @@ var catalogue = []Guarantee{
 		Promise:   "A delivery with a bad signature, a tampered body, a wrong secret or no signature gets a 4xx and leaves nothing behind.",
 		Why:       "Anyone who knows the URL could otherwise forge events.",
 		Scenarios: []string{"tampered body, wrong secret, missing signature"},
-		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input"},
+		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input", "ack.control-rejected"},
 	},
 	{
 		ID: "ACK-4", Family: "ACK", Title: "Stale timestamps rejected",
@@ -138,14 +138,14 @@ var catalogue = []Guarantee{
 		Why:       "Without the recency check a captured delivery can be replayed forever.",
 		Needs:     []Capability{"signed-timestamp"},
 		Scenarios: []string{"replay signed 10 minutes ago"},
-		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input"},
+		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input", "ack.control-rejected"},
 	},
 	{
 		ID: "ACK-5", Family: "ACK", Title: "Malformed deliveries rejected",
 		Promise:   "A signed delivery with malformed JSON, no event ID, or an oversized body gets a 4xx and leaves nothing behind.",
 		Why:       "Storing an event without an ID, or reading unbounded bodies, corrupts the key space or exhausts memory.",
 		Scenarios: []string{"malformed JSON, missing event ID, oversized body"},
-		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input"},
+		Codes:     []string{"ack.accepted-bad-input", "ack.stored-bad-input", "ack.control-rejected"},
 	},
 	{
 		ID: "ACK-6", Family: "ACK", Title: "Unknown types acknowledged",
@@ -264,6 +264,7 @@ var codeDocs = map[string]string{
 	"ack.effects":                 "an event killed in flight and redelivered after the restart is not applied exactly once",
 	"ack.timeout":                 "a delivery was not acknowledged within the provider's timeout",
 	"ack.accepted-bad-input":      "an invalid delivery (bad signature, stale timestamp, malformed body) was not refused with a 4xx",
+	"ack.control-rejected":        "a valid delivery sent beside the invalid ones (the positive control) was not acknowledged and applied: refusing everything is no proof of refusing bad input",
 	"ack.stored-bad-input":        "an invalid delivery left a key row or an effect",
 	"ack.unknown-type-rejected":   "a valid event of an unhandled type was not acknowledged",
 	"ack.unknown-type-applied":    "a valid event of an unhandled type changed the receiver's state",

@@ -277,6 +277,13 @@ func badInputCheck(v *view) {
 		}
 	}
 	v.state("ack.stored-bad-input", sc.PhaseBad, 0, "an invalid delivery")
+	// The positive control: the same endpoints accept and apply a valid delivery.
+	if len(v.role(sc.RoleControl)) == 0 {
+		v.fail("history: %s sent no valid delivery to hold its rejections against", v.sc.Name)
+		return
+	}
+	v.acked("ack.control-rejected", sc.RoleControl)
+	v.state("ack.control-rejected", sc.PhaseControl, 1, "a valid delivery sent beside the invalid ones")
 }
 
 func versionCheck(what string) func(v *view) {

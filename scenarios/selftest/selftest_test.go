@@ -60,6 +60,9 @@ var breaks = map[string]map[string][]string{
 	"purge-all": {"RETENTION-1": {"retention.key-purged-early", "retention.replay-applied"},
 		"RETENTION-2": {"retention.key-purged-early", "retention.replay-applied"}, "RETENTION-3": {"retention.key-purged-early"}},
 	"reject-unknown-types": {"ACK-6": {"ack.unknown-type-rejected"}},
+	// Only its GitHub endpoint refuses genuine deliveries: the positive control
+	// of ACK-3 catches what the rejections alone would pass.
+	"rotated-secret": {"ACK-3": {"ack.control-rejected"}, "ACK-6": {"ack.unknown-type-rejected"}},
 	"short-retention": {"RETENTION-1": {"retention.key-purged-early", "retention.replay-applied"},
 		"RETENTION-2": {"retention.key-purged-early", "retention.replay-applied"}, "RETENTION-3": {"retention.key-purged-early"}},
 	"skip-signature":       {"ACK-3": {"ack.accepted-bad-input", "ack.stored-bad-input"}, "ACK-4": {"ack.accepted-bad-input"}},
