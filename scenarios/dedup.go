@@ -40,7 +40,7 @@ func init() {
 			s.note("no lock-gating capability: the race is left to the barrier release alone")
 			fire()
 		}
-		s.note("%d copies released together; send spread %s", rel.Released, time.Duration(rel.SpreadNS))
+		s.note("%d of %d copies held back and released together (the rest sent whole); send spread %s", rel.Released, rel.Copies, time.Duration(rel.SpreadNS))
 		s.state(k, PhaseAfter, 1)
 	})
 
