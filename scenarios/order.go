@@ -72,16 +72,24 @@ func init() {
 				fire()
 			}
 		}
-		// And one old version resent last, as a manual resend or a slow retry would:
-		// whatever the interleaving above, the stream ends with a stale update.
-		late := stream[0]
+		// Then, as a manual resend or a slow retry would, an old version resent
+		// (a duplicate: nothing may change) and an older update's event arriving
+		// only now (a new event ID: it must not regress the object either).
+		// Whatever the interleaving above, the stream ends with stale updates.
+		resend := stream[0]
 		for _, ev := range stream {
-			if ev.Version < late.Version || late.Version == versionsORDER2 {
-				late = ev
+			if ev.Version < resend.Version {
+				resend = ev
 			}
 		}
-		s.note("version %d resent last", late.Version)
-		s.send(ep, late, RoleLate, simulator.SendOptions{Attempt: 2})
+		s.send(ep, resend, RoleLate, simulator.SendOptions{Attempt: 2})
+		late := s.event(ep, typeSubUpdated, sub)
+		s.mu.Lock()
+		late.Version = 1 + int64(s.rng.IntN(versionsORDER2-1))
+		s.mu.Unlock()
+		late.Status = fmt.Sprintf("v%d", late.Version)
+		s.send(ep, late, RoleLate, simulator.SendOptions{})
+		s.note("version %d resent last, then version %d under a new event ID", resend.Version, late.Version)
 		s.fact(FactWantVersion, versionsORDER2)
 		s.object(ep, sub, PhaseFinal)
 	})
