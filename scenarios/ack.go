@@ -26,7 +26,7 @@ const (
 	PhaseBad             = "bad"
 	PhaseUnknownType     = "unknown-type"
 
-	PhaseControl     = "control"
+	PhaseControl = "control"
 
 	RoleLoad        = "load"
 	RoleControl     = "control"
