@@ -140,6 +140,9 @@ type Run struct {
 	prev    *session
 	// lost is why the receiver cannot be reached any more, once it cannot.
 	lost string
+	// unwell is how the receiver went away during the last scenario, until it
+	// is restarted.
+	unwell string
 }
 
 // NewRun prepares a run against env. meta describes it in the history.
@@ -285,6 +288,12 @@ func (r *Run) died(ctx context.Context) string {
 	}
 	if c := r.env.Controller; c != nil {
 		if ok, why := c.Alive(); !ok {
+			r.mu.Lock()
+			r.unwell = why
+			r.mu.Unlock()
+			if strings.HasPrefix(why, "running") {
+				return "the receiver stopped answering during the scenario: " + why
+			}
 			return "the receiver exited during the scenario: " + why
 		}
 		return ""
@@ -314,7 +323,22 @@ func (r *Run) revive(ctx context.Context, s *session) {
 	if c == nil {
 		return
 	}
-	if ok, why := c.Alive(); !ok {
+	r.mu.Lock()
+	why := r.unwell
+	r.unwell = ""
+	r.mu.Unlock()
+	ok := why == ""
+	if ok {
+		ok, why = c.Alive()
+	}
+	if !ok {
+		// A hung receiver is still running: stop it before starting it anew.
+		if err := c.Kill(); err != nil {
+			r.mu.Lock()
+			r.lost = fmt.Sprintf("the receiver is not answering (%s) and could not be killed: %v", why, err)
+			r.mu.Unlock()
+			return
+		}
 		if err := c.Restart(ctx); err != nil {
 			r.mu.Lock()
 			r.lost = fmt.Sprintf("the receiver exited (%s) and could not be restarted: %v", why, err)
@@ -377,13 +401,11 @@ func (r *Run) quiesce(ctx context.Context, s *session) {
 			s.note("the previous scenario's deliveries were still running after %s", r.opt.QuiesceTimeout)
 		}
 	}
-	if c := r.env.Controller; c != nil {
-		if ok, _ := c.Alive(); !ok {
-			return // a receiver that exited has nothing in flight
-		}
-	}
-	if r.gone() != "" {
-		return
+	r.mu.Lock()
+	unwell := r.unwell
+	r.mu.Unlock()
+	if unwell != "" || r.gone() != "" {
+		return // a receiver that exited or hung has nothing in flight worth waiting for
 	}
 	if prev != nil {
 		r.awaitStragglers(ctx, s, prev, deadline)

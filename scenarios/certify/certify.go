@@ -234,7 +234,7 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 				_ = os.WriteFile(filepath.Join(o.ReportDir, "receiver.log"), []byte(scrub(proc.Output(), secrets)), 0o644)
 			}
 		})
-		env.Controller = &controller{p: proc}
+		env.Controller = &controller{p: proc, ready: spec.ReadyURL}
 	} else if err := reachable(ctx, tg.BaseURL); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	} else {
@@ -408,7 +408,11 @@ func (r retention) PayloadPresent(ctx context.Context, k profiles.Key) (bool, bo
 }
 
 // controller adapts the process controller.
-type controller struct{ p *process.Process }
+type controller struct {
+	p *process.Process
+	// ready is the readiness URL ("" when the lifecycle has none).
+	ready string
+}
 
 func (c *controller) Kill() error {
 	_, err := c.p.Kill()
@@ -433,6 +437,9 @@ func (c *controller) Restart(ctx context.Context) error { return c.p.Restart(ctx
 
 func (c *controller) Alive() (bool, string) {
 	if c.p.Running() {
+		if err := c.answers(); err != nil {
+			return false, fmt.Sprintf("running (pid %d) but not answering its readiness check: %v", c.p.PID(), err)
+		}
 		return true, ""
 	}
 	why := "not running"
@@ -443,6 +450,30 @@ func (c *controller) Alive() (bool, string) {
 		why += "; last output:\n" + tail
 	}
 	return false, why
+}
+
+// answers checks the receiver's readiness URL: two tries of 3 s, so a receiver
+// busy with a burst is not taken for a hung one.
+func (c *controller) answers() error {
+	if c.ready == "" {
+		return nil
+	}
+	var err error
+	for range 2 {
+		var resp *http.Response
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.ready, nil)
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+				cancel()
+				return nil
+			}
+			err = fmt.Errorf("GET %s: %s", c.ready, resp.Status)
+		}
+		cancel()
+	}
+	return err
 }
 
 // dbFaults adapts the PostgreSQL fault tools.

@@ -78,6 +78,19 @@ func TestReceiverThatDiesIsNamed(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: runs the demo")
 	}
+	receiverGoesAway(t, "KILL", "the receiver exited during the scenario", "signal")
+}
+
+// A receiver that hangs (SIGSTOP: running, answering nothing) is named as such,
+// killed and restarted for the next scenario.
+func TestReceiverThatHangsIsNamed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the demo")
+	}
+	receiverGoesAway(t, "STOP", "the receiver stopped answering during the scenario", "readiness check")
+}
+
+func receiverGoesAway(t *testing.T, signal, reason, detail string) {
 	bin := build(t)
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
@@ -105,7 +118,7 @@ func TestReceiverThatDiesIsNamed(t *testing.T) {
 				time.Sleep(1500 * time.Millisecond)
 				pids, _ := exec.Command("pgrep", "-P", fmt.Sprint(c.Process.Pid)).Output()
 				for _, p := range strings.Fields(string(pids)) {
-					_ = exec.Command("kill", "-KILL", p).Run()
+					_ = exec.Command("kill", "-"+signal, p).Run()
 				}
 			}()
 			killed = true
@@ -118,7 +131,7 @@ func TestReceiverThatDiesIsNamed(t *testing.T) {
 	}
 	var exited, restarted bool
 	for _, g := range res.Guarantees {
-		if g.Status == reports.StatusError && strings.Contains(g.Reason, "the receiver exited during the scenario") && strings.Contains(g.Reason, "signal") {
+		if g.Status == reports.StatusError && strings.Contains(g.Reason, reason) && strings.Contains(g.Reason, detail) {
 			exited = true
 		}
 		for _, s := range g.Scenarios {
