@@ -39,7 +39,7 @@ func WriteHTML(w io.Writer, r *Results) error {
 // writeHTML renders results that are already scrubbed (Write scrubs once for
 // all four files).
 func writeHTML(w io.Writer, r *Results) error {
-	if err := htmlTemplate.Execute(w, newHTMLPage(r)); err != nil {
+	if err := htmlTemplate.Execute(w, newHTMLPage(visibleControls(r))); err != nil {
 		return fmt.Errorf("write index.html: %w", err)
 	}
 	return nil

@@ -11,11 +11,30 @@ const Redacted = scrub.Redacted
 
 // scrubber walks the results; the scrubbing itself is adapters/scrub's, the one
 // implementation every output path of hookcert shares.
-type scrubber struct{ s *scrub.Scrubber }
+type scrubber struct {
+	s *scrub.Scrubber
+	// fn, when set, replaces the scrubbing (see visibleControls).
+	fn func(string) string
+}
 
 func newScrubber(secrets []string) *scrubber { return &scrubber{s: scrub.New(secrets...)} }
 
-func (s *scrubber) scrub(v string) string { return s.s.String(v) }
+func (s *scrubber) scrub(v string) string {
+	if s.fn != nil {
+		return s.fn(v)
+	}
+	return s.s.String(v)
+}
+
+// visibleControls returns a deep copy of r whose strings show control, bidi and
+// zero-width characters as visible escapes (newlines and tabs kept): html/template
+// escapes markup, not these, and a receiver's answer may carry any of them.
+func visibleControls(r *Results) *Results {
+	s := &scrubber{fn: func(v string) string { return escapeControls(v, true) }}
+	out := s.copyValue(reflect.ValueOf(r).Elem())
+	res := out.Interface().(Results)
+	return &res
+}
 
 // Redact returns a deep copy of r in which every string (map keys included) has the
 // given secrets replaced by [REDACTED], as have well-known secret patterns (whsec_…
