@@ -59,12 +59,14 @@ flake-check: build ## Certify the clean reference FLAKE_RUNS times in a row; sto
 verify: lint test ## Everything CI checks
 
 FUZZTIME ?= 10m
+# FUZZFLAGS passes more flags to go test, e.g. FUZZFLAGS=-parallel=1 on a shared machine.
+FUZZFLAGS ?=
 .PHONY: fuzz
 fuzz: ## Run every Fuzz test in the repository for FUZZTIME (default 10m) each; stop at the first finding
 	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
 	  for name in $$($(GO) test -list '^Fuzz' $$dir | grep '^Fuzz'); do \
 	    echo "== $$dir $$name ($(FUZZTIME))"; \
-	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$dir; \
+	    $(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $(FUZZFLAGS) $$dir; \
 	  done; \
 	done
 
