@@ -131,6 +131,9 @@ func init() {
 			k := s.key(ep, ev)
 			s.send(ep, ev, RoleUnknownType, simulator.SendOptions{})
 			s.effects(k, PhaseUnknownType)
+			// The positive control: "changes nothing" means something only if a
+			// handled event on the same endpoint does change the state.
+			s.control(ep)
 		}
 	})
 }

@@ -152,7 +152,7 @@ var catalogue = []Guarantee{
 		Promise:   "A valid delivery of an event type the receiver does not handle is acknowledged and changes no business state.",
 		Why:       "Rejecting unknown types makes the provider retry them for days and can get the endpoint disabled.",
 		Scenarios: []string{"a signed event of an unknown type"},
-		Codes:     []string{"ack.unknown-type-rejected", "ack.unknown-type-applied"},
+		Codes:     []string{"ack.unknown-type-rejected", "ack.unknown-type-applied", "ack.control-rejected"},
 	},
 	{
 		ID: "ORDER-1", Family: "ORDER", Title: "Late older update",
@@ -264,7 +264,7 @@ var codeDocs = map[string]string{
 	"ack.effects":                 "an event killed in flight and redelivered after the restart is not applied exactly once",
 	"ack.timeout":                 "a delivery was not acknowledged within the provider's timeout",
 	"ack.accepted-bad-input":      "an invalid delivery (bad signature, stale timestamp, malformed body) was not refused with a 4xx",
-	"ack.control-rejected":        "a valid delivery sent beside the invalid ones (the positive control) was not acknowledged and applied: refusing everything is no proof of refusing bad input",
+	"ack.control-rejected":        "a valid delivery sent as the positive control (beside invalid ones, or beside an unhandled type) was not acknowledged and applied: refusing or ignoring everything proves nothing",
 	"ack.stored-bad-input":        "an invalid delivery left a key row or an effect",
 	"ack.unknown-type-rejected":   "a valid event of an unhandled type was not acknowledged",
 	"ack.unknown-type-applied":    "a valid event of an unhandled type changed the receiver's state",

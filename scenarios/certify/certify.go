@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -358,19 +359,28 @@ func newRunID() string {
 	return strings.ToLower(fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffffff))
 }
 
+// reachable checks that something accepts connections at base. How it answers
+// HTTP is what the suite judges, so a receiver that misbehaves is still
+// reachable; only a refused or unroutable connection is not.
 func reachable(ctx context.Context, base string) error {
+	u, err := url.Parse(base)
+	if err != nil {
+		return fmt.Errorf("base_url %q: %w", base, err)
+	}
+	host := u.Host
+	if u.Port() == "" {
+		host = net.JoinHostPort(u.Hostname(), map[string]string{"https": "443"}[u.Scheme])
+		if u.Scheme != "https" {
+			host = net.JoinHostPort(u.Hostname(), "80")
+		}
+	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/", nil)
+	c, err := (&net.Dialer{}).DialContext(ctx, "tcp", host)
 	if err != nil {
-		return err
+		return fmt.Errorf("%s does not accept connections: %w", base, err)
 	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return fmt.Errorf("%s does not answer: %w", base, err)
-	}
-	resp.Body.Close()
-	return nil
+	return c.Close()
 }
 
 // observer adapts the PostgreSQL observer to the scenarios' Observer.

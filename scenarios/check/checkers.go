@@ -130,6 +130,7 @@ var checkers = map[string]func(v *view){
 			}
 		}
 		v.count("ack.unknown-type-applied", "effects", sc.PhaseUnknownType, 0, "an unhandled event type")
+		control(v)
 	},
 
 	"ORDER-1": versionCheck("versions delivered 1, 3, 2"),
@@ -277,13 +278,18 @@ func badInputCheck(v *view) {
 		}
 	}
 	v.state("ack.stored-bad-input", sc.PhaseBad, 0, "an invalid delivery")
-	// The positive control: the same endpoints accept and apply a valid delivery.
+	control(v)
+}
+
+// control is the positive control of a check that expects nothing to happen:
+// the same endpoints acknowledge and apply a valid, handled delivery.
+func control(v *view) {
 	if len(v.role(sc.RoleControl)) == 0 {
-		v.fail("history: %s sent no valid delivery to hold its rejections against", v.sc.Name)
+		v.fail("history: %s sent no valid delivery to hold its expectations against", v.sc.Name)
 		return
 	}
 	v.acked("ack.control-rejected", sc.RoleControl)
-	v.state("ack.control-rejected", sc.PhaseControl, 1, "a valid delivery sent beside the invalid ones")
+	v.state("ack.control-rejected", sc.PhaseControl, 1, "a valid delivery sent as the positive control")
 }
 
 func versionCheck(what string) func(v *view) {
