@@ -251,8 +251,16 @@ func TestHeldCopyAnsweredBeforeRelease(t *testing.T) {
 		out <- res
 	}()
 	<-answered
-	for b.st[0].state.Load() != copyBroken {
-		time.Sleep(time.Millisecond) // the copy sees the answer
+	// The copy sees the answer while held (broken) or, on a loaded machine,
+	// while still being confirmed (late): either way it must not count as
+	// delivered.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if st := b.st[0].state.Load(); st == copyBroken || st == copyLate {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the held copy never saw the answer (state %d)", b.st[0].state.Load())
+		}
 	}
 	b.release()
 	res := <-out
