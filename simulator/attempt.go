@@ -27,6 +27,10 @@ func (r *Runner) newRecord(ev profiles.Event, at profiles.Attempt, p *prepared, 
 
 // response is what came back, however far it got.
 type response struct {
+	// tries counts the connection tries the attempt made beyond a pooled
+	// connection (refused or unanswered handshakes, fresh connections after the
+	// receiver took nothing); 0 or 1 is the ordinary case.
+	tries   int
 	status  int
 	header  http.Header
 	body    []byte
@@ -44,6 +48,9 @@ type response struct {
 // finish classifies the result into the record.
 func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now time.Time) {
 	rec.Status = res.status
+	if res.tries > 1 {
+		rec.ConnectTries = res.tries
+	}
 	if len(res.body) > 0 {
 		ex := res.body
 		if len(ex) > ExcerptLimit {
@@ -146,6 +153,7 @@ type delivered struct {
 // attempt goes out again on a fresh connection, a bounded number of times.
 // A clean connection goes back to the pool.
 func (r *Runner) deliver(ctx context.Context, pc *pconn, wire []byte, lostAck string, deadline time.Time) delivered {
+	tries := 0
 	for fresh := 1; ; fresh++ {
 		if pc == nil {
 			var err error
@@ -154,7 +162,9 @@ func (r *Runner) deliver(ctx context.Context, pc *pconn, wire []byte, lostAck st
 			}
 			pc.c.SetDeadline(deadline)
 		}
+		tries += pc.tries
 		res, reusable := r.exchange(ctx, pc, wire, 0, lostAck)
+		res.tries = tries
 		if acked, ok := pc.requestAcked(); ok && !res.gotResp && res.err != nil {
 			switch {
 			case acked == 0 && fresh < maxFreshTries && ctx.Err() == nil && sleepCtx(ctx, retryPause(fresh), deadline):

@@ -221,6 +221,8 @@ func (b *barrier) run(i int) (res delivered, startNS int64) {
 		b.giveUp(cs)
 		return delivered{response: response{err: err, size: size}}, 0
 	}
+	opened := pc.tries
+	defer func() { res.tries = max(res.tries, opened) }()
 	pc.c.SetDeadline(b.deadline)
 	if cs.state.Load() == copyLate {
 		return b.late(pc, 0)

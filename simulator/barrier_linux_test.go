@@ -135,3 +135,47 @@ func appendInt(b []byte, n int) []byte {
 	}
 	return append(b, byte('0'+n%10))
 }
+
+// A receiver whose accept queue is full drops the SYN: the connection try times
+// out and a fresh one is made, as a provider's HTTP client does, and the record
+// says how many tries the attempt took.
+func TestConnectTriesAreRecorded(t *testing.T) {
+	l := listenBacklog(t, 1)
+	// Fill the accept queue with connections nobody accepts yet.
+	var fillers []net.Conn
+	for range 4 {
+		c, err := net.DialTimeout("tcp", l.Addr().String(), 50*time.Millisecond)
+		if err == nil {
+			fillers = append(fillers, c)
+		}
+	}
+	t.Cleanup(func() {
+		for _, c := range fillers {
+			c.Close()
+		}
+	})
+	go func() {
+		time.Sleep(150 * time.Millisecond) // longer than the first connection try
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				if req, err := http.ReadRequest(bufio.NewReader(c)); err == nil {
+					_ = req.Body.Close()
+					c.Write([]byte("HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"))
+				}
+			}()
+		}
+	}()
+	r := newTestRunner(t, "http://"+l.Addr().String()+"/hook", testProfile{})
+	a, err := r.Send(context.Background(), testEvent(), SendOptions{Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Outcome != OutcomeAcknowledged || a.ConnectTries < 2 {
+		t.Fatalf("outcome %s after %d connection tries (error %q); want acknowledged after at least 2", a.Outcome, a.ConnectTries, a.Error)
+	}
+}

@@ -67,6 +67,8 @@ type pconn struct {
 	// "no byte acknowledged" prove the receiver took nothing (on a reused
 	// connection its kernel may delay the ACK to piggyback on the answer).
 	fresh bool
+	// tries is how many connection tries it took to open (0: from the pool).
+	tries int
 	// ackedBase is tcpi_bytes_acked once the connection was set up (the TLS
 	// handshake's bytes), so acked - ackedBase counts request bytes.
 	ackedBase int64
@@ -183,6 +185,7 @@ func (r *Runner) connect(ctx context.Context, deadline time.Time) (*pconn, error
 		}
 		pc, err := r.dial(ctx, deadline, tryTimeout)
 		if err == nil {
+			pc.tries = try
 			return pc, nil
 		}
 		if ctx.Err() != nil || !time.Now().Before(deadline) || last {
@@ -264,6 +267,10 @@ func (r *Runner) dial(ctx context.Context, deadline time.Time, tryTimeout time.D
 		}
 		c = tc
 		pc.ackedBase, pc.receivedBase = readSockState(pc).acked, math.MaxInt64
+	} else {
+		// Linux counts the SYN in tcpi_bytes_acked: a fresh connection starts at
+		// 1, not 0, before any byte of the request.
+		pc.ackedBase = readSockState(pc).acked
 	}
 	pc.c = c
 	b := &budgetReader{r: c}

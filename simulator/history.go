@@ -80,6 +80,11 @@ type AttemptRecord struct {
 	Outcome Outcome  `json:"outcome"`
 	// RetryAfterNS is the Retry-After the response asked for, when present.
 	RetryAfterNS int64 `json:"retry_after_ns,omitempty"`
+	// ConnectTries is how many connection tries the attempt needed when it was
+	// more than one: refused or unanswered handshakes, and fresh connections
+	// after the receiver took no byte of the request, retried as a provider's
+	// HTTP client does.
+	ConnectTries int `json:"connect_tries,omitempty"`
 }
 
 // Duration returns the attempt's real duration.
