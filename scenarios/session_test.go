@@ -225,7 +225,7 @@ func TestTwoRunsInOneProcess(t *testing.T) {
 	wg.Wait()
 	for i, r := range runs {
 		h := r.History()
-		if len(h.Scenarios) != 1 || h.Scenarios[0].State != simulator.ScenarioRan || len(h.Attempts) != 1 {
+		if len(h.Scenarios) != 1 || h.Scenarios[0].State != simulator.ScenarioRan || len(h.Attempts) != 2 {
 			t.Fatalf("run %d: scenarios %+v, %d attempts", i, h.Scenarios, len(h.Attempts))
 		}
 		if ns := Namespace(fmt.Sprintf("run%d", i)); !strings.Contains(h.Attempts[0].Key.EventID, ns) {
