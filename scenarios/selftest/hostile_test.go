@@ -128,17 +128,7 @@ func TestCertifyAgainstHostileReceivers(t *testing.T) {
 		t.Skip("-short: certifies eleven hostile receivers")
 	}
 	bin := build(t)
-	dbURL := pgtest.Database(t)
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = conn.Exec(context.Background(), `CREATE TABLE events (source text, account_id text, event_id text);
-		CREATE TABLE ledger (source text, account_id text, event_id text)`)
-	conn.Close(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dbURL := emptyStore(t)
 	secret, err := profiles.GenerateSecret("shopify", rand.Reader)
 	if err != nil {
 		t.Fatal(err)
@@ -161,13 +151,7 @@ func TestCertifyAgainstHostileReceivers(t *testing.T) {
   base_url: %s
   endpoints:
     - {profile: shopify, account: acct_A, path: /hook, secret_env: HC_HOSTILE_SECRET}
-  observe:
-    postgres:
-      url: %s
-      queries:
-        event_rows: SELECT count(*) FROM events WHERE source=$1 AND account_id=$2 AND event_id=$3
-        effects: SELECT count(*) FROM ledger WHERE source=$1 AND account_id=$2 AND event_id=$3
-`, name, base, dbURL)
+%s`, name, base, observeSection(dbURL))
 		f := filepath.Join(t.TempDir(), "target.yaml")
 		if err := os.WriteFile(f, []byte(target), 0o600); err != nil {
 			t.Fatal(err)
@@ -208,4 +192,31 @@ func TestCertifyAgainstHostileReceivers(t *testing.T) {
 			}
 		})
 	}
+}
+
+// emptyStore is a database with the two tables a receiver that stores nothing
+// would have, empty; observeSection is the target file's observe section for it.
+func emptyStore(t *testing.T) string {
+	t.Helper()
+	dbURL := pgtest.Database(t)
+	conn, err := pgx.Connect(context.Background(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	if _, err := conn.Exec(context.Background(), `CREATE TABLE events (source text, account_id text, event_id text);
+		CREATE TABLE ledger (source text, account_id text, event_id text)`); err != nil {
+		t.Fatal(err)
+	}
+	return dbURL
+}
+
+func observeSection(dbURL string) string {
+	return fmt.Sprintf(`  observe:
+    postgres:
+      url: %s
+      queries:
+        event_rows: SELECT count(*) FROM events WHERE source=$1 AND account_id=$2 AND event_id=$3
+        effects: SELECT count(*) FROM ledger WHERE source=$1 AND account_id=$2 AND event_id=$3
+`, dbURL)
 }

@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
@@ -267,17 +266,7 @@ func TestReceiverThatStoresNothing(t *testing.T) {
 		t.Skip("-short: certifies a receiver")
 	}
 	bin := build(t)
-	dbURL := pgtest.Database(t)
-	conn, err := pgx.Connect(context.Background(), dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = conn.Exec(context.Background(), `CREATE TABLE events (source text, account_id text, event_id text);
-		CREATE TABLE ledger (source text, account_id text, event_id text)`)
-	conn.Close(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	dbURL := emptyStore(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		_, _ = w.Write([]byte(`{"ok":true}`))
@@ -290,13 +279,7 @@ func TestReceiverThatStoresNothing(t *testing.T) {
     - {profile: stripe, account: acct_A, path: /a, secret: whsec_nothingStoredxxxxxxxxxxxxxxxx}
     - {profile: stripe, account: acct_B, path: /b, secret: whsec_nothingStoredyyyyyyyyyyyyyyyy}
     - {profile: github, account: acct_A, path: /g, secret: nothing-stored-github}
-  observe:
-    postgres:
-      url: %s
-      queries:
-        event_rows: SELECT count(*) FROM events WHERE source=$1 AND account_id=$2 AND event_id=$3
-        effects: SELECT count(*) FROM ledger WHERE source=$1 AND account_id=$2 AND event_id=$3
-`, srv.URL, dbURL)
+%s`, srv.URL, observeSection(dbURL))
 	f := filepath.Join(t.TempDir(), "target.yaml")
 	if err := os.WriteFile(f, []byte(target), 0o600); err != nil {
 		t.Fatal(err)
