@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"strings"
 	"time"
 
@@ -38,8 +39,48 @@ import (
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
-// Version is hookcert's version, printed in reports.
-var Version = "0.1.0-dev"
+// Version is hookcert's version, printed in reports: the module version it was
+// built as (go install …@v1.2.3), else "devel" with the commit it was built
+// from.
+var Version = buildVersion()
+
+func buildVersion() string {
+	v, commit, modified := BuildInfo()
+	if commit != "" {
+		if len(commit) > 12 {
+			commit = commit[:12]
+		}
+		if modified {
+			commit += "-modified"
+		}
+		if v == "devel" {
+			return "devel+" + commit
+		}
+	}
+	return v
+}
+
+// BuildInfo reads the module version and the commit the binary was built from
+// (empty when the build recorded none).
+func BuildInfo() (version, commit string, modified bool) {
+	version = "devel"
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return version, "", false
+	}
+	if v := bi.Main.Version; v != "" && v != "(devel)" {
+		version = v
+	}
+	for _, s := range bi.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			commit = s.Value
+		case "vcs.modified":
+			modified = s.Value == "true"
+		}
+	}
+	return version, commit, modified
+}
 
 // DefaultTimeScale compresses providers' retry schedules during a certification:
 // one provider hour passes in one real second.
