@@ -40,7 +40,8 @@ func init() {
 			s.note("no lock-gating capability: the race is left to the barrier release alone")
 			fire()
 		}
-		s.note("%d of %d copies held back and released together (the rest sent whole); send spread %s", rel.Released, rel.Copies, time.Duration(rel.SpreadNS))
+		s.note("%d of %d copies held back and released together, %d sent on their own (the barrier stood %s, fell: %s); send spread %s",
+			rel.Released, rel.Copies, rel.Late, time.Duration(rel.PreopenNS).Round(time.Millisecond), rel.FellBecause, time.Duration(rel.SpreadNS))
 		s.state(k, PhaseAfter, 1)
 	})
 

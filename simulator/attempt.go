@@ -81,7 +81,7 @@ func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now ti
 		rec.Outcome = OutcomeFailed
 		if v == profiles.Acknowledged {
 			rec.Outcome, rec.Verdict = OutcomeUnknown, profiles.Retry.String()
-			rec.ErrorClass = ErrClassOther
+			rec.ErrorClass = ErrClassEarlyResponse
 			rec.Error = fmt.Sprintf("the receiver answered %d before the request was written in full (%d of %d bytes sent); a provider cannot count that as a delivery",
 				res.status, res.sentEarly, res.size)
 		}

@@ -113,10 +113,17 @@ func (r *Runner) copies(ctx context.Context, ev profiles.Event, at profiles.Atte
 			recs[i] = rec
 		}()
 	}
-	b.wait(timeout)
+	preopen := time.Now()
+	rel.FellBecause = b.wait(timeout)
+	rel.PreopenNS = int64(time.Since(preopen))
 	rel.StartNS = r.since()
 	b.release()
 	done.Wait()
+	for i := range b.st {
+		if b.st[i].state.Load() == copyLate {
+			rel.Late++
+		}
+	}
 	var lo, hi int64
 	for i := range b.st {
 		cs := &b.st[i]
@@ -135,8 +142,16 @@ func (r *Runner) copies(ctx context.Context, ev profiles.Event, at profiles.Atte
 	return recs, rel
 }
 
-// wait returns when the barrier should fall (see the rules above).
-func (b *barrier) wait(timeout time.Duration) {
+// Why a barrier fell (ReleaseRecord.FellBecause).
+const (
+	FellAllSettled = "all_settled" // every copy was held or gave up
+	FellStalled    = "stalled"     // no copy was newly held for a while: the rest went late
+	FellDeadline   = "deadline"    // the pre-open phase reached its bound
+	FellCancelled  = "cancelled"   // the run was stopped
+)
+
+// wait returns when the barrier should fall (see the rules above), and why.
+func (b *barrier) wait(timeout time.Duration) string {
 	start := time.Now()
 	hard := start.Add(min(timeout/2, maxPreopen))
 	t := time.NewTimer(time.Until(hard))
@@ -153,20 +168,21 @@ func (b *barrier) wait(timeout time.Duration) {
 			}
 		case <-t.C:
 		case <-b.ctx.Done():
-			return
+			return FellCancelled
 		}
-		until := hard
+		until, why := hard, FellDeadline
 		if held > 0 {
 			if u := lastHeld.Add(max(preopenStall, lastHeld.Sub(start))); u.Before(until) {
-				until = u
+				until, why = u, FellStalled
 			}
 		}
 		d := time.Until(until)
 		if d <= 0 {
-			return
+			return why
 		}
 		t.Reset(d)
 	}
+	return FellAllSettled
 }
 
 // release writes the final byte of every held copy in one tight loop and

@@ -85,6 +85,9 @@ func releases(t *testing.T, url string, n int, valid *atomic.Int64) {
 		if got := valid.Load() - before; got != 16 {
 			t.Fatalf("release %d: receiver verified %d requests, want 16", i, got)
 		}
+		if rel.Released+rel.Late != 16 || rel.FellBecause == "" || rel.PreopenNS <= 0 {
+			t.Fatalf("release %d: %d held + %d late of 16, fell because %q after %dns", i, rel.Released, rel.Late, rel.FellBecause, rel.PreopenNS)
+		}
 		held += int64(rel.Released)
 		slowest = max(slowest, int64(time.Since(start)))
 	}

@@ -36,6 +36,9 @@ const (
 	ErrClassTLS      = "tls"
 	ErrClassTooLarge = "too_large"
 	ErrClassOther    = "other"
+	// ErrClassEarlyResponse: a success answer came before the request was
+	// written in full, so it cannot acknowledge the delivery.
+	ErrClassEarlyResponse = "early_response"
 )
 
 // ExcerptLimit bounds the response body excerpt kept in a record.
@@ -97,8 +100,16 @@ type ReleaseRecord struct {
 	Attempt  int          `json:"attempt"`
 	Key      profiles.Key `json:"key"`
 	Copies   int          `json:"copies"`
-	// Released counts the copies whose connection was open when the barrier fell.
+	// Released counts the copies held (their connection confirmed) and released
+	// together when the barrier fell.
 	Released int `json:"released"`
+	// Late counts the copies the barrier fell without: each completed its own
+	// request, on its connection or a fresh one.
+	Late int `json:"late,omitempty"`
+	// PreopenNS is how long the barrier stood, opening and confirming copies.
+	PreopenNS int64 `json:"preopen_ns,omitempty"`
+	// FellBecause says why it fell: all_settled, stalled, deadline, cancelled.
+	FellBecause string `json:"fell_because,omitempty"`
 	// SpreadNS is max − min of the instants the copies finished writing their
 	// request (the final byte), in nanoseconds.
 	SpreadNS int64 `json:"spread_ns"`

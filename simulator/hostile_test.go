@@ -215,7 +215,7 @@ func TestHostileEarlyAnswerBeforeBodyIsRead(t *testing.T) {
 	if d := a.Duration(); d > 3*time.Second {
 		t.Fatalf("attempt took %v with a timeout of 1s", d)
 	}
-	wantRecord(t, a, OutcomeUnknown, ErrClassOther, "answered 200 before the request was written in full")
+	wantRecord(t, a, OutcomeUnknown, ErrClassEarlyResponse, "answered 200 before the request was written in full")
 	if a.Status != 200 || a.BytesSent >= size {
 		t.Fatalf("record: status %d bytes sent %d", a.Status, a.BytesSent)
 	}
@@ -269,7 +269,7 @@ func TestHeldCopyAnsweredBeforeRelease(t *testing.T) {
 	}
 	var rec AttemptRecord
 	r.finish(&rec, res.response, "", time.Now())
-	wantRecord(t, rec, OutcomeUnknown, ErrClassOther, "answered 200 before the request was written in full")
+	wantRecord(t, rec, OutcomeUnknown, ErrClassEarlyResponse, "answered 200 before the request was written in full")
 	if want := "(" + itoa(len(wire)-1) + " of " + itoa(len(wire)) + " bytes sent)"; !strings.Contains(rec.Error, want) {
 		t.Fatalf("error %q does not say %s", rec.Error, want)
 	}
