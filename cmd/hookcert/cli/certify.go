@@ -71,8 +71,9 @@ func newCertifyCmd() *cobra.Command {
 		Short: "Certify a receiver described by a target file",
 		Long: `Certify runs the guarantee suite against the receiver described by a target file
 (docs/target.md) and writes the reports. Exit status: 0 every applicable guarantee
-passed, 1 some failed, 2 usage or configuration error, 3 the target could not be
-reached or started.`,
+passed, 1 some failed or could not be judged (or the run was interrupted), 2 usage or
+configuration error, 3 the target could not be reached or started, 4 nothing was
+judged (no guarantee selected, or every selected one is not applicable).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if config == "" {
@@ -111,8 +112,8 @@ func runCertify(ctx context.Context, out io.Writer, opts certify.Options) error 
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	if res.Summary.Total == 0 {
-		return usageErr("no scenario selected: --label-filter %q and --focus %q match none (labels: guarantee IDs, families, needs:<capability>; see hookcert guarantees)",
-			opts.Run.LabelFilter, strings.Join(opts.Run.Focus, ","))
+		return &ExitError{Code: ExitNothing, Err: fmt.Errorf("no scenario selected: --label-filter %q and --focus %q match none (labels: guarantee IDs, families, needs:<capability>; see hookcert guarantees)",
+			opts.Run.LabelFilter, strings.Join(opts.Run.Focus, ","))}
 	}
 	return verdictExit(out, res, opts.ReportDir, start)
 }
@@ -132,6 +133,10 @@ func verdictExit(out io.Writer, res *reports.Results, reportDir string, start ti
 	}
 	if res.Summary.Failed > 0 || res.Summary.Error > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d guarantee(s) failed, %d could not be judged", res.Summary.Failed, res.Summary.Error)}
+	}
+	if res.Summary.Passed == 0 {
+		// Nothing certified: a CI step must not read this as a pass.
+		return &ExitError{Code: ExitNothing, Err: fmt.Errorf("nothing was judged: all %d selected guarantee(s) are not applicable to this target", res.Summary.NotApplicable)}
 	}
 	return nil
 }

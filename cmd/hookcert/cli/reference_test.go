@@ -199,7 +199,13 @@ func TestDemoLabelFilter(t *testing.T) {
 	if got := strings.Join(ids, ","); got != "ACK-6=passed,ORDER-1=passed" {
 		t.Fatalf("guarantees reported: %s", got)
 	}
-	if code, out := runChild(t, "demo", "--database-url", server, "--report-dir", t.TempDir(), "--label-filter", "NOPE-9"); code != ExitUsage || !strings.Contains(out, "no scenario selected") {
-		t.Fatalf("empty selection: exit %d, want %d:\n%s", code, ExitUsage, out)
+	if code, out := runChild(t, "demo", "--database-url", server, "--report-dir", t.TempDir(), "--label-filter", "NOPE-9"); code != ExitNothing || !strings.Contains(out, "no scenario selected") {
+		t.Fatalf("empty selection: exit %d, want %d:\n%s", code, ExitNothing, out)
+	}
+	// Everything selected is not applicable: nothing was certified, and the exit
+	// status says so.
+	if code, out := runChild(t, "demo", "--database-url", server, "--report-dir", t.TempDir(), "--label-filter", "ATOMIC",
+		"--capabilities", "none"); code != ExitNothing || !strings.Contains(out, "nothing was judged") {
+		t.Fatalf("all not applicable: exit %d, want %d:\n%s", code, ExitNothing, out)
 	}
 }

@@ -20,6 +20,7 @@ const (
 	ExitFailed      = 1 // something was judged and failed
 	ExitUsage       = 2 // bad flags or configuration
 	ExitUnreachable = 3 // the target could not be reached or started
+	ExitNothing     = 4 // nothing was judged: none selected, or every one not applicable
 )
 
 // ExitError carries an exit code out of a subcommand.
