@@ -265,6 +265,8 @@ func TestReceiverThatStoresNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: certifies a receiver")
 	}
+	// Mostly waiting (on demos, timeouts, settle periods): overlaps the other long tests.
+	t.Parallel()
 	bin := build(t)
 	dbURL := emptyStore(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
