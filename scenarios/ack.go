@@ -72,6 +72,9 @@ func init() {
 	})
 
 	register("ACK-3", "a bad signature gets a 4xx and leaves nothing", func(s *session) {
+		// All at once: a receiver that never answers costs one timeout, not one
+		// per delivery and endpoint.
+		var jobs []func()
 		for _, ep := range s.env.Endpoints {
 			for _, f := range []struct {
 				name   string
@@ -81,23 +84,25 @@ func init() {
 				{"wrong secret", simulator.Faults{WrongSecret: true}},
 				{"missing signature", simulator.Faults{MissingSignature: true}},
 			} {
-				s.badDelivery(ep, ep.Profile.ID()+" "+f.name, f.faults)
+				jobs = append(jobs, s.badDelivery(ep, ep.Profile.ID()+" "+f.name, f.faults))
 			}
-			s.control(ep)
+			jobs = append(jobs, s.control(ep))
 		}
+		s.together(jobs...)
 	})
 
 	register("ACK-4", "a stale signed timestamp gets a 4xx and leaves nothing", func(s *session) {
+		var jobs []func()
 		for _, ep := range s.env.Endpoints {
 			if !signsTimestamp(ep) {
 				continue
 			}
 			tol := *ep.Profile.Facts().Tolerance
 			stale := 2*tol + time.Minute
-			s.badDelivery(ep, ep.Profile.ID()+" delivery signed "+stale.String()+" ago (tolerance "+tol.String()+")",
-				simulator.Faults{StaleBy: simulator.Duration(stale)})
-			s.control(ep)
+			jobs = append(jobs, s.badDelivery(ep, ep.Profile.ID()+" delivery signed "+stale.String()+" ago (tolerance "+tol.String()+")",
+				simulator.Faults{StaleBy: simulator.Duration(stale)}), s.control(ep))
 		}
+		s.together(jobs...)
 	})
 
 	register("ACK-5", "malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing", func(s *session) {
@@ -106,6 +111,7 @@ func init() {
 		if limit <= 0 {
 			limit = 1 << 20
 		}
+		var jobs []func()
 		for _, f := range []struct {
 			name   string
 			faults simulator.Faults
@@ -114,47 +120,55 @@ func init() {
 			{"missing event ID", simulator.Faults{MissingID: true}},
 			{"oversized body", simulator.Faults{OversizeBytes: 2 * limit}},
 		} {
-			k := s.badDelivery(ep, f.name, f.faults)
-			if f.faults.MissingID {
-				// Stored under an empty ID is stored all the same.
-				empty := k
-				empty.EventID = ""
-				s.rows(empty, PhaseBad)
-			}
+			jobs = append(jobs, s.badDelivery(ep, f.name, f.faults))
 		}
-		s.control(ep)
+		s.together(append(jobs, s.control(ep))...)
 	})
 
 	register("ACK-6", "a valid event of an unhandled type is acknowledged and changes nothing", func(s *session) {
+		var jobs []func()
 		for _, ep := range s.env.Endpoints {
 			ev := s.event(ep, typeUnknown, s.newID("obj"))
 			k := s.key(ep, ev)
-			s.send(ep, ev, RoleUnknownType, simulator.SendOptions{})
-			s.effects(k, PhaseUnknownType)
-			// The positive control: "changes nothing" means something only if a
-			// handled event on the same endpoint does change the state.
-			s.control(ep)
+			jobs = append(jobs, func() {
+				s.send(ep, ev, RoleUnknownType, simulator.SendOptions{})
+				s.effects(k, PhaseUnknownType)
+			},
+				// The positive control: "changes nothing" means something only if
+				// a handled event on the same endpoint does change the state.
+				s.control(ep))
 		}
+		s.together(jobs...)
 	})
 }
 
-// badDelivery sends one invalid delivery and reads that it left nothing.
-func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) profiles.Key {
+// badDelivery builds one invalid delivery now and returns the job that sends it
+// and reads that it left nothing (under an empty event ID too, when the fault
+// drops the ID: stored under an empty ID is stored all the same).
+func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func() {
 	ev := s.event(ep, typeCash, s.newID("cbtxn"))
 	k := s.key(ep, ev)
-	s.send(ep, ev, RoleBadPrefix+what, simulator.SendOptions{Faults: f})
-	s.rows(k, PhaseBad)
-	s.effects(k, PhaseBad)
-	return k
+	return func() {
+		s.send(ep, ev, RoleBadPrefix+what, simulator.SendOptions{Faults: f})
+		s.rows(k, PhaseBad)
+		s.effects(k, PhaseBad)
+		if f.MissingID {
+			empty := k
+			empty.EventID = ""
+			s.rows(empty, PhaseBad)
+		}
+	}
 }
 
-// control sends a valid delivery to ep and reads it: the positive control of a
-// rejection check. A receiver that refuses everything refuses bad input too, and
-// must not pass for it.
-func (s *session) control(ep Endpoint) {
+// control builds a valid delivery to ep now and returns the job that sends and
+// reads it: the positive control of a rejection check. A receiver that refuses
+// everything refuses bad input too, and must not pass for it.
+func (s *session) control(ep Endpoint) func() {
 	ev := s.event(ep, typeCash, s.newID("cbtxn"))
-	s.send(ep, ev, RoleControl, simulator.SendOptions{})
-	s.state(s.key(ep, ev), PhaseControl, 1)
+	return func() {
+		s.send(ep, ev, RoleControl, simulator.SendOptions{})
+		s.state(s.key(ep, ev), PhaseControl, 1)
+	}
 }
 
 // ack1Check reads, after a restart, every acknowledged event of evs, then

@@ -118,6 +118,19 @@ func (s *session) fact(name string, v any) {
 	s.mu.Unlock()
 }
 
+// together runs jobs at the same time and waits for all; an abort in any is the
+// scenario's. Jobs must draw nothing from the scenario's random source (build
+// their events first), so the seed replays the same run.
+func (s *session) together(jobs ...func()) {
+	waits := make([]func(), len(jobs))
+	for i, j := range jobs {
+		waits[i] = s.spawn(j)
+	}
+	for _, w := range waits {
+		w()
+	}
+}
+
 // spawn runs fn in the background; wait returns when it has finished and
 // re-raises an abort it hit, so a background failure is the scenario's error.
 func (s *session) spawn(fn func()) (wait func()) {
@@ -233,9 +246,18 @@ func (s *session) record(role string, recs ...simulator.AttemptRecord) []simulat
 func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(simulator.AttemptRecord)) []simulator.AttemptRecord {
 	s.mu.Lock()
 	s.plans++
-	seed := int64(s.rng.Uint64() >> 1)
 	name := fmt.Sprintf("%s/%d", s.g.ID, s.plans)
 	s.mu.Unlock()
+	// The plan's seed (delivery IDs) comes from what it sends, not from the
+	// scenario's random source: deliveries made concurrently draw nothing, so
+	// they cannot change what the scenario draws next.
+	sh := fnv.New64a()
+	fmt.Fprintf(sh, "%s|%s|%d|%v", s.g.ID, role, step.Attempt, step.Faults.List())
+	for _, ev := range evs {
+		// The object ID too: an event whose ID the profile derives (Adyen) has none.
+		fmt.Fprintf(sh, "|%s|%s|%s|%d", ev.ID, ev.Type, ev.ObjectID, ev.Version)
+	}
+	seed := int64(sh.Sum64() >> 1)
 	plan := &simulator.Plan{Name: name, Seed: seed}
 	for i, ev := range evs {
 		en := fmt.Sprintf("e%d", i)
