@@ -237,7 +237,7 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.Sce
 	r.mu.Lock()
 	index := len(r.hist.Scenarios) + 1
 	r.mu.Unlock()
-	s := &session{run: r, env: r.env, g: g, index: index, rng: scenarioRand(r.opt.Seed, g.ID)}
+	s := &session{run: r, env: r.env, g: g, index: index, rng: scenarioRand(r.opt.Seed, g.ID), waited: map[profiles.Key]bool{}}
 	rec := simulator.ScenarioRecord{Index: index, Guarantee: g.ID, Name: sp.Text, StartNS: int64(time.Since(r.start))}
 
 	// Isolation: nothing of the previous scenario may still be running.

@@ -77,6 +77,9 @@ type session struct {
 	facts map[string]string
 	// expired are keys the scenario had the receiver purge on purpose.
 	expired []profiles.Key
+	// waited are keys whose rows a full settle period already waited for in
+	// vain; reconciliation reads them once instead of waiting again.
+	waited map[profiles.Key]bool
 	// bg counts background work (deliveries racing a gate, parallel sends);
 	// bgAbort is the first abort raised there.
 	bg      sync.WaitGroup
@@ -432,7 +435,13 @@ func (s *session) states(phase string, hint int, keys ...profiles.Key) {
 	var waits []func()
 	for _, k := range keys {
 		waits = append(waits,
-			s.spawn(func() { s.settleUntil(deadline, hint, func() int { return s.rows(k, phase) }) }),
+			s.spawn(func() {
+				if s.settleUntil(deadline, hint, func() int { return s.rows(k, phase) }) < hint {
+					s.mu.Lock()
+					s.waited[k] = true // a full settle period already passed without the row
+					s.mu.Unlock()
+				}
+			}),
 			s.spawn(func() { s.settleUntil(deadline, hint, func() int { return s.effects(k, phase) }) }))
 	}
 	for _, w := range waits {
@@ -640,8 +649,11 @@ func (s *session) reconcile() {
 				}
 			}()
 			rows := s.rows(it.k, PhaseReconcile)
+			s.mu.Lock()
+			waited := s.waited[it.k]
+			s.mu.Unlock()
 			// An asynchronous (inbox) receiver may store a moment after its 2xx.
-			for it.acked && rows == 0 && time.Now().Before(deadline) && s.ctx.Err() == nil {
+			for it.acked && rows == 0 && !waited && time.Now().Before(deadline) && s.ctx.Err() == nil {
 				time.Sleep(50 * time.Millisecond)
 				rows = s.rows(it.k, PhaseReconcile)
 			}

@@ -25,7 +25,7 @@ import (
 func testSession(t *testing.T, env *Env) *session {
 	t.Helper()
 	r := &Run{env: env, start: time.Now(), opt: RunOptions{QuiesceTimeout: time.Second}}
-	return &session{ctx: context.Background(), run: r, env: env, g: Guarantee{ID: "TEST-1"}, index: 1, rng: scenarioRand(1, "TEST-1")}
+	return &session{ctx: context.Background(), run: r, env: env, g: Guarantee{ID: "TEST-1"}, index: 1, rng: scenarioRand(1, "TEST-1"), waited: map[profiles.Key]bool{}}
 }
 
 // catch runs fn and returns the abort it raised ("" when none).
