@@ -127,8 +127,6 @@ func TestCertifyAgainstHostileReceivers(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: certifies eleven hostile receivers")
 	}
-	// Mostly waiting (on demos, timeouts, settle periods): overlaps the other long tests.
-	t.Parallel()
 	bin := build(t)
 	dbURL := emptyStore(t)
 	secret, err := profiles.GenerateSecret("shopify", rand.Reader)

@@ -112,8 +112,6 @@ func TestSuiteAgainstEveryDefect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: the self-test runs the whole suite once per defect")
 	}
-	// Runs beside the long tests that mostly wait (timeouts, settle periods).
-	t.Parallel()
 	bin := build(t)
 	server := pgtest.ServerURL()
 	// Seeds vary from run to run so timing luck cannot hide behind a fixed seed;

@@ -1,7 +1,6 @@
 package selftest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -220,25 +219,13 @@ func TestReceiverWithoutLifecycleThatStops(t *testing.T) {
 	dir := t.TempDir()
 	c := exec.Command(bin, "certify", "--config", targetFile, "--report-dir", dir, "--seed", "8", "--label-filter", "DEDUP || ACK")
 	c.Env = append(os.Environ(), env...)
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stderr = c.Stdout
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var out strings.Builder
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "[2/") {
+	out, err := watch(t, c, func(line string) {
+		if strings.HasPrefix(line, "[2/") {
 			kill()
 		}
-	}
-	err = c.Wait()
+	})
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 1 {
-		t.Fatalf("certify: %v, want exit 1\n%s", err, out.String())
+		t.Fatalf("certify: %v, want exit 1\n%s", err, out)
 	}
 	res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON))
 	if err != nil {
@@ -254,7 +241,7 @@ func TestReceiverWithoutLifecycleThatStops(t *testing.T) {
 		}
 	}
 	if stopped < 5 {
-		t.Fatalf("%d guarantees name the receiver that stopped answering\n%s", stopped, out.String())
+		t.Fatalf("%d guarantees name the receiver that stopped answering\n%s", stopped, out)
 	}
 }
 
@@ -265,8 +252,6 @@ func TestReceiverThatStoresNothing(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: certifies a receiver")
 	}
-	// Mostly waiting (on demos, timeouts, settle periods): overlaps the other long tests.
-	t.Parallel()
 	bin := build(t)
 	dbURL := emptyStore(t)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
