@@ -541,18 +541,6 @@ func (r *Run) addScenario(rec simulator.ScenarioRecord) {
 	r.mu.Unlock()
 }
 
-func (r *Run) releasesOf(index int) []simulator.ReleaseRecord {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []simulator.ReleaseRecord
-	for _, rel := range r.hist.Releases {
-		if rel.Scenario == index {
-			out = append(out, rel)
-		}
-	}
-	return out
-}
-
 func (r *Run) attemptsOf(index int) []simulator.AttemptRecord {
 	r.mu.Lock()
 	defer r.mu.Unlock()

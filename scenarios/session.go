@@ -247,6 +247,12 @@ func (s *session) record(role string, recs ...simulator.AttemptRecord) []simulat
 // steps go at the same time when together is set. each, when set, hears of every
 // attempt as it ends. The attempts come back in step order.
 func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(simulator.AttemptRecord)) []simulator.AttemptRecord {
+	recs, _ := s.deliverPlan(ep, role, evs, step, together, each)
+	return recs
+}
+
+// deliverPlan is deliver that also returns the plan's barrier releases.
+func (s *session) deliverPlan(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(simulator.AttemptRecord)) ([]simulator.AttemptRecord, []simulator.ReleaseRecord) {
 	s.mu.Lock()
 	s.plans++
 	name := fmt.Sprintf("%s/%d", s.g.ID, s.plans)
@@ -282,12 +288,12 @@ func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, step s
 	if err != nil {
 		s.abort("interrupted: %v", context.Cause(s.ctx))
 	}
-	for _, rel := range h.Releases {
-		rel.Scenario = s.index
-		rel.StartNS += int64(r.Started().Sub(s.run.start))
-		s.run.addRelease(rel)
+	for i := range h.Releases {
+		h.Releases[i].Scenario = s.index
+		h.Releases[i].StartNS += int64(r.Started().Sub(s.run.start))
+		s.run.addRelease(h.Releases[i])
 	}
-	return s.record(role, s.run.align(r, recs...)...)
+	return s.record(role, s.run.align(r, recs...)...), h.Releases
 }
 
 func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.SendOptions) simulator.AttemptRecord {
@@ -302,12 +308,11 @@ func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.
 func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o simulator.SendOptions) ([]simulator.AttemptRecord, simulator.ReleaseRecord) {
 	st := stepOf(o)
 	st.Copies = n
-	recs := s.deliver(ep, role, []profiles.Event{ev}, st, false, nil)
-	var rel simulator.ReleaseRecord
-	for _, r := range s.run.releasesOf(s.index) {
-		rel = r // the one just made: releases are filed in order
+	recs, rels := s.deliverPlan(ep, role, []profiles.Event{ev}, st, false, nil)
+	if len(rels) != 1 {
+		s.abort("delivering %d copies of %s: %d barrier releases recorded, want 1", n, ev.ID, len(rels))
 	}
-	return recs, rel
+	return recs, rels[0]
 }
 
 // parallel sends each event once, all at the same time, and returns the records in

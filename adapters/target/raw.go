@@ -147,19 +147,7 @@ func section(segs []any) string {
 	if len(segs) == 0 {
 		return "(top level)"
 	}
-	var b strings.Builder
-	for i, s := range segs {
-		switch k := s.(type) {
-		case string:
-			if i > 0 {
-				b.WriteByte('.')
-			}
-			b.WriteString(k)
-		case int:
-			b.WriteString("[]")
-		}
-	}
-	return b.String()
+	return joinPath(segs, func(int) string { return "[]" })
 }
 
 // check walks n, the value at segs, against type t.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"text/template"
 	tparse "text/template/parse"
@@ -80,6 +81,12 @@ func (v *validator) brokenPath(p string) bool {
 }
 
 func pathString(segs []any) string {
+	return joinPath(segs, func(i int) string { return "[" + strconv.Itoa(i) + "]" })
+}
+
+// joinPath renders a field path: names joined by dots, list indexes as index
+// renders them.
+func joinPath(segs []any, index func(int) string) string {
 	var b strings.Builder
 	for i, s := range segs {
 		switch k := s.(type) {
@@ -89,7 +96,7 @@ func pathString(segs []any) string {
 			}
 			b.WriteString(k)
 		case int:
-			fmt.Fprintf(&b, "[%d]", k)
+			b.WriteString(index(k))
 		}
 	}
 	return b.String()

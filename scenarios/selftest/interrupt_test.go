@@ -27,36 +27,22 @@ func TestInterruptedRunIsNeverAPass(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := exec.CommandContext(ctx, bin, "demo", "--database-url", pgtest.ServerURL(), "--report-dir", dir, "--seed", "9")
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stderr = c.Stdout
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	var out strings.Builder
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "[5/23]") {
+	signalled := false
+	out, err := watch(t, c, func(line string) {
+		if !signalled && strings.HasPrefix(line, "[5/23]") {
+			signalled = true
 			if err := c.Process.Signal(syscall.SIGINT); err != nil {
-				t.Fatal(err)
+				t.Error(err)
 			}
-			break
 		}
-	}
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-	}
-	err = c.Wait()
+	})
 	ee, ok := err.(*exec.ExitError)
 	if !ok || ee.ExitCode() == 0 {
-		t.Fatalf("interrupted demo: %v, want a non-zero exit\n%s", err, out.String())
+		t.Fatalf("interrupted demo: %v, want a non-zero exit\n%s", err, out)
 	}
 	res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON))
 	if err != nil {
-		t.Fatalf("no results after the interruption: %v\n%s", err, out.String())
+		t.Fatalf("no results after the interruption: %v\n%s", err, out)
 	}
 	if !res.Interrupted || res.Summary.Error == 0 || res.Summary.Total != 23 {
 		t.Fatalf("results: interrupted=%v summary %+v", res.Interrupted, res.Summary)
@@ -66,8 +52,8 @@ func TestInterruptedRunIsNeverAPass(t *testing.T) {
 			t.Errorf("%s is an error for another reason: %s", g.ID, g.Reason)
 		}
 	}
-	if strings.Contains(out.String(), "PASSED") {
-		t.Errorf("an interrupted run printed PASSED:\n%s", out.String())
+	if strings.Contains(out, "PASSED") {
+		t.Errorf("an interrupted run printed PASSED:\n%s", out)
 	}
 }
 
@@ -99,35 +85,23 @@ func receiverGoesAway(t *testing.T, signal, reason, detail string) {
 	// from outside while a scenario runs.
 	c := exec.CommandContext(ctx, bin, "demo", "--database-url", pgtest.ServerURL(), "--report-dir", dir, "--seed", "9",
 		"--defect", "slow-ack", "--label-filter", "ACK-2 || DEDUP-1 || ACK-6")
-	stdout, err := c.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	c.Stderr = c.Stdout
-	if err := c.Start(); err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(stdout)
-	var out strings.Builder
 	killed := false
-	for sc.Scan() {
-		out.WriteString(sc.Text() + "\n")
-		if !killed && strings.HasPrefix(sc.Text(), "starting the receiver") {
+	out, _ := watch(t, c, func(line string) {
+		if !killed && strings.HasPrefix(line, "starting the receiver") {
+			killed = true
 			go func() {
-				// Kill the receiver (the demo's child) once the run is under way.
+				// Signal the receiver (the demo's child) once the run is under way.
 				time.Sleep(1500 * time.Millisecond)
 				pids, _ := exec.Command("pgrep", "-P", fmt.Sprint(c.Process.Pid)).Output()
 				for _, p := range strings.Fields(string(pids)) {
 					_ = exec.Command("kill", "-"+signal, p).Run()
 				}
 			}()
-			killed = true
 		}
-	}
-	_ = c.Wait()
+	})
 	res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON))
 	if err != nil {
-		t.Fatalf("no results: %v\n%s", err, out.String())
+		t.Fatalf("no results: %v\n%s", err, out)
 	}
 	var exited, restarted bool
 	for _, g := range res.Guarantees {
@@ -141,6 +115,27 @@ func receiverGoesAway(t *testing.T, signal, reason, detail string) {
 		}
 	}
 	if !exited || !restarted || res.Summary.Verdict() == "PASSED" {
-		t.Fatalf("exited named %v, restart noted %v, verdict %s\n%s", exited, restarted, res.Summary.Verdict(), out.String())
+		t.Fatalf("exited named %v, restart noted %v, verdict %s\n%s", exited, restarted, res.Summary.Verdict(), out)
 	}
+}
+
+// watch starts c with its output piped, hands every line to onLine as it comes,
+// and returns the whole output and c's exit error.
+func watch(t *testing.T, c *exec.Cmd, onLine func(line string)) (string, error) {
+	t.Helper()
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Stderr = c.Stdout
+	if err := c.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	sc := bufio.NewScanner(stdout)
+	for sc.Scan() {
+		out.WriteString(sc.Text() + "\n")
+		onLine(sc.Text())
+	}
+	return out.String(), c.Wait()
 }
