@@ -46,6 +46,25 @@ type Env struct {
 	// Retention purges the receiver as of a chosen time and reads whether a
 	// payload is still stored (capability retention).
 	Retention Retention
+	// Vocab is the receiver's event vocabulary: declared in the target file, or
+	// BuiltinVocabulary for the conformance domain (nil means the latter).
+	Vocab *Vocabulary
+	// Acceptance says whether the receiver applies events after its 2xx, and
+	// how long it may take.
+	Acceptance Acceptance
+	// Quiescent reports whether the receiver has no accepted work left pending
+	// (the target's quiescent query); nil when the target declares none.
+	Quiescent func(ctx context.Context) (bool, error)
+	// Fixtures create the business objects a receiver expects to exist before
+	// events about them arrive (nil when the target declares none).
+	Fixtures Fixtures
+}
+
+// Fixtures create business objects in the receiver, the way its own
+// application would before the provider sends events about them.
+type Fixtures interface {
+	// Create runs the named fixture for one object.
+	Create(ctx context.Context, name string, d ObjectData) error
 }
 
 // Retention is the receiver's declared purge and the payload observation the
@@ -71,13 +90,20 @@ type Endpoint struct {
 	// endpoint (0 when not declared).
 	KeyTTL     time.Duration
 	PayloadTTL time.Duration
+	// AckTimeout is the acknowledgement timeout ACK-2 holds deliveries here to:
+	// the target's ack_timeout, else the profile's documented one, else a
+	// labelled model (AckTimeoutModel is then true); 0 when none applies.
+	AckTimeout      time.Duration
+	AckTimeoutModel bool
 }
 
 // Observer reads the receiver's state through the target's queries. Optional
 // queries return ErrNotConfigured-wrapping errors when absent.
 type Observer interface {
 	EventRows(ctx context.Context, k profiles.Key) (int, error)
-	Effects(ctx context.Context, k profiles.Key) (int, error)
+	// Effects counts the effects of one event of the effect role; objectID is
+	// the event's business object ($4), which a receiver may count by instead.
+	Effects(ctx context.Context, k profiles.Key, objectID string) (int, error)
 	ObjectEffects(ctx context.Context, source, account, objectID string) (int, error)
 	Object(ctx context.Context, source, account, objectID string) (version int64, status string, found bool, err error)
 	Payment(ctx context.Context, source, account, objectID string) (status string, found bool, err error)

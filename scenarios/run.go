@@ -448,7 +448,7 @@ func (r *Run) awaitStragglers(ctx context.Context, s *session, prev *session, de
 	seen := map[profiles.Key]bool{}
 	var keys []profiles.Key
 	for _, a := range r.attemptsOf(prev.index) {
-		if a.Outcome != simulator.OutcomeUnknown || a.Key.EventID == "" || BadInput(a.Faults) || !HandledType(a.EventType) || seen[a.Key] {
+		if a.Outcome != simulator.OutcomeUnknown || a.Key.EventID == "" || BadInput(a.Faults) || !r.env.vocab().Handled(a.EventType) || seen[a.Key] {
 			continue
 		}
 		seen[a.Key] = true

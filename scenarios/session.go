@@ -14,27 +14,8 @@ import (
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
-// Event types of the conformance domain (docs/conformance-domain.md).
-const (
-	typeCash         = "customer_cash_balance_transaction.created"
-	typePayCreated   = "payment_intent.created"
-	typePaySucceeded = "payment_intent.succeeded"
-	typeRefunded     = "charge.refunded"
-	typeSubUpdated   = "customer.subscription.updated"
-	typeUnknown      = "hookcert.conformance.unhandled"
-)
-
-// HandledType reports whether t is an event type of the conformance domain that
-// the receiver is expected to store (the checker reconciles those).
-func HandledType(t string) bool {
-	switch t {
-	case typeCash, typePayCreated, typePaySucceeded, typeRefunded, typeSubUpdated:
-		return true
-	}
-	return false
-}
-
-// CreditType is the credit-like event type: applied at most once per event key.
+// CreditType is the built-in domain's credit-like event type: applied at most
+// once per event key.
 const CreditType = typeCash
 
 // settle bounds how long a positive expectation on the receiver's state is polled:
@@ -51,6 +32,11 @@ const (
 	PhaseQuiesce = "quiesce"
 	// FactExpired lists, one per line, the keys a scenario purged on purpose.
 	FactExpired = "expired"
+	// FactHandled lists, space-separated, the event types the receiver stores;
+	// FactEffectType is the effect role's type, applied at most once per key.
+	// Histories without them are of the built-in domain.
+	FactHandled    = "handled_types"
+	FactEffectType = "effect_type"
 )
 
 // abortSignal ends a scenario as an error: the harness could not judge it.
@@ -80,6 +66,9 @@ type session struct {
 	// waited are keys whose rows a full settle period already waited for in
 	// vain; reconciliation reads them once instead of waiting again.
 	waited map[profiles.Key]bool
+	// objects maps each key the scenario made to its event's business object,
+	// which an effects query may count by ($4).
+	objects map[profiles.Key]string
 	// bg counts background work (deliveries racing a gate, parallel sends);
 	// bgAbort is the first abort raised there.
 	bg      sync.WaitGroup
@@ -230,7 +219,21 @@ func (s *session) event(ep Endpoint, typ, objectID string) profiles.Event {
 
 // key is the event key the receiver derives for ev on ep.
 func (s *session) key(ep Endpoint, ev profiles.Event) profiles.Key {
-	return profiles.EventKey(ep.Profile, ev)
+	k := profiles.EventKey(ep.Profile, ev)
+	s.mu.Lock()
+	if s.objects == nil {
+		s.objects = map[profiles.Key]string{}
+	}
+	s.objects[k] = ev.ObjectID
+	s.mu.Unlock()
+	return k
+}
+
+// objectOf is the business object of the event s made with key k.
+func (s *session) objectOf(k profiles.Key) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.objects[k]
 }
 
 // record files attempts under this scenario and role in the run's history.
@@ -404,7 +407,10 @@ func (s *session) rows(k profiles.Key, phase string) int {
 }
 
 func (s *session) effects(k profiles.Key, phase string) int {
-	return s.countOf("effects", phase, keyParams(k), func(ctx context.Context) (int, error) { return s.env.Observer.Effects(ctx, k) })
+	obj := s.objectOf(k)
+	return s.countOf("effects", phase, []string{k.Source, k.Account, k.EventID, obj}, func(ctx context.Context) (int, error) {
+		return s.env.Observer.Effects(ctx, k, obj)
+	})
 }
 
 func (s *session) objectEffects(source, account, objectID, phase string) int {
@@ -601,6 +607,13 @@ func (s *session) reconcile() {
 		acked bool
 		cash  bool
 	}
+	voc := s.env.vocab()
+	// The checker reads what counts as stored, and what applies once, from
+	// the history alone.
+	s.fact(FactHandled, strings.Join(voc.HandledTypes(), " "))
+	if voc.Effect != nil {
+		s.fact(FactEffectType, voc.Effect.Type)
+	}
 	expired := map[profiles.Key]bool{}
 	s.mu.Lock()
 	for _, k := range s.expired {
@@ -610,12 +623,12 @@ func (s *session) reconcile() {
 	var items []*item
 	seen := map[profiles.Key]*item{}
 	for _, a := range s.run.attemptsOf(s.index) {
-		if a.Key.EventID == "" || BadInput(a.Faults) || !HandledType(a.EventType) || expired[a.Key] {
+		if a.Key.EventID == "" || BadInput(a.Faults) || !voc.Handled(a.EventType) || expired[a.Key] {
 			continue
 		}
 		it := seen[a.Key]
 		if it == nil {
-			it = &item{k: a.Key, cash: a.EventType == typeCash}
+			it = &item{k: a.Key, cash: voc.Effect != nil && a.EventType == voc.Effect.Type}
 			seen[a.Key] = it
 			items = append(items, it)
 		}

@@ -188,8 +188,8 @@ func TestInterruptedRunRecordsEveryScenarioAsError(t *testing.T) {
 
 type nopObserver struct{}
 
-func (nopObserver) EventRows(context.Context, profiles.Key) (int, error) { return 0, nil }
-func (nopObserver) Effects(context.Context, profiles.Key) (int, error)   { return 0, nil }
+func (nopObserver) EventRows(context.Context, profiles.Key) (int, error)       { return 0, nil }
+func (nopObserver) Effects(context.Context, profiles.Key, string) (int, error) { return 0, nil }
 func (nopObserver) ObjectEffects(context.Context, string, string, string) (int, error) {
 	return 0, nil
 }

@@ -434,8 +434,10 @@ func okey(k profiles.Key) observe.Key {
 func (o observer) EventRows(ctx context.Context, k profiles.Key) (int, error) {
 	return o.o.EventRows(ctx, okey(k))
 }
-func (o observer) Effects(ctx context.Context, k profiles.Key) (int, error) {
-	return o.o.Effects(ctx, okey(k))
+func (o observer) Effects(ctx context.Context, k profiles.Key, objectID string) (int, error) {
+	key := okey(k)
+	key.ObjectID = objectID
+	return o.o.Effects(ctx, key)
 }
 func (o observer) ObjectEffects(ctx context.Context, source, account, objectID string) (int, error) {
 	return o.o.ObjectEffects(ctx, source, account, objectID)

@@ -145,15 +145,27 @@ func reconcile(v *view) {
 			expired[k] = true
 		}
 	}
+	handled := map[string]bool{}
+	for _, t := range scenarios.BuiltinVocabulary().HandledTypes() {
+		handled[t] = true
+	}
+	effectType := scenarios.CreditType
+	if hs, ok := v.sc.Facts[scenarios.FactHandled]; ok {
+		handled = map[string]bool{}
+		for _, t := range strings.Fields(hs) {
+			handled[t] = true
+		}
+		effectType = v.fact(scenarios.FactEffectType)
+	}
 	var order []profiles.Key
 	byKey := map[profiles.Key]*tally{}
 	for _, a := range v.attempts {
-		if a.Key.EventID == "" || scenarios.BadInput(a.Faults) || !scenarios.HandledType(a.EventType) || expired[scenarios.KeyString(a.Key)] {
+		if a.Key.EventID == "" || scenarios.BadInput(a.Faults) || !handled[a.EventType] || expired[scenarios.KeyString(a.Key)] {
 			continue
 		}
 		t := byKey[a.Key]
 		if t == nil {
-			t = &tally{cash: a.EventType == scenarios.CreditType}
+			t = &tally{cash: effectType != "" && a.EventType == effectType}
 			byKey[a.Key] = t
 			order = append(order, a.Key)
 		}
