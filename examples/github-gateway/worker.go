@@ -1,0 +1,201 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+const (
+	// maxAttempts: a task that failed this often stays in the inbox, pending,
+	// with its last error (the dead letter an operator looks at).
+	maxAttempts = 5
+	// retryBase is the first retry's delay; each further one doubles it.
+	retryBase = 50 * time.Millisecond
+	// taskTimeout bounds one task's transaction. It is generous: the task may
+	// wait on a lock another session holds.
+	taskTimeout = 60 * time.Second
+)
+
+// task is one claimed inbox row.
+type task struct {
+	id         int64
+	deliveryID string
+	event      string
+	payload    []byte
+	attempts   int
+}
+
+// work runs one worker until the gateway stops. A task in progress is
+// finished first: its transaction does not use the stop signal.
+func (g *Gateway) work(n int) {
+	idle := time.NewTimer(g.pollEvery)
+	defer idle.Stop()
+	for {
+		select {
+		case <-g.stop:
+			return
+		default:
+		}
+		did, err := g.runOne()
+		if err != nil {
+			// The claim itself failed (the database is away): wait a poll.
+			g.log.Warn("worker could not claim a task", "worker", n, "err", err)
+		}
+		if did {
+			continue
+		}
+		idle.Reset(g.pollEvery)
+		select {
+		case <-g.stop:
+			return
+		case <-g.wake:
+		case <-idle.C:
+		}
+	}
+}
+
+// runOne claims one due task and processes it in the claim's transaction, so
+// the task is done exactly when its effect is committed. did is false when no
+// task was due.
+func (g *Gateway) runOne() (did bool, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), taskTimeout)
+	defer cancel()
+	tx, err := g.pool.Begin(ctx)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	var t task
+	err = tx.QueryRow(ctx, `
+		SELECT id, delivery_id, event, payload::text, attempts
+		FROM inbox
+		WHERE done_at IS NULL AND attempts < $1 AND available_at <= now()
+		ORDER BY id
+		LIMIT 1
+		FOR UPDATE SKIP LOCKED`, maxAttempts).Scan(&t.id, &t.deliveryID, &t.event, &t.payload, &t.attempts)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	perr := g.process(ctx, tx, t)
+	if perr == nil {
+		_, perr = tx.Exec(ctx, `UPDATE inbox SET done_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = $1`, t.id)
+	}
+	if perr == nil {
+		perr = tx.Commit(ctx)
+	}
+	if perr != nil {
+		_ = tx.Rollback(context.Background())
+		g.fail(t, perr)
+	}
+	return true, nil
+}
+
+// fail records a failed attempt outside the rolled-back transaction (whose
+// connection may be gone) and schedules the retry.
+func (g *Gateway) fail(t task, cause error) {
+	attempts := t.attempts + 1
+	delay := retryBase << (attempts - 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	msg := cause.Error()
+	if len(msg) > 2000 {
+		msg = msg[:2000]
+	}
+	_, err := g.pool.Exec(ctx, `
+		UPDATE inbox SET attempts = attempts + 1, last_error = $2,
+		       available_at = now() + $3 * interval '1 millisecond'
+		WHERE id = $1 AND done_at IS NULL`, t.id, msg, delay.Milliseconds())
+	if err != nil {
+		// The task stays claimable with its old count; it is retried at once.
+		g.log.Error("could not record a failed attempt", "task", t.id, "delivery", t.deliveryID, "err", err)
+		return
+	}
+	if attempts >= maxAttempts {
+		g.log.Error("task dead-lettered", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", attempts, "err", cause)
+		return
+	}
+	g.log.Warn("task failed, will retry", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", attempts, "retry_in", delay, "err", cause)
+}
+
+// process applies one delivery at most once per delivery GUID: the processed
+// row and the effect commit together, or neither does.
+func (g *Gateway) process(ctx context.Context, tx pgx.Tx, t task) error {
+	first, err := g.claimDelivery(ctx, tx, t)
+	if err != nil || !first {
+		return err
+	}
+	switch t.event {
+	case "issues":
+		return applyIssues(ctx, tx, t)
+	default:
+		// Events the gateway is subscribed to but does not act on (ping, watch…)
+		// are recorded and done.
+		return nil
+	}
+}
+
+// claimDelivery records the delivery as processed; first is false when it
+// already was (a redelivery, or another copy of the task).
+func (g *Gateway) claimDelivery(ctx context.Context, tx pgx.Tx, t task) (first bool, err error) {
+	if g.cfg.Defect == DefectCheckThenInsert {
+		var one int
+		err := tx.QueryRow(ctx, `SELECT 1 FROM processed WHERE delivery_id = $1`, t.deliveryID).Scan(&one)
+		if err == nil {
+			return false, nil
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return false, err
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO processed (delivery_id, event) VALUES ($1, $2)`, t.deliveryID, t.event)
+		return err == nil, err
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO processed (delivery_id, event) VALUES ($1, $2) ON CONFLICT (delivery_id) DO NOTHING`,
+		t.deliveryID, t.event)
+	if err != nil {
+		return false, err
+	}
+	return tag.RowsAffected() == 1, nil
+}
+
+// issuesPayload is the part of an issues event the gateway records
+// (docs.github.com, webhook events and payloads: issues).
+type issuesPayload struct {
+	Action string `json:"action"`
+	Issue  *struct {
+		ID int64 `json:"id"`
+	} `json:"issue"`
+	Repository *struct {
+		FullName string `json:"full_name"`
+	} `json:"repository"`
+}
+
+// applyIssues records one issue_activity row for the delivery.
+func applyIssues(ctx context.Context, tx pgx.Tx, t task) error {
+	var p issuesPayload
+	if err := json.Unmarshal(t.payload, &p); err != nil {
+		return fmt.Errorf("issues payload: %w", err)
+	}
+	var issueID *int64
+	if p.Issue != nil {
+		issueID = &p.Issue.ID
+	}
+	var repo *string
+	if p.Repository != nil && p.Repository.FullName != "" {
+		repo = &p.Repository.FullName
+	}
+	var action *string
+	if p.Action != "" {
+		action = &p.Action
+	}
+	_, err := tx.Exec(ctx, `INSERT INTO issue_activity (delivery_id, issue_id, action, repo) VALUES ($1, $2, $3, $4)`,
+		t.deliveryID, issueID, action, repo)
+	return err
+}
