@@ -3,6 +3,7 @@ package profiles
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -104,7 +105,14 @@ func (p adyenProfile) derivedEventID(ev Event) string {
 	return ev.ObjectID + ":" + ev.Type + ":true"
 }
 
+// errAdyenObject is the error of an event with a declared object: Adyen's
+// NotificationRequestItem has fixed fields, with no place for one.
+var errAdyenObject = errors.New("event.object: declared objects are not supported by this profile (Adyen's NotificationRequestItem has fixed fields: amount, eventCode, pspReference, …)")
+
 func (p adyenProfile) check(ev Event) error {
+	if ev.Object != nil {
+		return fmt.Errorf("%s: %w", p.id, errAdyenObject)
+	}
 	if err := checkEvent(p.id, ev, false); err != nil {
 		return err
 	}

@@ -1,6 +1,8 @@
 package profiles
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -155,17 +157,35 @@ func checkSecrets(profile string, secrets []string, required bool) error {
 	return nil
 }
 
-// checkEvent validates the fields every profile renders.
+// checkEvent validates the fields every profile renders. A declared object
+// must be a JSON object; the object ID is then not rendered, so not required.
 func checkEvent(profile string, ev Event, needID bool) error {
+	if ev.Object != nil {
+		if err := CheckObject(ev.Object); err != nil {
+			return fmt.Errorf("%s: event.object: %w", profile, err)
+		}
+	}
 	switch {
 	case needID && ev.ID == "":
 		return fmt.Errorf("%s: event.id: must not be empty", profile)
 	case ev.Type == "":
 		return fmt.Errorf("%s: event.type: must not be empty", profile)
-	case ev.ObjectID == "":
+	case ev.ObjectID == "" && ev.Object == nil:
 		return fmt.Errorf("%s: event.object_id: must not be empty", profile)
 	case ev.Created.IsZero():
 		return fmt.Errorf("%s: event.created: must be set (it is rendered into the envelope)", profile)
+	}
+	return nil
+}
+
+// CheckObject reports whether b is one valid JSON object (surrounding JSON
+// whitespace allowed), as Event.Object must be.
+func CheckObject(b []byte) error {
+	if !json.Valid(b) {
+		return errors.New("must be valid JSON")
+	}
+	if t := bytes.TrimLeft(b, " \t\r\n"); len(t) == 0 || t[0] != '{' {
+		return errors.New("must be a JSON object ({…}), not another JSON value")
 	}
 	return nil
 }

@@ -25,14 +25,17 @@ func newGitHub() Profile {
 		DeliveryIDHeader: "X-GitHub-Delivery",
 		EventTypeHeader:  "X-GitHub-Event",
 		ObjectJSONPath:   "$.object",
-		AccountLocation:  "X-GitHub-Hook-ID and X-GitHub-Hook-Installation-Target-ID headers (hook and its repository/organization/app); hookcert derives both from the account",
-		SignatureHeader:  "X-Hub-Signature-256",
-		SignatureScheme:  "X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>; legacy X-Hub-Signature: sha1=<hex HMAC-SHA1>; key = the secret's UTF-8 bytes; sent only when a secret is configured (docs.github.com validating-webhook-deliveries)",
-		SuccessRule:      "2XX within 10 seconds (docs.github.com best-practices-for-using-webhooks)",
-		Timeout:          dur(10 * time.Second), // "respond with a 2XX response within 10 seconds"
-		TimeoutSource:    "https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks",
-		Tolerance:        nil, // no timestamp is signed
-		ResignsOnRetry:   false,
+		// A declared object is the whole body (a real payload is the resource
+		// with action, repository and sender: the target declares all of it).
+		DeclaredObjectJSONPath: "$",
+		AccountLocation:        "X-GitHub-Hook-ID and X-GitHub-Hook-Installation-Target-ID headers (hook and its repository/organization/app); hookcert derives both from the account",
+		SignatureHeader:        "X-Hub-Signature-256",
+		SignatureScheme:        "X-Hub-Signature-256: sha256=<hex HMAC-SHA256 of the raw body>; legacy X-Hub-Signature: sha1=<hex HMAC-SHA1>; key = the secret's UTF-8 bytes; sent only when a secret is configured (docs.github.com validating-webhook-deliveries)",
+		SuccessRule:            "2XX within 10 seconds (docs.github.com best-practices-for-using-webhooks)",
+		Timeout:                dur(10 * time.Second), // "respond with a 2XX response within 10 seconds"
+		TimeoutSource:          "https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks",
+		Tolerance:              nil, // no timestamp is signed
+		ResignsOnRetry:         false,
 		Retry: RetrySchedule{
 			Delays:      []time.Duration{}, // "GitHub does not automatically redeliver failed deliveries."
 			MaxAttempts: 1,
@@ -84,6 +87,9 @@ var githubSenderJSON = `,"sender":{"login":"hookcert-simulator[bot]","id":` +
 func (p githubProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
+	}
+	if ev.Object != nil {
+		return append([]byte(nil), ev.Object...), nil
 	}
 	action := ev.Type
 	if i := strings.LastIndex(action, "."); i >= 0 {

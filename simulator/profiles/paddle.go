@@ -32,15 +32,17 @@ func newPaddle() Profile {
 		DeliveryIDJSONPath: "$.notification_id", // one per destination; hookcert derives it from (account, event ID)
 		EventTypeJSONPath:  "$.event_type",
 		ObjectJSONPath:     "$.data",
-		AccountLocation:    "none in the request (separate sandbox and live accounts); from endpoint configuration",
-		SignatureHeader:    "Paddle-Signature",
-		SignatureScheme:    `ts=<unix>;h1=<hex HMAC-SHA256 over "{ts}:{raw body}">, one h1 per secret during rotation (secondary); key = secret UTF-8 (developer.paddle.com signature-verification)`,
-		SuccessRule:        "HTTP 200 within 5 s (\"Your server must respond with HTTP 200 within five seconds\"); other 2xx codes are not documented as success",
-		Timeout:            dur(5 * time.Second),
-		TimeoutSource:      "https://developer.paddle.com/webhooks/about/respond-to-webhooks",
-		Tolerance:          dur(5 * time.Second), // "The SDK helper methods enforce a five-second timestamp tolerance by default"
-		ResignsOnRetry:     true,                 // with a 5 s tolerance a retry must be signed at send time
-		MultipleSignatures: true,                 // secondary (hookdeck skill): multiple h1 during rotation
+		// A declared object is the whole data.
+		DeclaredObjectJSONPath: "$.data",
+		AccountLocation:        "none in the request (separate sandbox and live accounts); from endpoint configuration",
+		SignatureHeader:        "Paddle-Signature",
+		SignatureScheme:        `ts=<unix>;h1=<hex HMAC-SHA256 over "{ts}:{raw body}">, one h1 per secret during rotation (secondary); key = secret UTF-8 (developer.paddle.com signature-verification)`,
+		SuccessRule:            "HTTP 200 within 5 s (\"Your server must respond with HTTP 200 within five seconds\"); other 2xx codes are not documented as success",
+		Timeout:                dur(5 * time.Second),
+		TimeoutSource:          "https://developer.paddle.com/webhooks/about/respond-to-webhooks",
+		Tolerance:              dur(5 * time.Second), // "The SDK helper methods enforce a five-second timestamp tolerance by default"
+		ResignsOnRetry:         true,                 // with a 5 s tolerance a retry must be signed at send time
+		MultipleSignatures:     true,                 // secondary (hookdeck skill): multiple h1 during rotation
 		Retry: RetrySchedule{
 			Delays:      nil, // not published: undocumented; the user chooses (or Modelled)
 			MaxAttempts: 61,  // "up to 60 times" + the first attempt
@@ -80,7 +82,11 @@ func (p paddleProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, 150+len(ev.ID)+len(ev.Type)+objectSizeHint(&ev))
+	n := len(ev.Object)
+	if ev.Object == nil {
+		n = objectSizeHint(&ev)
+	}
+	b := make([]byte, 0, 150+len(ev.ID)+len(ev.Type)+n)
 	b = append(b, `{"event_id":`...)
 	b = appendJSONString(b, ev.ID)
 	b = append(b, `,"event_type":`...)
@@ -91,7 +97,11 @@ func (p paddleProfile) Body(ev Event) ([]byte, error) {
 	b = append(b, `,"notification_id":"`...)
 	b = appendPaddleNotificationID(b, &ev)
 	b = append(b, `","data":`...)
-	b = appendObject(b, &ev)
+	if ev.Object != nil {
+		b = append(b, ev.Object...)
+	} else {
+		b = appendObject(b, &ev)
+	}
 	return append(b, '}'), nil
 }
 

@@ -1,6 +1,7 @@
 package profiles
 
 import (
+	"encoding/json"
 	"net/http"
 	"time"
 )
@@ -24,6 +25,12 @@ type Event struct {
 	Currency string    `json:"currency,omitempty"`
 	Status   string    `json:"status,omitempty"`
 	Created  time.Time `json:"created"`
+	// Object, when set, is a JSON object the target declared for this event
+	// (its own business object). Profiles place these bytes verbatim where
+	// their envelope carries the business object (Facts.DeclaredObjectJSONPath)
+	// instead of the conformance-domain fields above, which then only feed what
+	// the envelope derives from them (IDs, headers). Nil renders as before.
+	Object json.RawMessage `json:"object,omitempty"`
 }
 
 // Key is the event key a safe receiver deduplicates on.
@@ -121,6 +128,10 @@ type Facts struct {
 	// ObjectJSONPath says where the business object (id, amount, currency,
 	// status, version) lives in the body; "$" when the body is the object.
 	ObjectJSONPath string
+	// DeclaredObjectJSONPath says where a declared Event.Object is placed ("$"
+	// when it is the whole body); "" when the profile does not support
+	// declared objects (Adyen's NotificationRequestItem has fixed fields).
+	DeclaredObjectJSONPath string
 	// AccountLocation describes where the provider puts the account in the
 	// request. Receivers must take the account from endpoint configuration; this
 	// is informational (a receiver may cross-check it).

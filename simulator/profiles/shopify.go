@@ -35,14 +35,16 @@ func newShopify() Profile {
 		DeliveryIDHeader: "X-Shopify-Webhook-Id", // "A unique composite key per delivery."; stability across retries unconfirmed: the engine chooses via Attempt.DeliveryID
 		EventTypeHeader:  "X-Shopify-Topic",
 		ObjectJSONPath:   "$",
-		AccountLocation:  "X-Shopify-Shop-Domain header: \"The myshopify.com domain of the store that triggered the event.\" (account + \".myshopify.com\")",
-		SignatureHeader:  "X-Shopify-Hmac-Sha256",
-		SignatureScheme:  "base64 HMAC-SHA256 of the raw body keyed with the client secret's UTF-8 bytes; no timestamp signed (shopify.dev verify-deliveries)",
-		SuccessRule:      "200-series response within 5 s; redirects are failures (Shopify staff, community.shopify.dev)",
-		Timeout:          dur(5 * time.Second), // secondary: dev.to/webhookadmin and hookrescue.com quoting Shopify's HTTPS delivery page
-		TimeoutSource:    "secondary: \"1 second to accept the connection and 5 seconds to respond\" (Shopify HTTPS delivery page as quoted by dev.to/webhookadmin, hookrescue.com)",
-		Tolerance:        nil, // X-Shopify-Triggered-At is not signed
-		ResignsOnRetry:   false,
+		// A declared object is the whole body, as the resource is.
+		DeclaredObjectJSONPath: "$",
+		AccountLocation:        "X-Shopify-Shop-Domain header: \"The myshopify.com domain of the store that triggered the event.\" (account + \".myshopify.com\")",
+		SignatureHeader:        "X-Shopify-Hmac-Sha256",
+		SignatureScheme:        "base64 HMAC-SHA256 of the raw body keyed with the client secret's UTF-8 bytes; no timestamp signed (shopify.dev verify-deliveries)",
+		SuccessRule:            "200-series response within 5 s; redirects are failures (Shopify staff, community.shopify.dev)",
+		Timeout:                dur(5 * time.Second), // secondary: dev.to/webhookadmin and hookrescue.com quoting Shopify's HTTPS delivery page
+		TimeoutSource:          "secondary: \"1 second to accept the connection and 5 seconds to respond\" (Shopify HTTPS delivery page as quoted by dev.to/webhookadmin, hookrescue.com)",
+		Tolerance:              nil, // X-Shopify-Triggered-At is not signed
+		ResignsOnRetry:         false,
 		Retry: RetrySchedule{
 			Delays:      nil, // "exact exponential intervals not published": undocumented; the user chooses (or Modelled)
 			MaxAttempts: 9,   // "retried a total of 8 times" + the first attempt
@@ -73,6 +75,9 @@ func newShopify() Profile {
 func (p shopifyProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
+	}
+	if ev.Object != nil {
+		return append([]byte(nil), ev.Object...), nil
 	}
 	b := make([]byte, 0, objectSizeHint(&ev)+len(`,"updated_at":""`)+len(time.RFC3339Nano)+8)
 	b = appendObject(b, &ev)

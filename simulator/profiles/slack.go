@@ -21,15 +21,17 @@ func newSlack() Profile {
 		EventIDJSONPath:   "$.event_id",       // "A unique identifier for this specific event, globally unique across all workspaces."
 		EventTypeJSONPath: "$.event.type",
 		ObjectJSONPath:    "$.event.object",
-		AccountLocation:   "$.team_id (workspace) and $.authorizations[].team_id",
-		SignatureHeader:   "X-Slack-Signature",
-		SignatureScheme:   `v0=<hex HMAC-SHA256 over "v0:{X-Slack-Request-Timestamp}:{raw body}">; key = signing secret UTF-8 (docs.slack.dev verifying-requests-from-slack)`,
-		SuccessRule:       "HTTP 2xx within 3 s; up to 2 redirects (301/302) are followed; a non-2xx with x-slack-no-retry: 1 is not redelivered",
-		MaxRedirects:      2,                    // "we'll follow up to two redirects"
-		Timeout:           dur(3 * time.Second), // "respond to the event request with an HTTP 2xx within three seconds"
-		TimeoutSource:     "https://api.slack.com/apis/connections/events-api",
-		Tolerance:         dur(5 * time.Minute), // python-slack-sdk: abs(now - timestamp) > 60 * 5
-		ResignsOnRetry:    true,                 // X-Slack-Request-Timestamp is the request time of each delivery
+		// A declared object is the whole inner event (its type included).
+		DeclaredObjectJSONPath: "$.event",
+		AccountLocation:        "$.team_id (workspace) and $.authorizations[].team_id",
+		SignatureHeader:        "X-Slack-Signature",
+		SignatureScheme:        `v0=<hex HMAC-SHA256 over "v0:{X-Slack-Request-Timestamp}:{raw body}">; key = signing secret UTF-8 (docs.slack.dev verifying-requests-from-slack)`,
+		SuccessRule:            "HTTP 2xx within 3 s; up to 2 redirects (301/302) are followed; a non-2xx with x-slack-no-retry: 1 is not redelivered",
+		MaxRedirects:           2,                    // "we'll follow up to two redirects"
+		Timeout:                dur(3 * time.Second), // "respond to the event request with an HTTP 2xx within three seconds"
+		TimeoutSource:          "https://api.slack.com/apis/connections/events-api",
+		Tolerance:              dur(5 * time.Minute), // python-slack-sdk: abs(now - timestamp) > 60 * 5
+		ResignsOnRetry:         true,                 // X-Slack-Request-Timestamp is the request time of each delivery
 		Retry: RetrySchedule{
 			// "The first retry will be sent nearly immediately. The second retry will be
 			// attempted after 1 minute. The third and final retry will be sent after 5 minutes."
@@ -88,11 +90,20 @@ func (p slackProfile) Body(ev Event) ([]byte, error) {
 		return nil, fmt.Errorf("slack: event.account: must not be empty (it is team_id)")
 	}
 	sec := ev.Created.Unix()
-	b := make([]byte, 0, 256+2*len(ev.Account)+len(ev.Type)+len(ev.ID)+objectSizeHint(&ev))
+	n := len(ev.Object)
+	if ev.Object == nil {
+		n = objectSizeHint(&ev)
+	}
+	b := make([]byte, 0, 256+2*len(ev.Account)+len(ev.Type)+len(ev.ID)+n)
 	b = append(b, `{"team_id":`...)
 	b = appendJSONString(b, ev.Account)
 	b = append(b, `,"api_app_id":`...)
 	b = appendJSONString(b, slackAppID)
+	if ev.Object != nil {
+		b = append(b, `,"event":`...)
+		b = append(b, ev.Object...)
+		return slackTail(b, &ev, sec), nil
+	}
 	b = append(b, `,"event":{"type":`...)
 	b = appendJSONString(b, ev.Type)
 	// event_ts is "%d.%06d" of the Unix seconds and microseconds.
@@ -105,7 +116,14 @@ func (p slackProfile) Body(ev Event) ([]byte, error) {
 	}
 	b = append(b, `","object":`...)
 	b = appendObject(b, &ev)
-	b = append(b, `},"type":"event_callback","event_id":`...)
+	b = append(b, '}')
+	return slackTail(b, &ev, sec), nil
+}
+
+// slackTail appends what follows the inner event: type, event_id, event_time
+// and authorizations, closing the envelope.
+func slackTail(b []byte, ev *Event, sec int64) []byte {
+	b = append(b, `,"type":"event_callback","event_id":`...)
 	b = appendJSONString(b, ev.ID)
 	b = append(b, `,"event_time":`...)
 	b = strconv.AppendInt(b, sec, 10)
@@ -114,8 +132,7 @@ func (p slackProfile) Body(ev Event) ([]byte, error) {
 	// The user ID is [0-9A-Z] after "U": nothing to escape.
 	b = append(b, `,"user_id":"`...)
 	b = appendSlackID(b, "U", "bot:", ev.Account)
-	b = append(b, `","is_bot":true}]}`...)
-	return b, nil
+	return append(b, `","is_bot":true}]}`...)
 }
 
 // Canonical forms of Slack's header names.

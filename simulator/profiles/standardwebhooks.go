@@ -28,14 +28,16 @@ func newStandardWebhooks() Profile {
 		EventIDHeader:     "webhook-id",       // "remains the same no matter how many times a webhook that has failed is retried"
 		EventTypeJSONPath: "$.type",
 		ObjectJSONPath:    "$.data",
-		AccountLocation:   "none: the spec defines no account field; secrets are per endpoint",
-		SignatureHeader:   "webhook-signature",
-		SignatureScheme:   `space-delimited "v1,<base64>" list, one per secret; HMAC-SHA256 over "{webhook-id}.{webhook-timestamp}.{raw body}"; key = base64-decode(secret without whsec_); a whsk_<base64 ed25519 seed> secret gives a "v1a,<base64 ed25519>" entry instead`,
-		SuccessRule:       "2xx; 3xx failure; 410 Gone: stop sending (disable the endpoint); 429/502/503/504: throttle, honour Retry-After",
-		Timeout:           dur(15 * time.Second), // "somewhere between 15 and 30s"; the lower bound
-		TimeoutSource:     "spec: \"A recommended request timeout value for webhooks is somewhere between 15 and 30s.\" (15 s used)",
-		Tolerance:         dur(5 * time.Minute), // Go library tolerance = 5 * time.Minute, both directions
-		ResignsOnRetry:    true,                 // "Every time an attempt is retried the timestamp of the attempt is updated"
+		// A declared object is the whole data.
+		DeclaredObjectJSONPath: "$.data",
+		AccountLocation:        "none: the spec defines no account field; secrets are per endpoint",
+		SignatureHeader:        "webhook-signature",
+		SignatureScheme:        `space-delimited "v1,<base64>" list, one per secret; HMAC-SHA256 over "{webhook-id}.{webhook-timestamp}.{raw body}"; key = base64-decode(secret without whsec_); a whsk_<base64 ed25519 seed> secret gives a "v1a,<base64 ed25519>" entry instead`,
+		SuccessRule:            "2xx; 3xx failure; 410 Gone: stop sending (disable the endpoint); 429/502/503/504: throttle, honour Retry-After",
+		Timeout:                dur(15 * time.Second), // "somewhere between 15 and 30s"; the lower bound
+		TimeoutSource:          "spec: \"A recommended request timeout value for webhooks is somewhere between 15 and 30s.\" (15 s used)",
+		Tolerance:              dur(5 * time.Minute), // Go library tolerance = 5 * time.Minute, both directions
+		ResignsOnRetry:         true,                 // "Every time an attempt is retried the timestamp of the attempt is updated"
 		// "The signature header is a space delimited list of signatures ... to support zero downtime secret rotation"
 		MultipleSignatures: true,
 		HonoursRetryAfter:  true,
@@ -58,20 +60,22 @@ func newStandardWebhooks() Profile {
 
 func newSvix() Profile {
 	return stdProfile{prefix: "svix-", hdr: stdHeaderKeys("svix-"), svix: true, base: base{id: "svix", facts: Facts{
-		Name:               "Svix",
-		ContentType:        "application/json", // "application/json (most common)"
-		EventIDHeader:      "svix-id",          // "will be the same when the same webhook is being resent"
-		EventTypeJSONPath:  "$.type",
-		ObjectJSONPath:     "$.data",
-		AccountLocation:    "none: Svix applications and endpoints scope delivery; nothing account-like beyond the payload",
-		SignatureHeader:    "svix-signature",
-		SignatureScheme:    `Standard Webhooks v1 with svix- headers: "v1,<base64>" list, one per secret; HMAC-SHA256 over "{svix-id}.{svix-timestamp}.{raw body}"; key = base64-decode(secret without whsec_)`,
-		SuccessRule:        "2xx (200-299) within 15 s; 3xx failure; response header webhook-delivery: abort-message stops retries (docs.svix.com/retries)",
-		Timeout:            dur(15 * time.Second), // "within a reasonable time-frame (15s with Svix)"
-		TimeoutSource:      "https://docs.svix.com/retries",
-		Tolerance:          dur(5 * time.Minute), // "more than five minutes away (past or future)"
-		ResignsOnRetry:     true,                 // svix-timestamp and svix-signature change per attempt
-		MultipleSignatures: true,
+		Name:              "Svix",
+		ContentType:       "application/json", // "application/json (most common)"
+		EventIDHeader:     "svix-id",          // "will be the same when the same webhook is being resent"
+		EventTypeJSONPath: "$.type",
+		ObjectJSONPath:    "$.data",
+		// A declared object is the whole data.
+		DeclaredObjectJSONPath: "$.data",
+		AccountLocation:        "none: Svix applications and endpoints scope delivery; nothing account-like beyond the payload",
+		SignatureHeader:        "svix-signature",
+		SignatureScheme:        `Standard Webhooks v1 with svix- headers: "v1,<base64>" list, one per secret; HMAC-SHA256 over "{svix-id}.{svix-timestamp}.{raw body}"; key = base64-decode(secret without whsec_)`,
+		SuccessRule:            "2xx (200-299) within 15 s; 3xx failure; response header webhook-delivery: abort-message stops retries (docs.svix.com/retries)",
+		Timeout:                dur(15 * time.Second), // "within a reasonable time-frame (15s with Svix)"
+		TimeoutSource:          "https://docs.svix.com/retries",
+		Tolerance:              dur(5 * time.Minute), // "more than five minutes away (past or future)"
+		ResignsOnRetry:         true,                 // svix-timestamp and svix-signature change per attempt
+		MultipleSignatures:     true,
 		Retry: RetrySchedule{
 			// "Immediately, 5 seconds, 5 minutes, 30 minutes, 2 hours, 5 hours, 10 hours, 10 hours"
 			Delays:      seconds(5, 300, 1800, 7200, 18000, 36000, 36000),
@@ -96,13 +100,21 @@ func (p stdProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
 	}
-	b := make([]byte, 0, len(`{"type":"","timestamp":"","data":}`)+len(ev.Type)+len(time.RFC3339Nano)+8+objectSizeHint(&ev))
+	n := len(ev.Object)
+	if ev.Object == nil {
+		n = objectSizeHint(&ev)
+	}
+	b := make([]byte, 0, len(`{"type":"","timestamp":"","data":}`)+len(ev.Type)+len(time.RFC3339Nano)+8+n)
 	b = append(b, `{"type":`...)
 	b = appendJSONString(b, ev.Type)
 	b = append(b, `,"timestamp":`...)
 	b = appendJSONTime(b, ev.Created, time.RFC3339Nano)
 	b = append(b, `,"data":`...)
-	b = appendObject(b, &ev)
+	if ev.Object != nil {
+		b = append(b, ev.Object...)
+	} else {
+		b = appendObject(b, &ev)
+	}
 	return append(b, '}'), nil
 }
 

@@ -35,10 +35,12 @@ func newStripe() Profile {
 		// No per-attempt delivery ID header is documented (providers.yaml stripe.delivery_id).
 		EventTypeJSONPath: "$.type",
 		ObjectJSONPath:    "$.data.object",
-		AccountLocation:   "$.account on Connect events only; absent for own-account events (docs.stripe.com/api/events/object). hookcert renders own-account events.",
-		SignatureHeader:   "Stripe-Signature",
-		SignatureScheme:   `t=<unix>,v1=<hex>[,v1=<hex>…]; HMAC-SHA256 over "{t}.{raw body}"; key = the whole whsec_ string as UTF-8 (docs.stripe.com/webhooks; stripe-go ComputeSignature)`,
-		SuccessRule:       "any 2xx; redirects are failures (\"We consider redirect responses to webhook requests as failures.\" docs.stripe.com/webhooks)",
+		// A declared object replaces the whole data.object.
+		DeclaredObjectJSONPath: "$.data.object",
+		AccountLocation:        "$.account on Connect events only; absent for own-account events (docs.stripe.com/api/events/object). hookcert renders own-account events.",
+		SignatureHeader:        "Stripe-Signature",
+		SignatureScheme:        `t=<unix>,v1=<hex>[,v1=<hex>…]; HMAC-SHA256 over "{t}.{raw body}"; key = the whole whsec_ string as UTF-8 (docs.stripe.com/webhooks; stripe-go ComputeSignature)`,
+		SuccessRule:            "any 2xx; redirects are failures (\"We consider redirect responses to webhook requests as failures.\" docs.stripe.com/webhooks)",
 		// Timeout: undocumented; the user chooses (docs list only "(Timed out) ERR").
 		Timeout:            nil, // undocumented; the user chooses
 		TimeoutSource:      "undocumented; the user chooses (docs.stripe.com/webhooks lists only a \"(Timed out) ERR\" status)",
@@ -92,6 +94,9 @@ func (p stripeProfile) Body(ev Event) ([]byte, error) {
 	if err := checkEvent(p.id, ev, true); err != nil {
 		return nil, err
 	}
+	if ev.Object != nil {
+		return p.declaredBody(&ev), nil
+	}
 	objName := stripeObjectName(ev.Type)
 	b := make([]byte, 0, len(stripeHead)+len(stripeMid)+len(stripeTail)+objectSizeHint(&ev)+
 		len(ev.ID)+len(objName)+len(ev.Type)+40)
@@ -115,6 +120,20 @@ func (p stripeProfile) Body(ev Event) ([]byte, error) {
 	b = appendJSONString(b, ev.Type)
 	b = append(b, stripeTail...)
 	return b, nil
+}
+
+// declaredBody is Body with the declared object verbatim as data.object.
+func (p stripeProfile) declaredBody(ev *Event) []byte {
+	b := make([]byte, 0, len(stripeHead)+len(stripeMid)+len(stripeTail)+len(ev.Object)+len(ev.ID)+len(ev.Type)+40)
+	b = append(b, `{"id":`...)
+	b = appendJSONString(b, ev.ID)
+	b = append(b, stripeHead...)
+	b = strconv.AppendInt(b, ev.Created.Unix(), 10)
+	b = append(b, `,"data":{"object":`...)
+	b = append(b, ev.Object...)
+	b = append(b, stripeMid[1:]...) // stripeMid starts by closing the built-in object
+	b = appendJSONString(b, ev.Type)
+	return append(b, stripeTail...)
 }
 
 // Static parts of the Stripe envelope.
