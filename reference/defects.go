@@ -33,7 +33,12 @@ const (
 	DefectOrphanPayloads     = "orphan-payloads"
 	DefectNoTTLFloor         = "no-ttl-floor"
 	DefectRotatedSecret      = "rotated-secret"
+	DefectSkipLargeBodies    = "skip-large-bodies"
 )
+
+// skipLargeBodies is the size above which the skip-large-bodies defect stops
+// processing: a "we never get events that big" shortcut.
+const skipLargeBodies = 64 << 10
 
 // slowAckWork is the synchronous downstream call the slow-ack defect makes per
 // delivery, one delivery at a time.
@@ -69,6 +74,7 @@ var defectTable = map[string]string{
 	DefectApplyUnknownTypes:  "a default branch credits the ledger for every event type it does not recognise instead of acknowledging and ignoring it",
 	DefectOrphanPayloads:     "also copies every raw payload into webhook_payload_archive, which the purge never touches; payloads outlive their TTL and their key",
 	DefectRotatedSecret:      "verifies its GitHub endpoints with the secret from before the last rotation: every genuine GitHub delivery is refused with 401, as forged ones are, so the provider retries and then gives up",
+	DefectSkipLargeBodies:    "answers 200 to any verified body over 64 KiB without storing or applying it (\"too big to log, skip it\"); the provider stops sending an event that was never applied",
 	DefectNoTTLFloor:         "accepts any configured key TTL, even one below the provider's redelivery horizon; a redelivery after the key is gone is applied again",
 }
 

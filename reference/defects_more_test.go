@@ -237,3 +237,26 @@ func TestDefectRotatedSecret(t *testing.T) {
 		}
 	}
 }
+
+func TestDefectSkipLargeBodies(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectSkipLargeBodies}} {
+		e := newEnv(t, Options{Defects: defects})
+		ep := e.ep("stripe", "acct_A")
+		// A legitimate 100 KiB event: under the 1 MiB limit, over the defect's cut.
+		id := newID("evt_large")
+		large := build(ep, id, store.TypeCashBalance, obj{ID: "cb_large", Amount: 7, Currency: "usd"}, time.Now())
+		large.body = append(large.body[:len(large.body)-1], append(bytes.Repeat([]byte(" "), 100<<10), '}')...)
+		large.sign(time.Now())
+		got := e.send(large)
+		if got.Code != http.StatusOK {
+			t.Fatalf("defects %v: a legitimate 100 KiB event was answered %d", defects, got.Code)
+		}
+		rows, credits := e.keyRows(ep, id), e.ledger(ep, id)
+		if defects == nil && (rows != 1 || credits != 1) {
+			t.Fatalf("correct receiver: %d key rows and %d credits for a large event, want 1 and 1", rows, credits)
+		}
+		if defects != nil && (rows != 0 || credits != 0) {
+			t.Fatalf("skip-large-bodies: %d key rows and %d credits, want the event acknowledged and dropped (0 and 0)", rows, credits)
+		}
+	}
+}

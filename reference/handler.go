@@ -111,6 +111,11 @@ func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	if s.defects.has(DefectSkipLargeBodies) && len(body) > skipLargeBodies {
+		writeJSON(w, http.StatusOK, response{StatusProcessed, "skipped_large_body"})
+		s.observe(log, result{http.StatusOK, response{StatusProcessed, "skipped_large_body"}}, "", start)
+		return
+	}
 	ev, err := extract(ep, r.Header, body, s.defects.has(DefectNoInputValidation), s.defects.has(DefectApplyUnknownTypes))
 	if err != nil {
 		var br *badRequest
