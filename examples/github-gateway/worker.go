@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 const (
@@ -84,45 +85,72 @@ func (g *Gateway) runOne() (did bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	perr := g.process(ctx, tx, t)
+	// The effect runs under a savepoint, so a failure is recorded while the
+	// row is still locked: released first, another worker could take the task
+	// again before its attempt is counted.
+	sp, err := tx.Begin(ctx)
+	if err != nil {
+		return true, err
+	}
+	perr := g.process(ctx, sp, t)
 	if perr == nil {
-		_, perr = tx.Exec(ctx, `UPDATE inbox SET done_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = $1`, t.id)
+		perr = sp.Commit(ctx)
 	}
 	if perr == nil {
-		perr = tx.Commit(ctx)
+		// attempts counts every try; last_error stays as the record of the
+		// last failure before the task succeeded.
+		_, err := tx.Exec(ctx, `UPDATE inbox SET done_at = now(), attempts = attempts + 1 WHERE id = $1`, t.id)
+		if err == nil {
+			err = tx.Commit(ctx)
+		}
+		if err != nil {
+			// The transaction is gone with its effect: a failed attempt.
+			_ = tx.Rollback(context.Background())
+			g.fail(ctx, g.pool, t, err)
+		}
+		return true, nil
 	}
-	if perr != nil {
-		_ = tx.Rollback(context.Background())
-		g.fail(t, perr)
+	if sp.Rollback(ctx) == nil && g.fail(ctx, tx, t, perr) == nil && tx.Commit(ctx) == nil {
+		return true, nil
 	}
+	// The session itself failed (say it was terminated): record the attempt
+	// on another one.
+	_ = tx.Rollback(context.Background())
+	g.fail(ctx, g.pool, t, perr)
 	return true, nil
 }
 
-// fail records a failed attempt outside the rolled-back transaction (whose
-// connection may be gone) and schedules the retry.
-func (g *Gateway) fail(t task, cause error) {
+type execer interface {
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// fail records a failed attempt and schedules the retry with exponential
+// backoff. The attempts guard makes it a no-op when another worker took the
+// task in between (possible only when db is not the claim's transaction).
+func (g *Gateway) fail(ctx context.Context, db execer, t task, cause error) error {
 	attempts := t.attempts + 1
 	delay := retryBase << (attempts - 1)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
 	msg := cause.Error()
 	if len(msg) > 2000 {
 		msg = msg[:2000]
 	}
-	_, err := g.pool.Exec(ctx, `
+	tag, err := db.Exec(ctx, `
 		UPDATE inbox SET attempts = attempts + 1, last_error = $2,
 		       available_at = now() + $3 * interval '1 millisecond'
-		WHERE id = $1 AND done_at IS NULL`, t.id, msg, delay.Milliseconds())
+		WHERE id = $1 AND done_at IS NULL AND attempts = $4`, t.id, msg, delay.Milliseconds(), t.attempts)
 	if err != nil {
-		// The task stays claimable with its old count; it is retried at once.
 		g.log.Error("could not record a failed attempt", "task", t.id, "delivery", t.deliveryID, "err", err)
-		return
+		return err
 	}
-	if attempts >= maxAttempts {
+	switch {
+	case tag.RowsAffected() == 0:
+		g.log.Warn("task failed; another worker has taken it since", "task", t.id, "delivery", t.deliveryID, "err", cause)
+	case attempts >= maxAttempts:
 		g.log.Error("task dead-lettered", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", attempts, "err", cause)
-		return
+	default:
+		g.log.Warn("task failed, will retry", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", attempts, "retry_in", delay, "err", cause)
 	}
-	g.log.Warn("task failed, will retry", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", attempts, "retry_in", delay, "err", cause)
+	return nil
 }
 
 // process applies one delivery at most once per delivery GUID: the processed
