@@ -22,6 +22,7 @@ func (r *Runner) newRecord(ev profiles.Event, at profiles.Attempt, p *prepared, 
 	return AttemptRecord{
 		Key: profiles.EventKey(r.target.Profile, ev), EventType: ev.Type, Step: step, Attempt: at.N, Copy: cp,
 		DeliveryID: at.DeliveryID, SignedAt: p.signedAt.UTC(), Faults: p.faults,
+		BodyBytes: len(p.body), PadTo: p.padTo,
 	}
 }
 

@@ -82,7 +82,23 @@
 //	  - {event: pay, wait: 24h, replay: {of: first, original_timestamp: true}}
 //
 // Fault fields: lost_ack (close|discard), tamper, wrong_secret,
-// missing_signature, missing_id, malformed_json, oversize_bytes, stale_by.
+// missing_signature, missing_id, malformed_json, oversize_bytes, stale_by,
+// ahead_by (a timestamp signed in the future).
+//
+// For boundary tests a target can declare its own business object and the
+// event's creation time, and a step can pad its legitimate, correctly signed
+// body to an exact size with JSON whitespace (pad_to is not a fault):
+//
+//	events:
+//	  - name: invoice
+//	    type: invoice.paid
+//	    created: 2025-06-01T12:30:00Z
+//	    object: {id: in_1, amount_due: 1999}   # or a JSON string, kept byte for byte
+//	steps:
+//	  - {event: invoice, pad_to: 1048576}
+//	  - {event: invoice, faults: {ahead_by: 10m}}
+//
+// Runner.Preview renders each step's first request without sending it.
 // VersionedStream builds a seeded, shuffled and duplicated stream of versioned
 // updates of one object to append to a plan.
 //

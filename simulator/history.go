@@ -71,6 +71,11 @@ type AttemptRecord struct {
 	// SignedAt is the timestamp the signature carries (may be old for stale replays).
 	SignedAt  time.Time `json:"signed_at"`
 	BytesSent int64     `json:"bytes_sent"`
+	// BodyBytes is the size of the request body sent (after any padding or
+	// fault); BytesSent counts the request line and headers too.
+	BodyBytes int `json:"body_bytes,omitempty"`
+	// PadTo is the body size the step asked for (Step.PadTo), 0 when unpadded.
+	PadTo int `json:"pad_to,omitempty"`
 	// Status is the HTTP status, 0 when no response was read.
 	Status          int    `json:"status"`
 	ResponseExcerpt string `json:"response_excerpt,omitempty"`

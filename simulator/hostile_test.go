@@ -238,7 +238,7 @@ func TestHeldCopyAnsweredBeforeRelease(t *testing.T) {
 	ev := testEvent()
 	o := SendOptions{}
 	at := r.attemptFor(ev, &o)
-	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, Faults{})
+	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, Faults{}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -93,6 +93,9 @@ type Faults struct {
 	OversizeBytes int `yaml:"oversize_bytes,omitempty" json:"oversize_bytes,omitempty"`
 	// StaleBy signs with a timestamp this far in the past.
 	StaleBy Duration `yaml:"stale_by,omitempty" json:"stale_by,omitempty"`
+	// AheadBy signs with a timestamp this far in the future (a sender whose
+	// clock runs ahead): the counterpart of StaleBy.
+	AheadBy Duration `yaml:"ahead_by,omitempty" json:"ahead_by,omitempty"`
 }
 
 // List names the faults that are set, for the history.
@@ -122,6 +125,9 @@ func (f Faults) List() []string {
 	if f.StaleBy > 0 {
 		out = append(out, "stale_by:"+f.StaleBy.D().String())
 	}
+	if f.AheadBy > 0 {
+		out = append(out, "ahead_by:"+f.AheadBy.D().String())
+	}
 	return out
 }
 
@@ -131,11 +137,31 @@ func (f Faults) validate(field string) error {
 	default:
 		return fmt.Errorf("%s.lost_ack must be one of \"close\", \"discard\" or empty, got %q", field, f.LostAck)
 	}
-	if f.OversizeBytes < 0 || f.OversizeBytes > 256<<20 {
-		return fmt.Errorf("%s.oversize_bytes must be between 0 and %d", field, 256<<20)
+	if f.OversizeBytes < 0 || f.OversizeBytes > MaxPadBytes {
+		return fmt.Errorf("%s.oversize_bytes must be between 0 and %d", field, MaxPadBytes)
 	}
 	if f.StaleBy < 0 {
 		return fmt.Errorf("%s.stale_by must not be negative", field)
+	}
+	if f.AheadBy < 0 {
+		return fmt.Errorf("%s.ahead_by must not be negative", field)
+	}
+	if f.StaleBy > 0 && f.AheadBy > 0 {
+		return fmt.Errorf("%s: stale_by and ahead_by must not both be set (the timestamp is either in the past or in the future)", field)
+	}
+	return nil
+}
+
+// MaxPadBytes bounds Step.PadTo and Faults.OversizeBytes.
+const MaxPadBytes = 256 << 20
+
+// validatePad checks a pad_to value against the step's faults.
+func validatePad(field string, padTo int, f Faults) error {
+	if padTo < 0 || padTo > MaxPadBytes {
+		return fmt.Errorf("%s must be between 0 and %d", field, MaxPadBytes)
+	}
+	if padTo > 0 && f.OversizeBytes > 0 {
+		return fmt.Errorf("%s and faults.oversize_bytes must not both be set (both pad the body)", field)
 	}
 	return nil
 }
@@ -155,7 +181,97 @@ type EventSpec struct {
 	Amount   int64  `yaml:"amount,omitempty" json:"amount,omitempty"`
 	Currency string `yaml:"currency,omitempty" json:"currency,omitempty"`
 	Status   string `yaml:"status,omitempty" json:"status,omitempty"`
+	// Object is the target's own business object for this event, a JSON
+	// object the profile places verbatim where its envelope carries the object
+	// (profiles.Event.Object, Facts.DeclaredObjectJSONPath) instead of the
+	// fields above. In YAML it is either a string holding the JSON (kept byte
+	// for byte) or a mapping (converted to compact JSON with its keys sorted,
+	// as encoding/json writes a map). In JSON it is the object itself; a JSON
+	// round trip keeps the value, not the whitespace.
+	Object json.RawMessage `yaml:"-" json:"object,omitempty"`
+	// Created is the event's creation time rendered into the envelope (RFC
+	// 3339); zero means the run's start, truncated to the second.
+	Created time.Time `yaml:"-" json:"created,omitzero"`
 }
+
+// eventSpecPlain is EventSpec without its YAML methods.
+type eventSpecPlain EventSpec
+
+// eventSpecYAML is EventSpec as YAML reads and writes it: the object is a
+// mapping or a JSON string.
+type eventSpecYAML struct {
+	eventSpecPlain `yaml:",inline"`
+	Object         yamlJSONObject `yaml:"object,omitempty"`
+	Created        yamlTime       `yaml:"created,omitempty"`
+}
+
+// UnmarshalYAML reads an event, its object as a mapping or a JSON string. It
+// takes the decoding function (not a node) so that the plan decoder's
+// unknown-field check still applies to the event's fields.
+func (e *EventSpec) UnmarshalYAML(unmarshal func(any) error) error {
+	var s eventSpecYAML
+	if err := unmarshal(&s); err != nil {
+		return err
+	}
+	*e = EventSpec(s.eventSpecPlain)
+	e.Object, e.Created = nil, time.Time(s.Created)
+	if s.Object != nil {
+		e.Object = json.RawMessage(s.Object)
+	}
+	return nil
+}
+
+// MarshalYAML writes the object as a JSON string, so it reads back byte for byte.
+func (e EventSpec) MarshalYAML() (any, error) {
+	return eventSpecYAML{eventSpecPlain: eventSpecPlain(e), Object: yamlJSONObject(e.Object), Created: yamlTime(e.Created)}, nil
+}
+
+// yamlTime is an RFC 3339 time in YAML, quoted or not.
+type yamlTime time.Time
+
+func (t *yamlTime) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.Parse(time.RFC3339Nano, n.Value)
+	if n.Kind != yaml.ScalarNode || err != nil {
+		return fmt.Errorf("line %d: created must be an RFC 3339 time like 2025-06-01T12:30:00Z, got %q", n.Line, n.Value)
+	}
+	*t = yamlTime(v)
+	return nil
+}
+
+func (t yamlTime) MarshalYAML() (any, error) { return time.Time(t).Format(time.RFC3339Nano), nil }
+
+// IsZero lets omitempty leave out an unset time.
+func (t yamlTime) IsZero() bool { return time.Time(t).IsZero() }
+
+// yamlJSONObject is a JSON object written in YAML as a mapping or a string.
+type yamlJSONObject []byte
+
+func (o *yamlJSONObject) UnmarshalYAML(n *yaml.Node) error {
+	switch {
+	case n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str":
+		if err := profiles.CheckObject([]byte(n.Value)); err != nil {
+			return fmt.Errorf("line %d: object: the string %w", n.Line, err)
+		}
+		*o = yamlJSONObject(n.Value)
+		return nil
+	case n.Kind == yaml.MappingNode:
+		var v map[string]any
+		if err := n.Decode(&v); err != nil {
+			return fmt.Errorf("line %d: object: %w", n.Line, err)
+		}
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(v); err != nil {
+			return fmt.Errorf("line %d: object: not representable as JSON (keys must be strings, numbers finite): %w", n.Line, err)
+		}
+		*o = bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+		return nil
+	}
+	return fmt.Errorf("line %d: object must be a mapping or a string holding a JSON object", n.Line)
+}
+
+func (o yamlJSONObject) MarshalYAML() (any, error) { return string(o), nil }
 
 // Replay makes a step resend an earlier step's delivery.
 type Replay struct {
@@ -189,6 +305,11 @@ type Step struct {
 	// WithPrevious starts the step together with the one before it instead of
 	// after it: consecutive such steps deliver distinct events at the same time.
 	WithPrevious bool `yaml:"with_previous,omitempty" json:"with_previous,omitempty"`
+	// PadTo pads the valid, correctly signed JSON body to exactly this many
+	// bytes with JSON whitespace (the JSON value is unchanged), for boundary
+	// tests of a receiver's size limit. Not a fault: the delivery stays
+	// legitimate, and its retries are padded alike. 0: no padding.
+	PadTo int `yaml:"pad_to,omitempty" json:"pad_to,omitempty"`
 }
 
 // Plan is what the simulator will do. Load one from YAML with ParsePlan or
@@ -282,6 +403,11 @@ func (p *Plan) Validate() error {
 		if e.Version < 0 {
 			return fmt.Errorf("%s.version must not be negative", f)
 		}
+		if e.Object != nil {
+			if err := profiles.CheckObject(e.Object); err != nil {
+				return fmt.Errorf("%s.object: %w", f, err)
+			}
+		}
 	}
 	steps := map[string]int{}
 	for i, s := range p.Steps {
@@ -317,6 +443,9 @@ func (p *Plan) Validate() error {
 			return fmt.Errorf("%s.wait must be 0 when with_previous is set: the step starts with the previous one", f)
 		}
 		if err := s.Faults.validate(f + ".faults"); err != nil {
+			return err
+		}
+		if err := validatePad(f+".pad_to", s.PadTo, s.Faults); err != nil {
 			return err
 		}
 		if s.Name != "" {
@@ -480,7 +609,8 @@ type ResolvedPlan struct {
 }
 
 // Resolve fixes the plan's events for a profile and account: generated IDs, the
-// created time (the run's start), defaults. Same seed, same result.
+// created time (the event's own, else the run's start), defaults. Same seed,
+// same result.
 func (p *Plan) Resolve(profileID, account string, created time.Time) (*ResolvedPlan, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -491,6 +621,10 @@ func (p *Plan) Resolve(profileID, account string, created time.Time) (*ResolvedP
 			Source: cmp.Or(e.Source, profileID), Account: e.Account, ID: e.ID, Type: e.Type,
 			ObjectID: e.ObjectID, Version: e.Version, Amount: e.Amount,
 			Currency: e.Currency, Status: e.Status, Created: created.UTC().Truncate(time.Second),
+			Object: e.Object,
+		}
+		if !e.Created.IsZero() {
+			ev.Created = e.Created.UTC()
 		}
 		if ev.Account == "" {
 			ev.Account = account

@@ -17,15 +17,17 @@ type prepared struct {
 	header   http.Header
 	signedAt time.Time
 	faults   []string
+	padTo    int
 }
 
 // userAgent is the User-Agent value when the profile sets none; shared by every
 // request's header (capacity 1, so an append elsewhere would copy, not write here).
 var userAgent = []string{"hookcert-simulator"}[:1:1]
 
-// prepare renders ev for attempt at with faults f. at.SignedAt must be set.
-// facts are p's (the runner reads them once).
-func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev profiles.Event, at profiles.Attempt, f Faults) (*prepared, error) {
+// prepare renders ev for attempt at with faults f, its body padded to padTo
+// bytes when padTo > 0. at.SignedAt must be set. facts are p's (the runner
+// reads them once).
+func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev profiles.Event, at profiles.Attempt, f Faults, padTo int) (*prepared, error) {
 	signSecrets := secrets
 	if f.WrongSecret {
 		signSecrets = wrongSecrets(secrets)
@@ -64,6 +66,12 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 			return nil, fmt.Errorf("faults.oversize_bytes: %w", err)
 		}
 	}
+	if padTo > 0 {
+		// After the ID removal, which re-encodes the body and would drop the padding.
+		if body, err = padWhitespace(body, padTo); err != nil {
+			return nil, fmt.Errorf("pad_to: %w", err)
+		}
+	}
 	h, err := p.Headers(ev, body, at, signSecrets)
 	if err != nil {
 		return nil, fmt.Errorf("sign %s attempt %d of event %s: %w", p.ID(), at.N, ev.ID, err)
@@ -98,7 +106,7 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 	if f.Tamper {
 		sent = tamper(body)
 	}
-	return &prepared{body: sent, header: h, signedAt: at.SignedAt, faults: f.List()}, nil
+	return &prepared{body: sent, header: h, signedAt: at.SignedAt, faults: f.List(), padTo: padTo}, nil
 }
 
 // wrongSecrets returns secrets of the same shape (prefix, alphabet, length) that
@@ -172,6 +180,28 @@ func padJSON(body []byte, n int) ([]byte, error) {
 		return nil, fmt.Errorf("must be at least the body size %d (got %d)", len(body), n)
 	}
 	return append(append([]byte(nil), body...), bytes.Repeat([]byte{' '}, n-len(body))...), nil
+}
+
+// padWhitespace grows body to exactly n bytes with spaces: right after the
+// opening brace or bracket when the body is an object or array (inside the
+// value, where every JSON parser must skip whitespace), else at the end. The
+// JSON value, and so what a receiver decodes, is unchanged.
+func padWhitespace(body []byte, n int) ([]byte, error) {
+	if n < len(body) {
+		return nil, fmt.Errorf("must be at least the body size %d (got %d)", len(body), n)
+	}
+	at := len(body)
+	if i := bytes.IndexFunc(body, func(r rune) bool { return r != ' ' && r != '\t' && r != '\n' && r != '\r' }); i >= 0 && (body[i] == '{' || body[i] == '[') {
+		at = i + 1
+	}
+	out := make([]byte, n)
+	copy(out, body[:at])
+	pad := out[at : at+n-len(body)]
+	for i := range pad {
+		pad[i] = ' '
+	}
+	copy(out[at+len(pad):], body[at:])
+	return out, nil
 }
 
 // deleteJSONPath removes a simple dotted path ("$.id", "$.data.id") from a JSON

@@ -108,8 +108,12 @@ type SendOptions struct {
 	Faults     Faults
 	// Timeout is the response timeout (default: profile facts, then DefaultTimeout).
 	Timeout time.Duration
-	// SignedAt is the signed timestamp (default now; Faults.StaleBy is subtracted).
+	// SignedAt is the signed timestamp (default now; Faults.StaleBy is
+	// subtracted, Faults.AheadBy added).
 	SignedAt time.Time
+	// PadTo pads the valid, correctly signed body to exactly this many bytes
+	// with JSON whitespace (see Step.PadTo); 0: no padding.
+	PadTo int
 	// Step and Copy label the record (a caller's own numbering; 0 by default).
 	Step int
 	Copy int
@@ -136,8 +140,15 @@ func (r *Runner) attemptFor(ev profiles.Event, o *SendOptions) profiles.Attempt 
 	if at.SignedAt.IsZero() {
 		at.SignedAt = time.Now()
 	}
-	at.SignedAt = at.SignedAt.Add(-o.Faults.StaleBy.D())
+	at.SignedAt = at.SignedAt.Add(o.Faults.AheadBy.D() - o.Faults.StaleBy.D())
 	return at
+}
+
+func (o *SendOptions) validate() error {
+	if err := o.Faults.validate("faults"); err != nil {
+		return err
+	}
+	return validatePad("pad_to", o.PadTo, o.Faults)
 }
 
 // Send makes one attempt of one event and returns its record (also kept in the
@@ -145,10 +156,10 @@ func (r *Runner) attemptFor(ev profiles.Event, o *SendOptions) profiles.Attempt 
 // recorded outcomes.
 func (r *Runner) Send(ctx context.Context, ev profiles.Event, o SendOptions) (AttemptRecord, error) {
 	at := r.attemptFor(ev, &o)
-	if err := o.Faults.validate("faults"); err != nil {
+	if err := o.validate(); err != nil {
 		return AttemptRecord{}, err
 	}
-	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, o.Faults)
+	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, o.Faults, o.PadTo)
 	if err != nil {
 		return AttemptRecord{}, err
 	}
@@ -164,10 +175,10 @@ func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o Sen
 		return nil, ReleaseRecord{}, fmt.Errorf("copies must be between 1 and %d, got %d", MaxCopies, n)
 	}
 	at := r.attemptFor(ev, &o)
-	if err := o.Faults.validate("faults"); err != nil {
+	if err := o.validate(); err != nil {
 		return nil, ReleaseRecord{}, err
 	}
-	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, o.Faults)
+	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, o.Faults, o.PadTo)
 	if err != nil {
 		return nil, ReleaseRecord{}, err
 	}
@@ -190,6 +201,7 @@ type chain struct {
 	copy    int
 	timeout time.Duration
 	seed    int64
+	padTo   int
 }
 
 // follow makes the retries after first and returns their records (also recorded).
@@ -220,7 +232,8 @@ func (c chain) follow(ctx context.Context, first AttemptRecord) []AttemptRecord 
 			o.SignedAt = first.SignedAt
 		}
 		at := c.r.attemptFor(c.ev, &o)
-		p, err := prepare(c.r.target.Profile, &c.r.facts, c.r.target.Secrets, c.ev, at, Faults{})
+		// Faults are the first attempt's only; the padding is the payload's.
+		p, err := prepare(c.r.target.Profile, &c.r.facts, c.r.target.Secrets, c.ev, at, Faults{}, c.padTo)
 		if err != nil {
 			return out
 		}
@@ -264,37 +277,20 @@ func (r *Runner) RunNotify(ctx context.Context, plan *Plan, each func(AttemptRec
 		}
 		// Every step of the group is prepared before any is sent, so a bad step
 		// sends nothing of its group.
-		type ready struct {
-			i       int
-			ev      profiles.Event
-			at      profiles.Attempt
-			p       *prepared
-			timeout time.Duration
-		}
 		group := make([]ready, 0, j-i)
 		for k := i; k < j; k++ {
-			s := plan.Steps[k]
-			evName := s.Event
-			o := SendOptions{Step: k, Faults: s.Faults, Attempt: max(s.Attempt, 1)}
-			if s.Replay != nil {
+			var orig time.Time
+			if s := plan.Steps[k]; s.Replay != nil {
 				mu.Lock()
-				orig := firsts[s.Replay.Of]
+				orig = firsts[s.Replay.Of].SignedAt
 				mu.Unlock()
-				evName = plan.Steps[stepIndex(plan, s.Replay.Of)].Event
-				if s.Replay.OriginalTimestamp {
-					o.SignedAt = orig.SignedAt
-				}
 			}
-			ev := rp.Events[evName]
-			o.DeliveryID = attemptDeliveryID(plan.Seed, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, k, 0, o.Attempt)
-			timeout := cmp.Or(s.Timeout.D(), plan.Timeout.D())
-			at := r.attemptFor(ev, &o)
-			p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, s.Faults)
+			g, err := r.prepareStep(plan, rp, k, orig)
 			if err != nil {
 				retries.Wait()
-				return rec.snapshot(), fmt.Errorf("plan: steps[%d]: %w", k, err)
+				return rec.snapshot(), err
 			}
-			group = append(group, ready{k, ev, at, p, r.timeoutFor(timeout)})
+			group = append(group, g)
 		}
 		var wg sync.WaitGroup
 		for _, g := range group {
@@ -320,7 +316,7 @@ func (r *Runner) RunNotify(ctx context.Context, plan *Plan, each func(AttemptRec
 				}
 				if s.Retry {
 					for _, a := range recs {
-						c := chain{r: r, rec: rec, ev: g.ev, sched: sched, clock: clock, step: g.i, copy: a.Copy, timeout: g.timeout, seed: plan.Seed}
+						c := chain{r: r, rec: rec, ev: g.ev, sched: sched, clock: clock, step: g.i, copy: a.Copy, timeout: g.timeout, seed: plan.Seed, padTo: s.PadTo}
 						retries.Add(1)
 						go func() {
 							defer retries.Done()
@@ -343,6 +339,39 @@ func (r *Runner) RunNotify(ctx context.Context, plan *Plan, each func(AttemptRec
 		return h, fmt.Errorf("run %q: %w", plan.Name, err)
 	}
 	return h, nil
+}
+
+// ready is one step's first attempt, prepared.
+type ready struct {
+	i       int
+	ev      profiles.Event
+	at      profiles.Attempt
+	p       *prepared
+	timeout time.Duration
+}
+
+// prepareStep prepares the first attempt of plan step k as Run sends it. orig
+// is the signed time of the replayed step's first attempt, for a replay with
+// its original timestamp.
+func (r *Runner) prepareStep(plan *Plan, rp *ResolvedPlan, k int, orig time.Time) (ready, error) {
+	s := plan.Steps[k]
+	evName := s.Event
+	o := SendOptions{Step: k, Faults: s.Faults, Attempt: max(s.Attempt, 1), PadTo: s.PadTo}
+	if s.Replay != nil {
+		evName = plan.Steps[stepIndex(plan, s.Replay.Of)].Event
+		if s.Replay.OriginalTimestamp {
+			o.SignedAt = orig
+		}
+	}
+	ev := rp.Events[evName]
+	o.DeliveryID = attemptDeliveryID(plan.Seed, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, k, 0, o.Attempt)
+	timeout := cmp.Or(s.Timeout.D(), plan.Timeout.D())
+	at := r.attemptFor(ev, &o)
+	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, s.Faults, s.PadTo)
+	if err != nil {
+		return ready{}, fmt.Errorf("plan: steps[%d]: %w", k, err)
+	}
+	return ready{k, ev, at, p, r.timeoutFor(timeout)}, nil
 }
 
 func stepIndex(p *Plan, name string) int {
