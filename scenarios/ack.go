@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"sort"
 	"sync"
 	"time"
@@ -26,12 +27,16 @@ const (
 	PhaseBad             = "bad"
 	PhaseUnknownType     = "unknown-type"
 
-	PhaseControl = "control"
+	PhaseControl  = "control"
+	PhaseBoundary = "boundary"
 
 	RoleLoad        = "load"
 	RoleControl     = "control"
 	RoleBadPrefix   = "bad:"
 	RoleUnknownType = "unknown-type"
+	// RoleBoundaryPrefix starts the role of a legitimate delivery at the edge of
+	// a limit or tolerance; the rest describes it.
+	RoleBoundaryPrefix = "boundary:"
 )
 
 func init() {
@@ -40,7 +45,7 @@ func init() {
 		if ok, _ := s.env.has("failpoints"); ok {
 			// Deterministic: the receiver kills itself right after flushing the 2xx.
 			for range 2 {
-				ev := s.event(ep, typeCash, s.newID("cbtxn"))
+				ev := s.effectEvent(ep)
 				k := s.key(ep, ev)
 				s.arm(fpAfterResponse, k.EventID)
 				a := s.send(ep, ev, RoleLoad, simulator.SendOptions{})
@@ -56,19 +61,32 @@ func init() {
 	})
 
 	register("ACK-2", "every delivery is acknowledged within the profile's timeout under 64 concurrent deliveries", func(s *session) {
-		ep, timeout, ok := s.env.shortestTimeout()
-		if !ok {
-			s.notApplicable("no endpoint's profile documents an acknowledgement timeout")
+		// Every endpoint, one after another, each held to its own timeout.
+		ran := 0
+		for _, ep := range s.endpoints() {
+			timeout, model := ep.ackTimeout()
+			if timeout <= 0 {
+				s.note("%s: no acknowledgement timeout documented or declared (ack_timeout)", ep.name())
+				continue
+			}
+			ran++
+			what := "documented by " + ep.Profile.ID()
+			if model {
+				what = "hookcert's model: " + ep.Profile.ID() + " documents none; set ack_timeout on the endpoint to hold it to yours"
+			}
+			evs := make([]profiles.Event, concurrentACK2)
+			for i := range evs {
+				evs[i] = s.effectEvent(ep)
+			}
+			s.fact("timeout", timeout)
+			s.fact("profile", ep.Profile.ID())
+			recs := s.parallel(ep, evs, RoleLoad, simulator.SendOptions{Timeout: timeout})
+			p50, p99, max := latencies(recs)
+			s.note("%d concurrent deliveries to %s: p50 %s, p99 %s, max %s (timeout %s, %s)", len(recs), ep.name(), p50.Round(time.Microsecond), p99.Round(time.Microsecond), max.Round(time.Microsecond), timeout, what)
 		}
-		evs := make([]profiles.Event, concurrentACK2)
-		for i := range evs {
-			evs[i] = s.event(ep, typeCash, s.newID("cbtxn"))
+		if ran == 0 {
+			s.notApplicable("no endpoint's profile documents an acknowledgement timeout and none declares ack_timeout")
 		}
-		s.fact("timeout", timeout)
-		s.fact("profile", ep.Profile.ID())
-		recs := s.parallel(ep, evs, RoleLoad, simulator.SendOptions{Timeout: timeout})
-		p50, p99, max := latencies(recs)
-		s.note("%d concurrent deliveries to %s: p50 %s, p99 %s, max %s (timeout %s)", len(recs), ep.Profile.ID(), p50.Round(time.Microsecond), p99.Round(time.Microsecond), max.Round(time.Microsecond), timeout)
 	})
 
 	register("ACK-3", "a bad signature gets a 4xx and leaves nothing", func(s *session) {
@@ -92,6 +110,8 @@ func init() {
 	})
 
 	register("ACK-4", "a stale signed timestamp gets a 4xx and leaves nothing", func(s *session) {
+		// Both sides of the tolerance: beyond it is refused; inside it — a little
+		// old, or a little ahead as a provider's clock may be — is accepted.
 		var jobs []func()
 		for _, ep := range s.env.Endpoints {
 			if !signsTimestamp(ep) {
@@ -99,36 +119,39 @@ func init() {
 			}
 			tol := *ep.Profile.Facts().Tolerance
 			stale := 2*tol + time.Minute
+			inside := tol / 2
 			jobs = append(jobs, s.badDelivery(ep, ep.Profile.ID()+" delivery signed "+stale.String()+" ago (tolerance "+tol.String()+")",
-				simulator.Faults{StaleBy: simulator.Duration(stale)}), s.control(ep))
+				simulator.Faults{StaleBy: simulator.Duration(stale)}), s.control(ep),
+				s.boundary(ep, ep.Profile.ID()+" signed "+inside.String()+" ago, inside the tolerance", simulator.SendOptions{Faults: simulator.Faults{StaleBy: simulator.Duration(inside)}}),
+				s.boundary(ep, ep.Profile.ID()+" signed "+skewACK4.String()+" ahead (clock skew), inside the tolerance", simulator.SendOptions{Faults: simulator.Faults{AheadBy: simulator.Duration(skewACK4)}}))
 		}
 		s.together(jobs...)
 	})
 
 	register("ACK-5", "malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing", func(s *session) {
-		ep := s.primary()
-		limit := s.env.MaxBodyBytes
-		if limit <= 0 {
-			limit = 1 << 20
-		}
 		var jobs []func()
-		for _, f := range []struct {
-			name   string
-			faults simulator.Faults
-		}{
-			{"malformed JSON", simulator.Faults{MalformedJSON: true}},
-			{"missing event ID", simulator.Faults{MissingID: true}},
-			{"oversized body", simulator.Faults{OversizeBytes: 2 * limit}},
-		} {
-			jobs = append(jobs, s.badDelivery(ep, f.name, f.faults))
+		for _, ep := range s.endpoints() {
+			limit := s.bodyLimit(ep)
+			for _, f := range []struct {
+				name   string
+				faults simulator.Faults
+			}{
+				{"malformed JSON", simulator.Faults{MalformedJSON: true}},
+				{"missing event ID", simulator.Faults{MissingID: true}},
+				{fmt.Sprintf("oversized body (%d bytes, twice the %d-byte limit)", 2*limit, limit), simulator.Faults{OversizeBytes: 2 * limit}},
+			} {
+				jobs = append(jobs, s.badDelivery(ep, ep.name()+" "+f.name, f.faults))
+			}
+			jobs = append(jobs, s.control(ep))
 		}
-		s.together(append(jobs, s.control(ep))...)
+		s.together(jobs...)
 	})
 
 	register("ACK-6", "a valid event of an unhandled type is acknowledged and changes nothing", func(s *session) {
+		u := s.unhandledRole()
 		var jobs []func()
 		for _, ep := range s.env.Endpoints {
-			ev := s.event(ep, typeUnknown, s.newID("obj"))
+			ev := s.event(ep, u.Type, s.newID(prefixOr(u.IDPrefix)))
 			k := s.key(ep, ev)
 			jobs = append(jobs, func() {
 				s.send(ep, ev, RoleUnknownType, simulator.SendOptions{})
@@ -140,13 +163,63 @@ func init() {
 		}
 		s.together(jobs...)
 	})
+
+	register("ACK-7", "a legitimate body just under the size limit is acknowledged and applied", func(s *session) {
+		var jobs []func()
+		for _, ep := range s.endpoints() {
+			limit := s.bodyLimit(ep)
+			size := limit - largeMarginACK7
+			jobs = append(jobs, s.boundary(ep, fmt.Sprintf("%s %d-byte body (limit %d)", ep.name(), size, limit), simulator.SendOptions{PadTo: size}))
+		}
+		s.together(jobs...)
+	})
+}
+
+// skewACK4 is how far ahead of the receiver's clock ACK-4 signs a delivery that
+// must still be accepted: well inside every profile's tolerance.
+const skewACK4 = time.Minute
+
+// largeMarginACK7 is how far under the limit ACK-7's body stays: room for the
+// limit being counted on the body alone or with a little framing.
+const largeMarginACK7 = 1024
+
+// bodyLimit is the largest body a receiver must accept on ep: the target's
+// declared limit (else the 1 MiB default).
+func (s *session) bodyLimit(ep Endpoint) int {
+	if s.env.MaxBodyBytes > 0 {
+		return s.env.MaxBodyBytes
+	}
+	return 1 << 20
+}
+
+// boundary builds one legitimate delivery at the edge of a limit or tolerance
+// and returns the job that sends it and reads that it was applied once.
+func (s *session) boundary(ep Endpoint, what string, o simulator.SendOptions) func() {
+	ev := s.effectEvent(ep)
+	k := s.key(ep, ev)
+	return func() {
+		s.send(ep, ev, RoleBoundaryPrefix+what, o)
+		s.state(k, PhaseBoundary, 1)
+	}
+}
+
+// ackTimeout is the timeout ACK-2 holds ep to, and whether it is hookcert's
+// model rather than a documented or declared value.
+func (ep Endpoint) ackTimeout() (time.Duration, bool) {
+	if ep.AckTimeout > 0 {
+		return ep.AckTimeout, ep.AckTimeoutModel
+	}
+	if t := ep.Profile.Facts().Timeout; t != nil && *t > 0 {
+		return *t, false
+	}
+	return 0, false
 }
 
 // badDelivery builds one invalid delivery now and returns the job that sends it
 // and reads that it left nothing (under an empty event ID too, when the fault
 // drops the ID: stored under an empty ID is stored all the same).
 func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func() {
-	ev := s.event(ep, typeCash, s.newID("cbtxn"))
+	ev := s.effectEvent(ep)
 	k := s.key(ep, ev)
 	return func() {
 		s.send(ep, ev, RoleBadPrefix+what, simulator.SendOptions{Faults: f})
@@ -164,7 +237,7 @@ func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func
 // reads it: the positive control of a rejection check. A receiver that refuses
 // everything refuses bad input too, and must not pass for it.
 func (s *session) control(ep Endpoint) func() {
-	ev := s.event(ep, typeCash, s.newID("cbtxn"))
+	ev := s.effectEvent(ep)
 	return func() {
 		s.send(ep, ev, RoleControl, simulator.SendOptions{})
 		s.state(s.key(ep, ev), PhaseControl, 1)
@@ -193,7 +266,7 @@ func (s *session) ack1Check(evs []profiles.Event, recs []simulator.AttemptRecord
 func (s *session) ack1Round(ep Endpoint, round int) {
 	evs := make([]profiles.Event, perRoundACK1)
 	for i := range evs {
-		evs[i] = s.event(ep, typeCash, s.newID("cbtxn"))
+		evs[i] = s.effectEvent(ep)
 	}
 	s.mu.Lock()
 	kth := 1 + s.rng.IntN(perRoundACK1/2)

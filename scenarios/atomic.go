@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"time"
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -21,37 +20,132 @@ const (
 	PhaseAfterRefusal = "after-refusal"
 	PhaseAfterCut     = "after-cut"
 
-	RoleDoomed      = "doomed"
-	RoleRefundEarly = "refund-early"
+	RoleDoomed    = "doomed"
+	RolePremature = "premature"
+	RoleMissing   = "missing"
 )
 
 func init() {
 	register("ATOMIC-1", "a crash before commit leaves nothing, and the redelivery applies once", func(s *session) {
 		ep := s.primary()
-		ev := s.event(ep, typeCash, s.newID("cbtxn"))
+		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		s.arm(fpAfterInsertBeforeCommit, k.EventID)
-		a := s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
-		s.crashedRestart(fpAfterInsertBeforeCommit)
-		s.state(k, PhaseAfterCrash, 0)
-		s.redeliverUnlessAcked(ep, ev, k, a)
+		if ok, _ := s.env.has("failpoints"); ok {
+			// The exact path: the receiver kills itself between insert and commit.
+			s.arm(fpAfterInsertBeforeCommit, k.EventID)
+			a := s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
+			s.crashedRestart(fpAfterInsertBeforeCommit)
+			s.state(k, PhaseAfterCrash, 0)
+			s.redeliverUnlessAcked(ep, ev, k, a)
+			return
+		}
+		// Without failpoints: hold the effect table, so the receiver stops inside
+		// its transaction after the key insert, and SIGKILL it there.
+		a := s.holdAndCut(ep, ev, true)
+		s.restart()
+		s.afterCut(ep, ev, k, a, PhaseAfterCrash)
 	})
 
 	register("ATOMIC-2", "a failed precondition rolls back the key and is retried successfully", func(s *session) {
 		ep := s.primary()
-		pay := s.newID("pi")
-		refund := s.event(ep, typeRefunded, pay)
-		k := s.key(ep, refund)
-		// The refund arrives before the payment it refunds exists.
-		early := s.send(ep, refund, RoleRefundEarly, simulator.SendOptions{})
-		s.state(k, PhaseAfterRefusal, 0)
-		created := s.event(ep, typePayCreated, pay)
-		succeeded := s.event(ep, typePaySucceeded, pay)
-		succeeded.Amount = refund.Amount
-		s.send(ep, created, RoleSetup, simulator.SendOptions{})
-		s.send(ep, succeeded, RoleSetup, simulator.SendOptions{})
-		if s.redeliverUnlessAcked(ep, refund, k, early) {
-			s.payment(ep, pay, PhaseAfter)
+		l := s.lifecycle()
+		var pair Pair
+		found := false
+		for _, p := range l.Forbidden() {
+			if !p.Stale {
+				pair, found = p, true
+				break
+			}
+		}
+		if !found {
+			s.notApplicable("no event of %s can arrive before its precondition: every transition not allowed from a state is one the object is already past", l.Object)
+		}
+		path, _ := l.Path(pair.State)
+		onward, ok := l.PathFrom(pair.State, pair.T.From[0])
+		if !ok {
+			s.abort("the lifecycle has no path from %s to %s", pair.State, pair.T.From[0])
+		}
+		s.note("%s arrives while %s is %s (allowed from %v), before its precondition", pair.T.Type, l.Object, pair.State, pair.T.From)
+		obj := s.newObject(l)
+		s.create(ep, l, obj)
+		s.drive(ep, obj, path)
+		early := s.objectEvent(ep, pair.T.Type, obj)
+		k := s.key(ep, early)
+		a := s.send(ep, early, RolePremature, simulator.SendOptions{})
+		// A lifecycle event's effect is the object's state (and its effects),
+		// not the effect role's per-event count: its key rows are read.
+		s.rows(k, PhaseAfterRefusal)
+		s.drive(ep, obj, onward)
+		s.fact(FactWantState+obj, pair.T.To)
+		switch {
+		case acked(a) && s.async():
+			// Accepted before its precondition: the receiver must keep it and
+			// apply it once the precondition holds.
+		case acked(a):
+			s.note("the early %s was acknowledged, so the provider will not redeliver it", pair.T.Type)
+		default:
+			s.send(ep, early, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+			s.settle(1, func() int { return s.rows(k, PhaseAfter) })
+		}
+		s.settle(1, func() int {
+			if st, found := s.lifecycleState(ep, obj, PhaseAfter); found && st == pair.T.To {
+				return 1
+			}
+			return 0
+		})
+	})
+
+	register("ATOMIC-5", "an event for an object that does not exist yet is never acknowledged and lost", func(s *session) {
+		ep := s.primary()
+		l := s.lifecycle()
+		// Every event type of the lifecycle, each for an object nobody created yet.
+		type item struct {
+			t   Transition
+			obj string
+			ev  profiles.Event
+		}
+		var items []item
+		for _, t := range l.Transitions {
+			obj := s.newObject(l)
+			items = append(items, item{t, obj, s.objectEvent(ep, t.Type, obj)})
+		}
+		for _, it := range items {
+			rule := l.MissingRule(it.t)
+			k := s.key(ep, it.ev)
+			s.fact(FactEventOf+it.obj, k.EventID)
+			a := s.send(ep, it.ev, RoleMissing+":"+rule, simulator.SendOptions{})
+			s.note("%s for %s %s, which does not exist (declared: %s): %s", it.t.Type, l.Object, it.obj, rule, Describe(a))
+			switch rule {
+			case MissingCreate:
+				s.fact(FactWantState+it.obj, it.t.To)
+				s.lifecycleState(ep, it.obj, PhaseAfter)
+				continue
+			case MissingIgnore:
+				s.lifecycleState(ep, it.obj, PhaseAfterRefusal)
+				continue
+			}
+			if !acked(a) {
+				s.rows(k, PhaseAfterRefusal)
+			}
+			// The object appears, as the receiver's application or the provider
+			// creates it, and reaches the event's precondition.
+			s.create(ep, l, it.obj)
+			path, ok := l.Path(it.t.From[0])
+			if !ok {
+				s.abort("the lifecycle has no path to %s", it.t.From[0])
+			}
+			s.drive(ep, it.obj, path)
+			s.fact(FactWantState+it.obj, it.t.To)
+			if !acked(a) {
+				s.send(ep, it.ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+				s.settle(1, func() int { return s.rows(k, PhaseAfter) })
+			}
+			s.settle(1, func() int {
+				if st, found := s.lifecycleState(ep, it.obj, PhaseAfter); found && st == it.t.To {
+					return 1
+				}
+				return 0
+			})
 		}
 	})
 
@@ -60,62 +154,15 @@ func init() {
 			s.notApplicable("observe.postgres.effect_table is not configured, so the harness cannot hold the receiver inside its transaction")
 		}
 		ep := s.primary()
-		ev := s.event(ep, typeCash, s.newID("cbtxn"))
+		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		// Hold the effect table so the receiver stops inside its transaction, after
-		// the key and before the effect; then cut exactly the sessions waiting on
-		// this gate.
-		g, err := s.env.DB.Hold(s.ctx, s.env.EffectTable)
-		if err != nil {
-			s.abort("locking %s: %v", s.env.EffectTable, err)
-		}
-		released := false
-		defer func() {
-			if !released {
-				_ = g.Release(context.WithoutCancel(s.ctx))
-			}
-		}()
-		finished := make(chan struct{})
-		var doomed simulator.AttemptRecord
-		wait := s.spawn(func() {
-			defer close(finished)
-			doomed = s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
-		})
-		waited := 0
-		for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline) && waited == 0; time.Sleep(10 * time.Millisecond) {
-			if waited, err = g.Waiters(s.ctx); err != nil {
-				s.abort("counting waiters on %s: %v", s.env.EffectTable, err)
-			}
-			select {
-			case <-finished:
-				deadline = time.Now()
-			default:
-			}
-		}
-		if waited == 0 {
-			_ = g.Release(context.WithoutCancel(s.ctx))
-			released = true
-			wait()
-			s.abort("the delivery never waited on %s while it was locked: the harness could not stop the receiver inside its transaction", s.env.EffectTable)
-		}
-		pids, err := s.env.DB.TerminateWaiters(s.ctx, g)
-		_ = g.Release(context.WithoutCancel(s.ctx))
-		released = true
-		wait()
-		if err != nil {
-			s.abort("terminating the receiver's sessions waiting on %s: %v", s.env.EffectTable, err)
-		}
-		if len(pids) == 0 {
-			s.abort("no receiver session was waiting on %s when the harness cut them", s.env.EffectTable)
-		}
-		s.note("%d session(s) waited on %s; terminated backends %v mid-transaction", waited, s.env.EffectTable, pids)
-		s.state(k, PhaseAfterCut, 0)
-		s.redeliverUnlessAcked(ep, ev, k, doomed)
+		a := s.holdAndCut(ep, ev, false)
+		s.afterCut(ep, ev, k, a, PhaseAfterCut)
 	})
 
 	register("ATOMIC-4", "a crash after commit, before the answer, makes the redelivery harmless", func(s *session) {
 		ep := s.primary()
-		ev := s.event(ep, typeCash, s.newID("cbtxn"))
+		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
 		s.arm(fpAfterCommitBeforeResponse, k.EventID)
 		a := s.send(ep, ev, RoleFirst, simulator.SendOptions{})
@@ -138,4 +185,72 @@ func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profile
 	s.send(ep, ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
 	s.state(k, PhaseAfter, 1)
 	return true
+}
+
+// holdAndCut holds the effect table, delivers ev, waits until the receiver's
+// session waits on the table — inside its transaction, after the key insert —
+// and then cuts it: SIGKILL of the receiver (kill) or termination of exactly
+// the sessions waiting on this gate. It returns the delivery's attempt.
+func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill bool) simulator.AttemptRecord {
+	table := s.env.EffectTable
+	g, err := s.env.DB.Hold(s.ctx, table)
+	if err != nil {
+		s.abort("locking %s: %v", table, err)
+	}
+	released := false
+	defer func() {
+		if !released {
+			_ = g.Release(context.WithoutCancel(s.ctx))
+		}
+	}()
+	finished := make(chan struct{})
+	var doomed simulator.AttemptRecord
+	wait := s.spawn(func() {
+		defer close(finished)
+		doomed = s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
+	})
+	waited := waitQueue(s.ctx, g, 1, finished, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", table, err) })
+	if waited == 0 {
+		_ = g.Release(context.WithoutCancel(s.ctx))
+		released = true
+		wait()
+		s.abort("the delivery never waited on %s while it was locked: the harness could not stop the receiver inside its transaction", table)
+	}
+	if kill {
+		if err := s.env.Controller.Kill(); err != nil {
+			s.abort("killing the receiver: %v", err)
+		}
+	}
+	// A killed client's backend waits on the lock regardless: end it too, so
+	// nothing of its transaction can commit once the gate opens.
+	pids, err := s.env.DB.TerminateWaiters(s.ctx, g)
+	_ = g.Release(context.WithoutCancel(s.ctx))
+	released = true
+	wait()
+	if err != nil {
+		s.abort("terminating the receiver's sessions waiting on %s: %v", table, err)
+	}
+	if len(pids) == 0 && !kill {
+		s.abort("no receiver session was waiting on %s when the harness cut them", table)
+	}
+	how := "terminated backends"
+	if kill {
+		how = "SIGKILLed the receiver; terminated its backends"
+	}
+	s.note("%d session(s) waited on %s; %s %v mid-transaction", waited, table, how, pids)
+	return doomed
+}
+
+// afterCut judges what a cut transaction left. Not acknowledged: nothing may
+// be stored, and the provider's redelivery applies once. Acknowledged by a
+// receiver that accepts before it applies: the event was accepted durably, so
+// it must still be applied, once.
+func (s *session) afterCut(ep Endpoint, ev profiles.Event, k profiles.Key, a simulator.AttemptRecord, phase string) {
+	if acked(a) && s.async() {
+		s.note("the delivery was accepted (%s) before its worker was cut: it must still be applied once", Describe(a))
+		s.state(k, PhaseAfter, 1)
+		return
+	}
+	s.state(k, phase, 0)
+	s.redeliverUnlessAcked(ep, ev, k, a)
 }

@@ -172,11 +172,41 @@ func (e *Env) has(c Capability) (bool, string) {
 			return true, ""
 		}
 		return false, "no endpoint's profile carries the event ID in a header"
+	case "stop-in-transaction":
+		if ok, _ := e.has("failpoints"); ok {
+			return true, ""
+		}
+		lock, _ := e.has("lock-gating")
+		cut, _ := e.has("connection-loss")
+		if e.EffectTable != "" && (lock || cut) {
+			return true, ""
+		}
+		return false, "no failpoints capability, and no effect table (observe.postgres.effect_table) the harness may lock (lock-gating or connection-loss) to stop the receiver inside its transaction"
 	case "signed-timestamp":
 		if _, ok := e.endpointWhere(signsTimestamp); ok {
 			return true, ""
 		}
 		return false, "no endpoint's profile signs a timestamp"
+	}
+	if v := e.Vocab; v != nil && v.Declared {
+		// A declared vocabulary says by its roles what the receiver handles.
+		switch c {
+		case "state-machine":
+			if v.Lifecycle == nil {
+				return false, "the target declares no events.lifecycle"
+			}
+			return true, ""
+		case "domain-constraint":
+			if v.Lifecycle == nil || !v.Lifecycle.CountsEffects {
+				return false, "the target declares no events.lifecycle with an effects query"
+			}
+			return true, ""
+		case "ordering":
+			if v.Ordered == nil {
+				return false, "the target declares no events.ordered"
+			}
+			return true, ""
+		}
 	}
 	for _, d := range e.Capabilities {
 		if d == c {

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -29,20 +30,29 @@ const (
 func init() {
 	register("ORDER-1", "an older update arriving late does not regress the object", func(s *session) {
 		ep := s.primary()
-		sub := s.newID("sub")
+		o := s.orderedRole()
+		sub := s.newID(prefixOr(o.IDPrefix))
+		s.createOrdered(ep, o, sub)
+		base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+		var want int64
 		for _, v := range []int64{1, 3, 2} {
-			ev := s.event(ep, typeSubUpdated, sub)
-			ev.Version = v
-			ev.Status = fmt.Sprintf("v%d", v)
+			ev := s.orderedEvent(ep, o, sub, v, base)
+			if v == 3 {
+				want = orderValue(o, ev)
+			}
 			s.send(ep, ev, RoleUpdate, simulator.SendOptions{})
+			s.settledNow() // each update lands before the next: lateness, not a race
 		}
-		s.fact(FactWantVersion, 3)
+		s.fact(FactWantVersion, want)
 		s.object(ep, sub, PhaseFinal)
 	})
 
 	register("ORDER-2", "a shuffled, duplicated stream ends at the newest version", func(s *session) {
 		ep := s.primary()
-		sub := s.newID("sub")
+		o := s.orderedRole()
+		sub := s.newID(prefixOr(o.IDPrefix))
+		s.createOrdered(ep, o, sub)
+		base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
 		spec := simulator.ShuffledVersions(versionsORDER2, dupsORDER2, 0, s.rng)
 		half := len(spec) / 2
 		pairInFirstHalf(spec, half)
@@ -52,9 +62,7 @@ func init() {
 		for i, v := range spec {
 			ev, ok := byVersion[v]
 			if !ok {
-				ev = s.event(ep, typeSubUpdated, sub)
-				ev.Version = v
-				ev.Status = fmt.Sprintf("v%d", v)
+				ev = s.orderedEvent(ep, o, sub, v, base)
 				byVersion[v] = ev
 			}
 			stream[i] = ev
@@ -83,40 +91,76 @@ func init() {
 			}
 		}
 		s.send(ep, resend, RoleLate, simulator.SendOptions{Attempt: 2})
-		late := s.event(ep, typeSubUpdated, sub)
 		s.mu.Lock()
-		late.Version = 1 + int64(s.rng.IntN(versionsORDER2-1))
+		lateV := 1 + int64(s.rng.IntN(versionsORDER2-1))
 		s.mu.Unlock()
-		late.Status = fmt.Sprintf("v%d", late.Version)
+		late := s.orderedEvent(ep, o, sub, lateV, base)
 		s.send(ep, late, RoleLate, simulator.SendOptions{})
 		s.note("version %d resent last, then version %d under a new event ID", resend.Version, late.Version)
-		s.fact(FactWantVersion, versionsORDER2)
+		s.fact(FactWantVersion, orderValue(o, byVersion[versionsORDER2]))
 		s.object(ep, sub, PhaseFinal)
 	})
 
 	register("ORDER-3", "a forbidden state transition is refused", func(s *session) {
 		ep := s.primary()
-		pay := s.newID("pi")
-		var amount int64
-		for _, typ := range []string{typePayCreated, typePaySucceeded, typeRefunded} {
-			ev := s.event(ep, typ, pay)
-			if amount == 0 {
-				amount = ev.Amount
+		l := s.lifecycle()
+		var stale []Pair
+		for _, p := range l.Forbidden() {
+			if p.Stale {
+				stale = append(stale, p)
 			}
-			ev.Amount = amount
-			s.send(ep, ev, RoleSetup, simulator.SendOptions{})
 		}
-		// A late succeeded event (another event ID, as providers emit) arrives after
-		// the refund: acknowledging it is right, applying it is not.
-		late := s.event(ep, typePaySucceeded, pay)
-		late.Amount = amount
-		a := s.send(ep, late, RoleLate, simulator.SendOptions{})
-		if a.Status >= 500 || a.Status == 0 {
-			s.note("late succeeded event answered %s (the provider will retry it)", Describe(a))
+		if len(stale) == 0 {
+			s.notApplicable("every state of %s can still reach every other: no transition is ever stale", l.Object)
 		}
-		s.payment(ep, pay, PhaseFinal)
-		s.objectEffects(ep.source(), ep.Account, pay, PhaseFinal)
+		// Every state, every event type the object is past: a late event (another
+		// event ID, as providers emit) must be acknowledged and never applied.
+		for _, p := range stale {
+			path, _ := l.Path(p.State)
+			obj := s.newObject(l)
+			s.create(ep, l, obj)
+			s.drive(ep, obj, path)
+			late := s.objectEvent(ep, p.T.Type, obj)
+			a := s.send(ep, late, RoleLate, simulator.SendOptions{})
+			s.note("%s %s is %s; late %s answered %s", l.Object, obj, p.State, p.T.Type, Describe(a))
+			s.fact(FactWantState+obj, p.State)
+			s.fact(FactLateType+obj, p.T.Type)
+			s.lifecycleState(ep, obj, PhaseFinal)
+			if l.CountsEffects {
+				s.fact(FactWantEffects+obj, EffectsOf(path))
+				s.objectEffects(ep.source(), ep.Account, obj, PhaseFinal)
+			}
+		}
 	})
+}
+
+// createOrdered makes an ordered object exist first where the target says its
+// application creates it.
+func (s *session) createOrdered(ep Endpoint, o *Ordered, obj string) {
+	if o.Fixture != "" {
+		s.runFixture(ep, o.Fixture, obj)
+	}
+}
+
+// orderedEvent is update number v of obj, its ordering key set the way the
+// target declares: the version field, the event's created time (base plus v
+// seconds), or the object's key field.
+func (s *session) orderedEvent(ep Endpoint, o *Ordered, obj string, v int64, base time.Time) profiles.Event {
+	ev := s.event(ep, o.Type, obj)
+	ev.Version = v
+	ev.Status = fmt.Sprintf("v%d", v)
+	if o.Key == OrderCreated {
+		ev.Created = base.Add(time.Duration(v) * time.Second)
+	}
+	return ev
+}
+
+// orderValue is what the target's state query returns once ev is applied.
+func orderValue(o *Ordered, ev profiles.Event) int64 {
+	if o.Key == OrderCreated {
+		return ev.Created.Unix()
+	}
+	return ev.Version
 }
 
 // pairInFirstHalf makes sure both copies of at least one version are delivered

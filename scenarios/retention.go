@@ -86,12 +86,12 @@ func (s *session) retentionEndpoint() Endpoint {
 	return ep
 }
 
-// deliverOnce delivers a fresh event of type typ and returns it with the times
+// deliverOnce delivers a fresh event of the effect role and returns it with the times
 // just before the send and just after the acknowledgement: the receiver recorded
 // the key between them. An event that was not stored leaves no retention to
 // measure: that is an error, judged by the DEDUP and ACK guarantees.
-func (s *session) deliverOnce(ep Endpoint, typ string) (profiles.Event, profiles.Key, time.Time, time.Time) {
-	ev := s.event(ep, typ, s.newID("obj"))
+func (s *session) deliverOnce(ep Endpoint) (profiles.Event, profiles.Key, time.Time, time.Time) {
+	ev := s.effectEvent(ep)
 	k := s.key(ep, ev)
 	before := time.Now()
 	a := s.send(ep, ev, RoleFirst, simulator.SendOptions{})
@@ -153,7 +153,7 @@ func init() {
 		// redelivery is still a duplicate.
 		ep := s.retentionEndpoint()
 		h := horizonOf(ep.Profile)
-		ev, k, before, _ := s.deliverOnce(ep, typeCash)
+		ev, k, before, _ := s.deliverOnce(ep)
 		end := h.total
 		if end == 0 {
 			end = min(ep.KeyTTL, 24*time.Hour)
@@ -166,7 +166,7 @@ func init() {
 
 	register("RETENTION-2", "a replay inside the key TTL is still a duplicate after a purge", func(s *session) {
 		ep := s.retentionEndpoint()
-		ev, k, before, _ := s.deliverOnce(ep, typeCash)
+		ev, k, before, _ := s.deliverOnce(ep)
 		m := min(retentionMargin, ep.KeyTTL/4)
 		s.fact(FactMargin, m)
 		s.purgeAsOf(before.Add(ep.KeyTTL-m), fmt.Sprintf("key TTL %s − %s: just inside", ep.KeyTTL, m))
@@ -176,7 +176,7 @@ func init() {
 
 	register("RETENTION-3", "past the payload TTL the payload is gone and the key remains", func(s *session) {
 		ep := s.retentionEndpoint()
-		ev, k, _, after := s.deliverOnce(ep, typeCash)
+		ev, k, _, after := s.deliverOnce(ep)
 		if !s.payload(k, PhaseAfterFirst) {
 			s.note("the receiver stored no payload for %s (nothing to expire)", KeyString(k))
 		}
@@ -200,7 +200,7 @@ func init() {
 		ep := s.retentionEndpoint()
 		// A payment creation: once its key has expired, the resend below is a new
 		// event to the receiver, and the payment state machine keeps it harmless.
-		ev, k, before, after := s.deliverOnce(ep, typePayCreated)
+		ev, k, before, after := s.deliverOnce(ep)
 		m := min(retentionMargin, ep.KeyTTL/4)
 		s.fact(FactMargin, m)
 		// A ladder of ever later purges: once a key is gone it stays gone, so the

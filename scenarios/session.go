@@ -25,6 +25,9 @@ const settle = 3 * time.Second
 // Scenario phases that the checker reads by name. Scenario-specific phases are
 // declared next to their scenario.
 const (
+	// QueryState names the reads of a lifecycle object's state in the history
+	// (histories before declared vocabularies call them "payment").
+	QueryState = "state"
 	// PhaseReconcile is the read of every delivered key after a scenario ends.
 	PhaseReconcile = "reconcile"
 	// PhaseQuiesce marks the reads made between scenarios while waiting for the
@@ -69,6 +72,11 @@ type session struct {
 	// objects maps each key the scenario made to its event's business object,
 	// which an effects query may count by ($4).
 	objects map[profiles.Key]string
+	// amounts holds each lifecycle object's amount, the same in all its events.
+	amounts map[string]int64
+	// lastSend and lastSettled order deliveries and the waits for an
+	// asynchronous receiver to settle them.
+	lastSend, lastSettled time.Time
 	// bg counts background work (deliveries racing a gate, parallel sends);
 	// bgAbort is the first abort raised there.
 	bg      sync.WaitGroup
@@ -272,9 +280,11 @@ func (s *session) deliverPlan(ep Endpoint, role string, evs []profiles.Event, st
 	seed := int64(sh.Sum64() >> 1)
 	plan := &simulator.Plan{Name: name, Seed: seed}
 	for i, ev := range evs {
+		ev = s.render(ev)
 		en := fmt.Sprintf("e%d", i)
 		plan.Events = append(plan.Events, simulator.EventSpec{Name: en, ID: ev.ID, Source: ev.Source, Account: ev.Account,
-			Type: ev.Type, ObjectID: ev.ObjectID, Version: ev.Version, Amount: ev.Amount, Currency: ev.Currency, Status: ev.Status})
+			Type: ev.Type, ObjectID: ev.ObjectID, Version: ev.Version, Amount: ev.Amount, Currency: ev.Currency, Status: ev.Status,
+			Object: ev.Object, Created: ev.Created})
 		st := step
 		st.Event, st.WithPrevious = en, together && i > 0
 		plan.Steps = append(plan.Steps, st)
@@ -286,6 +296,9 @@ func (s *session) deliverPlan(ep Endpoint, role string, evs []profiles.Event, st
 		s.abort("the harness could not build the deliveries of %s: %v", name, err)
 	}
 	recs := h.Attempts
+	s.mu.Lock()
+	s.lastSend = time.Now()
+	s.mu.Unlock()
 	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Step < recs[j].Step })
 	s.harnessSide(recs...)
 	if err != nil {
@@ -325,7 +338,7 @@ func (s *session) parallel(ep Endpoint, evs []profiles.Event, role string, o sim
 }
 
 func stepOf(o simulator.SendOptions) simulator.Step {
-	return simulator.Step{Attempt: o.Attempt, Faults: o.Faults, Timeout: simulator.Duration(o.Timeout)}
+	return simulator.Step{Attempt: o.Attempt, Faults: o.Faults, Timeout: simulator.Duration(o.Timeout), PadTo: o.PadTo}
 }
 
 // harnessSide aborts when an attempt ended because the run itself was stopped:
@@ -375,6 +388,7 @@ func KeyString(k profiles.Key) string {
 // read runs one observer query and records it; a failed read aborts the
 // scenario (the harness could not judge).
 func (s *session) read(query, phase string, params []string, fn func(ctx context.Context, o *simulator.Observation) error) simulator.Observation {
+	s.settled()
 	o := simulator.Observation{Scenario: s.index, Query: query, Params: params, Phase: phase}
 	err := fn(s.ctx, &o)
 	o.AtNS = int64(time.Since(s.run.start))
@@ -423,7 +437,7 @@ func (s *session) objectEffects(source, account, objectID, phase string) int {
 // should be 0 is read once: absence cannot be waited for. The hint only bounds
 // the wait; the checker judges the last read.
 func (s *session) settle(hint int, read func() int) int {
-	return s.settleUntil(time.Now().Add(settle), hint, read)
+	return s.settleUntil(time.Now().Add(s.settleFor()), hint, read)
 }
 
 func (s *session) settleUntil(deadline time.Time, hint int, read func() int) int {
@@ -442,7 +456,7 @@ func (s *session) state(k profiles.Key, phase string, hint int) { s.states(phase
 // states reads the rows and effects of every key at once, sharing one settle
 // deadline: a receiver that stores nothing costs one settle, not one per read.
 func (s *session) states(phase string, hint int, keys ...profiles.Key) {
-	deadline := time.Now().Add(settle)
+	deadline := time.Now().Add(s.settleFor())
 	var waits []func()
 	for _, k := range keys {
 		waits = append(waits,
@@ -469,8 +483,9 @@ func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bo
 	return o.Version, o.Status, o.Found
 }
 
-func (s *session) payment(ep Endpoint, objectID, phase string) (string, bool) {
-	o := s.read("payment", phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *simulator.Observation) error {
+// lifecycleState reads a lifecycle object's state (query "state").
+func (s *session) lifecycleState(ep Endpoint, objectID, phase string) (string, bool) {
+	o := s.read(QueryState, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *simulator.Observation) error {
 		var err error
 		o.Status, o.Found, err = s.env.Observer.Payment(ctx, ep.source(), ep.Account, objectID)
 		return err
@@ -495,7 +510,7 @@ func (s *session) gate(table string, want int, fire func()) int {
 	}()
 	finished := make(chan struct{})
 	wait := s.spawn(func() { defer close(finished); fire() })
-	best := waitQueue(s.ctx, g, want, finished, func(err error) { s.abort("counting waiters on %s: %v", table, err) })
+	best := waitQueue(s.ctx, g, want, finished, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", table, err) })
 	if err := g.Release(s.ctx); err != nil {
 		s.abort("releasing the lock on %s: %v", table, err)
 	}
@@ -509,10 +524,22 @@ func (s *session) gate(table string, want int, fire func()) int {
 	return best
 }
 
+// workerLinger is how long a gate keeps waiting for the receiver's sessions
+// after the deliveries were answered: an asynchronous receiver writes in its
+// workers, after the 2xx, so its race happens then.
+func (s *session) workerLinger() time.Duration {
+	if s.async() {
+		return s.env.Acceptance.Settle
+	}
+	return 0
+}
+
 // waitQueue polls the gate's waiters until want are queued, the queue has stopped
 // growing for 300 ms, or 5 s pass. The receiver's pool may be smaller than the
-// number of copies, so an exact count is not required.
-func waitQueue(ctx context.Context, g Gate, want int, finished <-chan struct{}, fail func(error)) int {
+// number of copies, so an exact count is not required. Once the deliveries
+// have finished it waits at most linger more (0 for a receiver that writes
+// before it answers).
+func waitQueue(ctx context.Context, g Gate, want int, finished <-chan struct{}, linger time.Duration, fail func(error)) int {
 	deadline := time.Now().Add(5 * time.Second)
 	best, stableSince := 0, time.Now()
 	for time.Now().Before(deadline) {
@@ -529,7 +556,12 @@ func waitQueue(ctx context.Context, g Gate, want int, finished <-chan struct{}, 
 		}
 		select {
 		case <-finished:
-			deadline = time.Now() // every delivery finished without waiting
+			// Every delivery was answered: a synchronous receiver that did not
+			// wait never will; a worker may still come.
+			if d := time.Now().Add(linger); d.Before(deadline) {
+				deadline = d
+			}
+			finished = nil
 		case <-ctx.Done():
 			return best
 		case <-time.After(10 * time.Millisecond):
@@ -642,7 +674,7 @@ func (s *session) reconcile() {
 		sort.Strings(keys)
 		s.fact(FactExpired, strings.Join(keys, "\n"))
 	}
-	deadline := time.Now().Add(settle)
+	deadline := time.Now().Add(s.settleFor())
 	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	var first *abortSignal

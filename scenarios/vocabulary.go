@@ -112,17 +112,20 @@ func (l *Lifecycle) States() []string {
 
 // Path returns the transitions that take a fresh object from Initial to state,
 // shortest first; ok is false when state is unreachable.
-func (l *Lifecycle) Path(state string) ([]Transition, bool) {
+func (l *Lifecycle) Path(state string) ([]Transition, bool) { return l.PathFrom(l.Initial, state) }
+
+// PathFrom returns the shortest run of transitions from one state to another.
+func (l *Lifecycle) PathFrom(from, to string) ([]Transition, bool) {
 	type node struct {
 		state string
 		path  []Transition
 	}
-	seen := map[string]bool{l.Initial: true}
-	queue := []node{{state: l.Initial}}
+	seen := map[string]bool{from: true}
+	queue := []node{{state: from}}
 	for len(queue) > 0 {
 		n := queue[0]
 		queue = queue[1:]
-		if n.state == state {
+		if n.state == to {
 			return n.path, true
 		}
 		for _, t := range l.Transitions {
@@ -390,3 +393,34 @@ func (e *Env) vocab() *Vocabulary {
 }
 
 var builtin = BuiltinVocabulary()
+
+// template returns the object template of event type t and, for a lifecycle
+// transition, the state it moves to (nil: the built-in fields render).
+func (v *Vocabulary) template(t string) (*ObjectTemplate, string) {
+	for _, r := range []*EventRole{v.Effect, v.Unhandled} {
+		if r != nil && r.Type == t {
+			return r.Object, ""
+		}
+	}
+	if v.Ordered != nil && v.Ordered.Type == t {
+		return v.Ordered.Object, ""
+	}
+	if l := v.Lifecycle; l != nil {
+		if l.Create != nil && l.Create.Type == t {
+			return l.Create.Object, l.Initial
+		}
+		for _, tr := range l.Transitions {
+			if tr.Type == t {
+				return tr.Object, tr.To
+			}
+		}
+	}
+	return nil, ""
+}
+
+func prefixOr(p string) string {
+	if p == "" {
+		return "obj"
+	}
+	return p
+}

@@ -36,53 +36,74 @@ var checkers = map[string]func(v *view){
 	"DEDUP-5": scopeCheck("identical payload, distinct event IDs"),
 	"DEDUP-6": func(v *view) {
 		v.acked("dedup.not-acked", sc.RoleSetup, sc.RoleFirst, sc.RoleOtherScope, sc.RoleCopy)
-		v.count("dedup.object-effects", "object_effects", sc.PhaseSequential, 1, "two succeeded events one after the other")
-		v.count("dedup.object-effects", "object_effects", sc.PhaseConcurrent, 1, "two succeeded events at the same time")
+		v.objectEffects("dedup.object-effects", sc.PhaseSequential, 1, "two events for one change, one after the other")
+		v.objectEffects("dedup.object-effects", sc.PhaseConcurrent, 1, "two events for one change at the same time")
 	},
 
 	"ATOMIC-1": func(v *view) {
-		for _, a := range v.role(sc.RoleDoomed) {
-			if a.Outcome == simulator.OutcomeAcknowledged {
-				v.deviate("atomic.acked-uncommitted", "delivery was acknowledged although the receiver was to crash before its commit: %s", sc.Describe(a))
-			}
-		}
-		v.state("atomic.partial", sc.PhaseAfterCrash, 0, "after a crash before commit")
-		redelivered(v, "after the redelivery")
+		cutCheck(v, sc.PhaseAfterCrash, "a crash before commit")
 	},
 	"ATOMIC-2": func(v *view) {
-		for _, a := range v.role(sc.RoleRefundEarly) {
-			if a.Outcome == simulator.OutcomeAcknowledged {
-				v.deviate("atomic.acked-uncommitted", "refund of a payment that has not succeeded was acknowledged (%s); the provider will not retry it", sc.Describe(a))
+		async := v.fact(sc.FactAcceptance) == "async"
+		for _, a := range v.role(sc.RolePremature, "refund-early") {
+			if a.Outcome == simulator.OutcomeAcknowledged && !async {
+				v.deviate("atomic.acked-uncommitted", "%s arrived before its precondition and was acknowledged (%s); the provider will not retry it", a.EventType, sc.Describe(a))
 			}
 		}
-		v.state("atomic.partial", sc.PhaseAfterRefusal, 0, "after the failed precondition")
+		v.countIf("atomic.partial", "event_rows", sc.PhaseAfterRefusal, 0, "after the failed precondition")
 		v.acked("atomic.not-acked", sc.RoleSetup)
-		if !redelivered(v, "after the refund's redelivery") {
-			return
+		if len(v.role(sc.RoleRedelivery)) > 0 {
+			v.acked("atomic.not-acked", sc.RoleRedelivery)
+			v.count("atomic.not-applied", "event_rows", sc.PhaseAfter, 1, "after the redelivery once the precondition held")
 		}
-		ps := v.reads("payment", sc.PhaseAfter)
-		if len(ps) == 0 {
-			v.fail("history: no payment read after the refund's redelivery")
-		}
-		for _, p := range ps {
-			if !p.Found || p.Status != "refunded" {
-				v.deviate("atomic.payment-state", "payment %s: status %q (found %v) after the refund's redelivery, want \"refunded\"", p.Params[3], p.Status, p.Found)
-			}
-		}
+		v.objectState("atomic.object-state", sc.PhaseAfter, "refunded", "after the precondition held and the event was redelivered")
 	},
 	"ATOMIC-3": func(v *view) {
-		for _, a := range v.role(sc.RoleDoomed) {
-			if a.Outcome == simulator.OutcomeAcknowledged {
-				v.deviate("atomic.acked-uncommitted", "delivery acknowledged although its database session was terminated mid-transaction: %s", sc.Describe(a))
-			}
-		}
-		v.state("atomic.partial", sc.PhaseAfterCut, 0, "after the connection loss")
-		redelivered(v, "after the redelivery")
+		cutCheck(v, sc.PhaseAfterCut, "the connection loss")
 	},
 	"ATOMIC-4": func(v *view) {
 		v.state("atomic.not-applied", sc.PhaseAfterCrash, 1, "after a crash after commit")
 		v.acked("atomic.not-acked", sc.RoleRedelivery)
 		v.state("atomic.not-applied", sc.PhaseAfter, 1, "after the redelivery")
+	},
+
+	"ATOMIC-5": func(v *view) {
+		v.acked("atomic.not-acked", sc.RoleSetup, sc.RoleRedelivery, sc.RoleMissing+":"+sc.MissingCreate, sc.RoleMissing+":"+sc.MissingIgnore)
+		v.countIf("atomic.partial", "event_rows", sc.PhaseAfterRefusal, 0, "after an event for an object that did not exist was refused")
+		if len(v.role(sc.RoleRedelivery)) > 0 {
+			v.count("atomic.not-applied", "event_rows", sc.PhaseAfter, 1, "after the object existed and the event was redelivered")
+		}
+		byObject := map[string]simulator.AttemptRecord{}
+		for _, a := range v.role(sc.RoleMissing + ":" + sc.MissingRetry) {
+			for name, id := range v.sc.Facts {
+				if obj, ok := strings.CutPrefix(name, sc.FactEventOf); ok && id == a.Key.EventID {
+					byObject[obj] = a
+				}
+			}
+		}
+		for _, o := range v.stateReads(sc.PhaseAfter) {
+			want, ok := v.sc.Facts[sc.FactWantState+o.Params[3]]
+			if !ok {
+				continue
+			}
+			if o.Found && o.Status == want {
+				continue
+			}
+			if a, ok := byObject[o.Params[3]]; ok && a.Outcome == simulator.OutcomeAcknowledged {
+				v.deviate("atomic.missing-lost", "%s for %s %s, which did not exist yet, was acknowledged (%s); once the object existed it is %q (found %v), not %q: the change is lost",
+					a.EventType, v.objectName(), o.Params[3], sc.Describe(a), o.Status, o.Found, want)
+				continue
+			}
+			v.deviate("atomic.object-state", "%s %s: status %q (found %v), want %q", v.objectName(), o.Params[3], o.Status, o.Found, want)
+		}
+		for _, o := range v.stateReads(sc.PhaseAfterRefusal) {
+			if o.Found {
+				v.note("%s %s exists after an event the target declares it ignores for missing objects (status %q)", v.objectName(), o.Params[3], o.Status)
+			}
+		}
+		if len(v.stateReads(sc.PhaseAfter)) == 0 && len(v.stateReads(sc.PhaseAfterRefusal)) == 0 {
+			v.fail("history: no state read of the objects that did not exist")
+		}
 	},
 
 	"ACK-1": func(v *view) {
@@ -121,7 +142,10 @@ var checkers = map[string]func(v *view){
 		}
 	},
 	"ACK-3": badInputCheck,
-	"ACK-4": badInputCheck,
+	"ACK-4": func(v *view) {
+		badInputCheck(v)
+		boundaryCheck(v)
+	},
 	"ACK-5": badInputCheck,
 	"ACK-6": func(v *view) {
 		for _, a := range v.role(sc.RoleUnknownType) {
@@ -133,20 +157,25 @@ var checkers = map[string]func(v *view){
 		control(v)
 	},
 
+	"ACK-7": boundaryCheck,
+
 	"ORDER-1": versionCheck("versions delivered 1, 3, 2"),
 	"ORDER-2": versionCheck("after the shuffled, duplicated stream"),
 	"ORDER-3": func(v *view) {
 		v.acked("order.not-acked", sc.RoleSetup)
-		ps := v.reads("payment", sc.PhaseFinal)
+		ps := v.stateReads(sc.PhaseFinal)
 		if len(ps) == 0 {
-			v.fail("history: no payment read after the late event")
+			v.fail("history: no state read after the late events")
 		}
 		for _, p := range ps {
-			if !p.Found || p.Status != "refunded" {
-				v.deviate("order.transition-applied", "payment %s: status %q after a late succeeded event, want it to stay \"refunded\"", p.Params[3], p.Status)
+			want := v.factOr(sc.FactWantState+p.Params[3], "refunded")
+			if !p.Found || p.Status != want {
+				v.deviate("order.transition-applied", "%s %s: status %q after a late %s, want it to stay %q", v.objectName(), p.Params[3], p.Status, v.factOr(sc.FactLateType+p.Params[3], "succeeded event"), want)
 			}
 		}
-		v.count("order.transition-applied", "object_effects", sc.PhaseFinal, 2, "one payment credit and one refund; the late succeeded event must add none")
+		if len(v.reads("object_effects", sc.PhaseFinal)) > 0 {
+			v.objectEffects("order.transition-applied", sc.PhaseFinal, 2, "the effects of the object's own path; the late event must add none")
+		}
 	},
 
 	"RETENTION-1": func(v *view) {
@@ -254,6 +283,43 @@ func redelivered(v *view, what string) bool {
 	v.acked("atomic.not-acked", sc.RoleRedelivery)
 	v.state("atomic.not-applied", sc.PhaseAfter, 1, what)
 	return true
+}
+
+// cutCheck judges a transaction cut in the middle (a crash, a lost
+// connection): unacknowledged, it left nothing and its redelivery applied once;
+// acknowledged by a receiver that accepts before applying, it was still
+// applied once.
+func cutCheck(v *view, phase, what string) {
+	async := v.fact(sc.FactAcceptance) == "async"
+	for _, a := range v.role(sc.RoleDoomed) {
+		if a.Outcome != simulator.OutcomeAcknowledged {
+			continue
+		}
+		if !async {
+			v.deviate("atomic.acked-uncommitted", "delivery was acknowledged although its transaction was cut by %s before it could commit: %s", what, sc.Describe(a))
+			continue
+		}
+		v.state("atomic.not-applied", sc.PhaseAfter, 1, "an event accepted before "+what+" cut its worker")
+		return
+	}
+	v.state("atomic.partial", phase, 0, "after "+what)
+	redelivered(v, "after the redelivery")
+}
+
+// boundaryCheck: every legitimate delivery at the edge of a limit or tolerance
+// was acknowledged and applied once.
+func boundaryCheck(v *view) {
+	bs := v.role(sc.RoleBoundaryPrefix)
+	if len(bs) == 0 {
+		v.fail("history: %s sent no delivery at a boundary", v.sc.Name)
+		return
+	}
+	for _, a := range bs {
+		if a.Outcome != simulator.OutcomeAcknowledged {
+			v.deviate("ack.boundary-rejected", "%s: a legitimate delivery was not acknowledged: %s", strings.TrimPrefix(a.Role, sc.RoleBoundaryPrefix), sc.Describe(a))
+		}
+	}
+	v.state("ack.boundary-not-applied", sc.PhaseBoundary, 1, "a legitimate delivery at a boundary")
 }
 
 func scopeCheck(what string) func(v *view) {

@@ -39,16 +39,72 @@ func (v *view) fail(format string, args ...any) {
 
 func (v *view) fact(name string) string { return v.sc.Facts[name] }
 
-// role returns the attempts sent as role; a role ending in ":" matches as a
-// prefix.
-func (v *view) role(role string) []simulator.AttemptRecord {
+// role returns the attempts sent as any of roles; a role ending in ":"
+// matches as a prefix.
+func (v *view) role(roles ...string) []simulator.AttemptRecord {
 	var out []simulator.AttemptRecord
 	for _, a := range v.attempts {
-		if a.Role == role || (strings.HasSuffix(role, ":") && strings.HasPrefix(a.Role, role)) {
-			out = append(out, a)
+		for _, role := range roles {
+			if a.Role == role || (strings.HasSuffix(role, ":") && strings.HasPrefix(a.Role, role)) {
+				out = append(out, a)
+				break
+			}
 		}
 	}
 	return out
+}
+
+func (v *view) factOr(name, def string) string {
+	if x, ok := v.sc.Facts[name]; ok {
+		return x
+	}
+	return def
+}
+
+// objectName names the lifecycle object in evidence.
+func (v *view) objectName() string { return v.factOr(scenarios.FactObject, "payment") }
+
+// stateReads are the last reads of lifecycle objects' states in phase (the
+// "state" query; histories of the built-in domain before it call it "payment").
+func (v *view) stateReads(phase string) []simulator.Observation {
+	return append(v.reads(scenarios.QueryState, phase), v.reads("payment", phase)...)
+}
+
+// objectState checks every lifecycle object read in phase against the state
+// its scenario recorded as wanted (def for histories that record none).
+func (v *view) objectState(code, phase, def, what string) {
+	for _, o := range v.stateReads(phase) {
+		want := v.factOr(scenarios.FactWantState+o.Params[3], def)
+		if !o.Found || o.Status != want {
+			v.deviate(code, "%s %s: status %q (found %v) %s, want %q", v.objectName(), o.Params[3], o.Status, o.Found, what, want)
+		}
+	}
+}
+
+// objectEffects checks every object's last effect count in phase against its
+// recorded want (def when none is recorded).
+func (v *view) objectEffects(code, phase string, def int64, what string) {
+	rs := v.reads("object_effects", phase)
+	if len(rs) == 0 {
+		v.fail("history: %s has no object_effects read in phase %q", v.sc.Name, phase)
+		return
+	}
+	for _, o := range rs {
+		want := def
+		if x, ok := v.sc.Facts[scenarios.FactWantEffects+o.Params[3]]; ok {
+			fmt.Sscan(x, &want)
+		}
+		if o.Count != want {
+			v.deviate(code, "%s: object_effects for %s: got %d, want %d", what, paramsText(o.Params), o.Count, want)
+		}
+	}
+}
+
+// countIf is count for a phase the scenario reads only on some paths.
+func (v *view) countIf(code, query, phase string, want int64, what string) {
+	if len(v.reads(query, phase)) > 0 {
+		v.count(code, query, phase, want, what)
+	}
 }
 
 // acked records a deviation for every attempt of the roles that the provider did
@@ -83,14 +139,24 @@ func (v *view) reads(query, phase string) []simulator.Observation {
 	return out
 }
 
-// read returns the last read of query in phase for the given parameters.
+// read returns the last read of query in phase for the given parameters. An
+// empty object ID in params matches any: an effects read carries the event's
+// object, which the key alone does not name.
 func (v *view) read(query, phase string, params []string) (simulator.Observation, bool) {
 	for _, o := range v.reads(query, phase) {
-		if strings.Join(o.Params, "\x00") == strings.Join(params, "\x00") {
+		if sameParams(o.Params, params) {
 			return o, true
 		}
 	}
 	return simulator.Observation{}, false
+}
+
+func sameParams(got, want []string) bool {
+	if len(got) == 4 && len(want) == 4 && want[3] == "" {
+		got = got[:3]
+		want = want[:3]
+	}
+	return strings.Join(got, "\x00") == strings.Join(want, "\x00")
 }
 
 // count records a deviation for every key whose last count of query in phase is
