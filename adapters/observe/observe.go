@@ -10,6 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookcert/hookcert/adapters/pgfault"
@@ -77,22 +78,36 @@ func (k Key) param(n int) string {
 	}
 }
 
-// Query names, as in the target file.
+// Query names, as in the target file (target.Query…).
 const (
-	QEventRows     = "event_rows"
-	QEffects       = "effects"
-	QObjectEffects = "object_effects"
-	QObject        = "object"
-	QPayment       = "payment"
+	QEventRows     = target.QueryEventRows
+	QEffects       = target.QueryEffects
+	QObjectEffects = target.QueryObjectEffects
+	QObject        = target.QueryObject
+	QPayment       = target.QueryPayment
 	// QPayloadPresent reads whether one event's key row still holds its payload.
-	QPayloadPresent = "payload_present"
+	QPayloadPresent = target.QueryPayloadPresent
+	// QQuiescent reads whether the receiver has accepted work pending.
+	QQuiescent = target.QueryQuiescent
 )
 
-// columns is what each query must return.
+// queryOrder is the order the observer checks and snapshots its queries in.
+var queryOrder = []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QPayloadPresent, QQuiescent}
+
+// columns is what each query must return; object may leave out its status
+// (an ordered object's state is its ordering key alone).
 var columns = map[string]string{
 	QEventRows: "count", QEffects: "count", QObjectEffects: "count",
-	QObject: "version, status", QPayment: "status", QPayloadPresent: "present",
+	QObject: "version, status", QPayment: "status", QPayloadPresent: "present", QQuiescent: "quiescent",
 }
+
+// PostgreSQL type OIDs the column checks name.
+const (
+	oidBool = 16
+	oidInt8 = 20
+	oidInt2 = 21
+	oidInt4 = 23
+)
 
 type query struct {
 	name    string
@@ -221,12 +236,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, q target.Queries, opts ...Opti
 	return newObserver(ctx, pool, q, to.withDefaults())
 }
 
-// fieldPath is the target file's path of a query.
-func fieldPath(name string) string { return "target.observe.postgres.queries." + name }
-
 func newObserver(ctx context.Context, pool *pgxpool.Pool, q target.Queries, to Timeouts) (*Observer, error) {
 	o := &Observer{pool: pool, queries: map[string]*query{}, timeouts: to}
 	named := q.Named()
+	fieldPath := q.FieldPath
 	actx, cancel := context.WithTimeout(ctx, to.Connect)
 	conn, err := pool.Acquire(actx)
 	cancel()
@@ -235,7 +248,7 @@ func newObserver(ctx context.Context, pool *pgxpool.Pool, q target.Queries, to T
 	}
 	defer conn.Release()
 	var errs []error
-	for _, name := range []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QPayloadPresent} {
+	for _, name := range queryOrder {
 		sql, ok := named[name]
 		if !ok {
 			continue
@@ -254,7 +267,7 @@ func newObserver(ctx context.Context, pool *pgxpool.Pool, q target.Queries, to T
 		}
 		cancel()
 		if err != nil {
-			errs = append(errs, o.prepareError(ctx, name, err))
+			errs = append(errs, o.prepareError(ctx, name, fieldPath(name), err))
 			if conn.Conn().IsClosed() {
 				break // the session is gone: the other checks cannot run
 			}
@@ -264,10 +277,8 @@ func newObserver(ctx context.Context, pool *pgxpool.Pool, q target.Queries, to T
 			errs = append(errs, classed(fmt.Sprintf("observe: %s: takes %d parameters, references %d", fieldPath(name), len(sd.ParamOIDs), len(params)), ErrInvalidQuery))
 			continue
 		}
-		want := len(strings.Split(columns[name], ","))
-		if len(sd.Fields) != want {
-			errs = append(errs, classed(fmt.Sprintf("observe: %s: must return %d column(s) (%s), returns %d",
-				fieldPath(name), want, columns[name], len(sd.Fields)), ErrInvalidQuery))
+		if msg := checkColumns(name, q.Declared(name), sd.Fields, conn.Conn().TypeMap()); msg != "" {
+			errs = append(errs, classed(fmt.Sprintf("observe: %s: %s", fieldPath(name), msg), ErrInvalidQuery))
 			continue
 		}
 		o.queries[name] = &query{name: name, sql: sql, compact: compact, params: params}
@@ -279,18 +290,54 @@ func newObserver(ctx context.Context, pool *pgxpool.Pool, q target.Queries, to T
 	return o, nil
 }
 
-// prepareError classifies a failed check: the database's verdict on the query is
-// the file's mistake (ErrInvalidQuery); a lost session or a timeout is the
-// database's state (ErrUnreachable, and ErrTimeout for a timeout).
-func (o *Observer) prepareError(ctx context.Context, name string, err error) error {
+// checkColumns says what is wrong with a query's result columns ("" when
+// nothing is). declared is true for a query of the declared event vocabulary,
+// whose column types are checked too (older files keep their looser rule).
+func checkColumns(name string, declared bool, fields []pgconn.FieldDescription, tm *pgtype.Map) string {
+	typeName := func(oid uint32) string {
+		if t, ok := tm.TypeForOID(oid); ok {
+			return t.Name
+		}
+		return fmt.Sprintf("type OID %d", oid)
+	}
+	isInt := func(oid uint32) bool { return oid == oidInt2 || oid == oidInt4 || oid == oidInt8 }
+	switch name {
+	case QObject:
+		if len(fields) != 1 && len(fields) != 2 {
+			return fmt.Sprintf("must return 1 or 2 columns (version[, status]), returns %d", len(fields))
+		}
+		if declared && !isInt(fields[0].DataTypeOID) {
+			return fmt.Sprintf("must return an integer first column (smallint, integer, bigint; cast with ::bigint), returns %s", typeName(fields[0].DataTypeOID))
+		}
+	case QQuiescent:
+		if len(fields) != 1 {
+			return fmt.Sprintf("must return 1 column (boolean), returns %d", len(fields))
+		}
+		if fields[0].DataTypeOID != oidBool {
+			return fmt.Sprintf("must return a boolean column, returns %s", typeName(fields[0].DataTypeOID))
+		}
+	default:
+		if want := len(strings.Split(columns[name], ",")); len(fields) != want {
+			return fmt.Sprintf("must return %d column(s) (%s), returns %d", want, columns[name], len(fields))
+		}
+	}
+	return ""
+}
+
+// prepareError classifies a failed check of query name, read from the file's
+// field path: the database's
+// verdict on the query is the file's mistake (ErrInvalidQuery); a lost session
+// or a timeout is the database's state (ErrUnreachable, and ErrTimeout for a
+// timeout).
+func (o *Observer) prepareError(ctx context.Context, name, path string, err error) error {
 	if terr := o.timeoutError(ctx, name, err); terr != nil {
 		return classed(terr.Error(), terr, ErrUnreachable)
 	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && !unavailable(pe.Code) {
-		return classed(fmt.Sprintf("observe: %s: does not prepare: %s", fieldPath(name), pgMessage(pe)), ErrInvalidQuery, pe)
+		return classed(fmt.Sprintf("observe: %s: does not prepare: %s", path, pgMessage(pe)), ErrInvalidQuery, pe)
 	}
-	return classed(fmt.Sprintf("observe: checking %s: %v", fieldPath(name), err), ErrUnreachable, err)
+	return classed(fmt.Sprintf("observe: checking %s: %v", path, err), ErrUnreachable, err)
 }
 
 // unavailable reports SQLSTATEs that say the server cannot serve, not that the
@@ -415,6 +462,8 @@ func (o *Observer) ObjectEffects(ctx context.Context, source, account, objectID 
 
 // Object returns the version and status of a versioned object; found is false when
 // the query returns no row. More than one row is an error (the object is ambiguous).
+// A query of one column (events.ordered.state: the applied ordering key) gives
+// an empty status.
 func (o *Observer) Object(ctx context.Context, source, account, objectID string) (version int64, status string, found bool, err error) {
 	q, err := o.get(QObject)
 	if err != nil {
@@ -432,6 +481,10 @@ func (o *Observer) Object(ctx context.Context, source, account, objectID string)
 	}
 	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
 		var x row
+		// A one-column query returns the ordering key alone.
+		if len(r.FieldDescriptions()) == 1 {
+			return x, r.Scan(&x.v)
+		}
 		return x, r.Scan(&x.v, &x.s)
 	})
 	if err != nil {
@@ -514,6 +567,36 @@ func (o *Observer) PayloadPresent(ctx context.Context, k Key) (present, found bo
 	default:
 		return false, false, fmt.Errorf("observe: query payload_present: %d rows for event %q (want at most 1)", len(got), k.EventID)
 	}
+}
+
+// Quiescent reports whether the receiver has no accepted work pending (the
+// acceptance.quiescent query). Its one row must hold true or false: no row,
+// several, or NULL is an error, since the harness cannot tell.
+func (o *Observer) Quiescent(ctx context.Context) (bool, error) {
+	q, err := o.get(QQuiescent)
+	if err != nil {
+		return false, err
+	}
+	qctx, cancel := o.queryContext(ctx)
+	defer cancel()
+	rows, err := o.pool.Query(qctx, q.compact)
+	if err != nil {
+		return false, o.queryError(ctx, QQuiescent, err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*bool, error) {
+		var b *bool
+		return b, r.Scan(&b)
+	})
+	if err != nil {
+		return false, o.queryError(ctx, QQuiescent, err)
+	}
+	switch {
+	case len(got) != 1:
+		return false, fmt.Errorf("observe: query quiescent: %d rows (want exactly 1)", len(got))
+	case got[0] == nil:
+		return false, errors.New("observe: query quiescent: NULL (want true or false)")
+	}
+	return *got[0], nil
 }
 
 // Result is what one query returned, as evidence for a report.

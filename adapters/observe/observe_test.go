@@ -146,7 +146,7 @@ func TestOpenChecksEveryQuery(t *testing.T) {
 		EventRows:     "SELECT count(*) FROM no_such_table WHERE event_id=$3",
 		Effects:       "SELECT count(*), 1 FROM ledger_entries WHERE event_id=$3",
 		ObjectEffects: "SELECT count(*) FROM ledger_entries WHERE object_id=$4 AND amount > $5",
-		Object:        "SELECT version FROM subscriptions WHERE object_id=$4",
+		Object:        "SELECT version, status, 1 FROM subscriptions WHERE object_id=$4",
 		Payment:       "SELEC status FROM payments WHERE payment_id=$4",
 	}
 	_, err := Open(ctx, dbURL, bad)
@@ -157,7 +157,7 @@ func TestOpenChecksEveryQuery(t *testing.T) {
 		`target.observe.postgres.queries.event_rows: does not prepare: ERROR: relation "no_such_table" does not exist (SQLSTATE 42P01)`,
 		"target.observe.postgres.queries.effects: must return 1 column(s) (count), returns 2",
 		"target.observe.postgres.queries.object_effects: parameter $5 is out of range $1..$4",
-		"target.observe.postgres.queries.object: must return 2 column(s) (version, status), returns 1",
+		"target.observe.postgres.queries.object: must return 1 or 2 columns (version[, status]), returns 3",
 		`target.observe.postgres.queries.payment: does not prepare: ERROR: syntax error at or near "SELEC" (SQLSTATE 42601)`,
 	} {
 		if !strings.Contains(err.Error(), want) {

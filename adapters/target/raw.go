@@ -25,6 +25,10 @@ type rawTarget struct {
 	Capabilities []string       `yaml:"capabilities"`
 	Limits       *rawLimits     `yaml:"limits"`
 	Retention    *rawRetention  `yaml:"retention"`
+	// The declared event vocabulary (events.go).
+	Events     *rawEvents            `yaml:"events"`
+	Fixtures   map[string]rawFixture `yaml:"fixtures"`
+	Acceptance *rawAcceptance        `yaml:"acceptance"`
 }
 
 type rawLimits struct {
@@ -41,6 +45,8 @@ type rawEndpoint struct {
 	// KeyTTL and PayloadTTL override target.retention's for this endpoint.
 	KeyTTL     string `yaml:"key_ttl"`
 	PayloadTTL string `yaml:"payload_ttl"`
+	// AckTimeout is the acknowledgement timeout ACK-2 holds this endpoint to.
+	AckTimeout string `yaml:"ack_timeout"`
 }
 
 type rawLifecycle struct {
@@ -194,7 +200,11 @@ func (c *shapeChecker) check(n *yaml.Node, t reflect.Type, segs []any) {
 		})
 	case reflect.Map:
 		if n.Kind != yaml.MappingNode {
-			c.fail(segs, n, "must be a mapping of names to strings, got %s", describe(n))
+			what := "strings"
+			if t.Elem().Kind() == reflect.Struct {
+				what = "mappings"
+			}
+			c.fail(segs, n, "must be a mapping of names to %s, got %s", what, describe(n))
 			return
 		}
 		c.mapping(n, segs, func(key string, _, vn *yaml.Node) { c.check(vn, t.Elem(), at(segs, key)) })
@@ -213,6 +223,13 @@ func (c *shapeChecker) check(n *yaml.Node, t reflect.Type, segs []any) {
 	case reflect.String:
 		if n.Kind != yaml.ScalarNode {
 			c.fail(segs, n, "must be a string, got %s", describe(n))
+		}
+	case reflect.Bool:
+		switch {
+		case n.Kind != yaml.ScalarNode:
+			c.fail(segs, n, "must be true or false, got %s", describe(n))
+		case n.ShortTag() != "!!bool":
+			c.fail(segs, n, "must be true or false, got %q", n.Value)
 		}
 	case reflect.Int:
 		var v int

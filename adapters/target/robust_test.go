@@ -111,9 +111,9 @@ func TestTypeErrorsWithPathsBesideOtherErrors(t *testing.T) {
 func TestShapeErrors(t *testing.T) {
 	cases := map[string]struct{ src, want string }{
 		"top level list":  {"- a\n- b\n", "(top level) (line 1): must be a mapping with the fields target, got a list"},
-		"target scalar":   {"target: 5\n", "target (line 1): must be a mapping with the fields base_url, capabilities,"},
+		"target scalar":   {"target: 5\n", "target (line 1): must be a mapping with the fields acceptance, base_url, capabilities,"},
 		"endpoints map":   {"target:\n  endpoints: {profile: x}\n", "target.endpoints (line 2): must be a list of mappings, got a mapping"},
-		"endpoint string": {"target:\n  endpoints: [stripe]\n", "target.endpoints[0] (line 2): must be a mapping with the fields account, key_ttl,"},
+		"endpoint string": {"target:\n  endpoints: [stripe]\n", "target.endpoints[0] (line 2): must be a mapping with the fields account, ack_timeout, key_ttl,"},
 		"env list":        {"target:\n  lifecycle: {command: [x], env: [A=1], ready: {http: /h}}\n", "target.lifecycle.env (line 2): must be a mapping of names to strings, got a list"},
 		"env value map":   {"target:\n  lifecycle:\n    command: [x]\n    env: {A: {b: 1}}\n", "target.lifecycle.env.A (line 4): must be a string, got a mapping"},
 		"command string":  {"target:\n  lifecycle: {command: ./run, ready: {http: /h}}\n", "target.lifecycle.command (line 2): must be a list of strings, got a string"},

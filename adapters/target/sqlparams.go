@@ -100,22 +100,38 @@ func isIdentByte(b byte) bool {
 }
 
 // QueryParams returns the distinct parameter numbers a query references, ascending.
-func QueryParams(sql string) ([]int, error) {
+func QueryParams(sql string) ([]int, error) { return queryParams(sql, MaxParam) }
+
+// MaxFixtureParam is the highest parameter a fixture's SQL may use: the query
+// parameters, then $5 amount and $6 currency.
+const MaxFixtureParam = 6
+
+// FixtureParamNames names a fixture's parameters, index n-1 for $n; $3 (event
+// ID) is not bound, as no event exists yet.
+var FixtureParamNames = [MaxFixtureParam]string{"source", "account", "event ID", "object ID", "amount", "currency"}
+
+// FixtureParams is QueryParams for a fixture's SQL ($1..$6).
+func FixtureParams(sql string) ([]int, error) { return queryParams(sql, MaxFixtureParam) }
+
+// CompactFixtureParams is CompactParams for a fixture's SQL ($1..$6).
+func CompactFixtureParams(sql string) (string, []int, error) {
+	return compactParams(sql, MaxFixtureParam)
+}
+
+func queryParams(sql string, max int) ([]int, error) {
 	ph, err := scanPlaceholders(sql)
 	if err != nil {
 		return nil, err
 	}
-	var seen [MaxParam + 1]bool
+	seen := make([]bool, max+1)
 	var out []int
 	for _, p := range ph {
-		if p.n < 1 || p.n > MaxParam {
-			return nil, fmt.Errorf("parameter $%d is out of range $1..$%d", p.n, MaxParam)
+		if p.n < 1 || p.n > max {
+			return nil, fmt.Errorf("parameter $%d is out of range $1..$%d", p.n, max)
 		}
-		if !seen[p.n] {
-			seen[p.n] = true
-		}
+		seen[p.n] = true
 	}
-	for n := 1; n <= MaxParam; n++ {
+	for n := 1; n <= max; n++ {
 		if seen[n] {
 			out = append(out, n)
 		}
@@ -127,12 +143,14 @@ func QueryParams(sql string) ([]int, error) {
 // contiguously from $1, and returns which original parameter each new one carries.
 // PostgreSQL cannot prepare "... WHERE account_id=$2 AND object_id=$4" alone (it
 // cannot infer the types of $1 and $3), so the observer binds only what is used.
-func CompactParams(sql string) (string, []int, error) {
+func CompactParams(sql string) (string, []int, error) { return compactParams(sql, MaxParam) }
+
+func compactParams(sql string, max int) (string, []int, error) {
 	ph, err := scanPlaceholders(sql)
 	if err != nil {
 		return "", nil, err
 	}
-	used, err := QueryParams(sql)
+	used, err := queryParams(sql, max)
 	if err != nil {
 		return "", nil, err
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hookcert/hookcert/scenarios"
 )
 
 // Capability is a feature a target declares; guarantees that need an undeclared
@@ -102,6 +104,14 @@ type Target struct {
 	// Retention is the declared retention and purge trigger; nil when the file
 	// has no retention section.
 	Retention *RetentionSpec
+	// Events is the declared event vocabulary (Declared is true); nil when the
+	// file has no events section, and the suite uses the built-in one.
+	Events *scenarios.Vocabulary
+	// Fixtures are the named hooks that create business objects (nil when none).
+	Fixtures map[string]Fixture
+	// Acceptance is how the receiver acknowledges, defaults applied: sync with
+	// DefaultSyncSettle when the file has no acceptance section.
+	Acceptance scenarios.Acceptance
 	// vars are the template variables the file uses.
 	vars map[string]bool
 }
@@ -127,6 +137,10 @@ type Endpoint struct {
 	// key_ttl/payload_ttl, else target.retention's; 0 when neither is given.
 	KeyTTL     time.Duration
 	PayloadTTL time.Duration
+	// AckTimeout is the endpoint's ack_timeout: the acknowledgement timeout
+	// ACK-2 holds it to; 0 when the file gives none (the profile's documented
+	// one, or the harness's model, applies).
+	AckTimeout time.Duration
 }
 
 // Lifecycle is how the harness starts and stops the receiver process.
@@ -183,24 +197,49 @@ type Postgres struct {
 }
 
 // Queries are the observer's SQL queries. Bound parameters: $1 source, $2 account,
-// $3 event ID, $4 object ID; a query may use any subset.
+// $3 event ID, $4 object ID; a query may use any subset. A declared event
+// vocabulary's queries fill the same slots (From says where each came from).
 type Queries struct {
 	// EventRows counts the stored keys of one event (required).
 	EventRows string
-	// Effects counts the business effects of one event (required).
+	// Effects counts the business effects of one event (required unless
+	// events.effect.effects gives it).
 	Effects string
-	// ObjectEffects counts the business effects on one object (domain-constraint).
+	// ObjectEffects counts the business effects on one object (domain-constraint,
+	// or events.lifecycle.effects).
 	ObjectEffects string
-	// Object returns (version, status) of a versioned object (ordering).
+	// Object returns (version[, status]) of a versioned object (ordering, or
+	// events.ordered.state).
 	Object string
-	// Payment returns (status) of a payment (state-machine).
+	// Payment returns (status) of a payment (state-machine, or
+	// events.lifecycle.state).
 	Payment string
 	// PayloadPresent returns (present boolean) for one event's key row, no row when
 	// the key is gone (retention).
 	PayloadPresent string
+	// Quiescent returns one boolean row, true when the receiver has no accepted
+	// work pending (acceptance.quiescent); it takes no parameters.
+	Quiescent string
+	// From maps a query name to the file field it was read from, for queries not
+	// read from observe.postgres.queries.<name> (see FieldPath).
+	From map[string]string
 }
 
-// Named returns the configured queries by their file names, omitting empty ones.
+// FieldPath is the file field a query was read from, for error messages.
+func (q Queries) FieldPath(name string) string {
+	if p := q.From[name]; p != "" {
+		return p
+	}
+	return "target.observe.postgres.queries." + name
+}
+
+// Declared reports whether a query comes from the declared event vocabulary
+// (its stricter column rules then apply).
+func (q Queries) Declared(name string) bool {
+	return strings.HasPrefix(q.From[name], "target.events.")
+}
+
+// Named returns the configured queries by their names, omitting empty ones.
 func (q Queries) Named() map[string]string {
 	m := map[string]string{}
 	for _, e := range q.list() {
@@ -208,22 +247,26 @@ func (q Queries) Named() map[string]string {
 			m[e.name] = e.sql
 		}
 	}
+	if q.Quiescent != "" {
+		m["quiescent"] = q.Quiescent
+	}
 	return m
 }
 
 type namedQuery struct {
 	name, sql string
-	needs     int // the parameter the query must reference
+	needs     []int // the query must reference one of these parameters
 }
 
 func (q Queries) list() []namedQuery {
 	return []namedQuery{
-		{"event_rows", q.EventRows, 3},
-		{"effects", q.Effects, 3},
-		{"object_effects", q.ObjectEffects, 4},
-		{"object", q.Object, 4},
-		{"payment", q.Payment, 4},
-		{"payload_present", q.PayloadPresent, 3},
+		{QueryEventRows, q.EventRows, []int{3}},
+		// An event's effects may be counted by the event or by its object.
+		{QueryEffects, q.Effects, []int{3, 4}},
+		{QueryObjectEffects, q.ObjectEffects, []int{4}},
+		{QueryObject, q.Object, []int{4}},
+		{QueryPayment, q.Payment, []int{4}},
+		{QueryPayloadPresent, q.PayloadPresent, []int{3}},
 	}
 }
 

@@ -254,7 +254,7 @@ func (v *validator) build(doc *rawDoc) *Target {
 
 	v.endpoints(t, rt.Endpoints)
 	v.lifecycle(t, rt.Lifecycle)
-	v.observe(t, rt.Observe)
+	v.observe(t, rt)
 	if rt.Failpoints != nil {
 		p := rt.Failpoints.Path
 		if p == "" {
@@ -263,6 +263,11 @@ func (v *validator) build(doc *rawDoc) *Target {
 		t.FailpointsPath = v.path(at(base, "failpoints", "path"), p, true)
 	}
 	v.retention(t, rt.Retention, rt.Endpoints)
+	// Fixtures before events, which name them; events and acceptance after
+	// observe, whose query slots they fill.
+	v.fixtures(t, rt.Fixtures)
+	v.events(t, rt)
+	v.acceptance(t, rt.Acceptance)
 	v.capabilities(t, rt)
 	t.MaxBodyBytes = DefaultMaxBodyBytes
 	if rt.Limits != nil && rt.Limits.MaxBodyBytes != 0 {
@@ -306,6 +311,7 @@ func (v *validator) endpoints(t *Target, eps []rawEndpoint) {
 			v.fail(at(p, "account"), "must not contain whitespace")
 		}
 		e.Path = v.path(at(p, "path"), re.Path, true)
+		e.AckTimeout = v.ackTimeout(at(p, "ack_timeout"), re.AckTimeout)
 		switch {
 		case re.Secret != "" && re.SecretEnv != "":
 			v.fail(at(p, "secret"), "set only one of secret and secret_env")
@@ -389,7 +395,8 @@ func (v *validator) lifecycle(t *Target, rl *rawLifecycle) {
 	t.Lifecycle = l
 }
 
-func (v *validator) observe(t *Target, ro *rawObserve) {
+func (v *validator) observe(t *Target, rt *rawTarget) {
+	ro := rt.Observe
 	base := []any{"target", "observe", "postgres"}
 	if ro == nil || ro.Postgres == nil {
 		v.fail(base, "required (the harness judges guarantees from the receiver's state)")
@@ -437,7 +444,11 @@ func (v *validator) observe(t *Target, ro *rawObserve) {
 	t.Postgres.StatementTimeout = v.boundedDuration(at(base, "statement_timeout"), rp.StatementTimeout, DefaultStatementTimeout)
 	t.Postgres.LockTimeout = v.boundedDuration(at(base, "lock_timeout"), rp.LockTimeout, DefaultLockTimeout)
 	if rp.Queries == nil {
-		v.fail(at(base, "queries"), "required (at least event_rows and effects)")
+		if declaredEffects(rt) {
+			v.fail(at(base, "queries"), "required (at least event_rows)")
+		} else {
+			v.fail(at(base, "queries"), "required (at least event_rows and effects)")
+		}
 		return
 	}
 	q := Queries{EventRows: rp.Queries.EventRows, Effects: rp.Queries.Effects,
@@ -446,21 +457,27 @@ func (v *validator) observe(t *Target, ro *rawObserve) {
 	for _, nq := range q.list() {
 		p := at(base, "queries", nq.name)
 		if strings.TrimSpace(nq.sql) == "" {
-			if nq.name == "event_rows" || nq.name == "effects" {
+			switch {
+			case nq.name == QueryEventRows:
 				v.fail(p, "required")
+			case nq.name == QueryEffects && !declaredEffects(rt):
+				if rt.Events != nil && rt.Events.Effect != nil {
+					v.fail(p, "required (or target.events.effect.effects)")
+				} else {
+					v.fail(p, "required")
+				}
 			}
 			continue
 		}
-		used, err := QueryParams(nq.sql)
-		if err != nil {
-			v.fail(p, "must use only parameters $1..$%d ($1 source, $2 account, $3 event ID, $4 object ID): %v", MaxParam, err)
-			continue
-		}
-		if !containsInt(used, nq.needs) {
-			v.fail(p, "must reference $%d (the %s)", nq.needs, ParamNames[nq.needs-1])
-		}
+		v.queryParams(p, nq.sql, nq.needs)
 	}
 	t.Postgres.Queries = q
+}
+
+// declaredEffects reports whether the file gives events.effect.effects, which
+// replaces observe.postgres.queries.effects.
+func declaredEffects(rt *rawTarget) bool {
+	return rt.Events != nil && rt.Events.Effect != nil && strings.TrimSpace(rt.Events.Effect.Effects) != ""
 }
 
 func containsInt(list []int, n int) bool {
@@ -514,16 +531,29 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 			if rt.Failpoints == nil {
 				missing = "target.failpoints"
 			}
+		// A declared role's query satisfies the capability that reads its slot.
 		case Ordering:
-			if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
+			if ev := rt.Events; ev != nil && ev.Ordered != nil {
+				if ev.Ordered.State == "" {
+					missing = "target.events.ordered.state"
+				}
+			} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
 				missing = "target.observe.postgres.queries.object"
 			}
 		case StateMachine:
-			if pg == nil || pg.Queries == nil || pg.Queries.Payment == "" {
+			if ev := rt.Events; ev != nil && ev.Lifecycle != nil {
+				if ev.Lifecycle.State == "" {
+					missing = "target.events.lifecycle.state"
+				}
+			} else if pg == nil || pg.Queries == nil || pg.Queries.Payment == "" {
 				missing = "target.observe.postgres.queries.payment"
 			}
 		case DomainConstraint:
-			if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
+			if ev := rt.Events; ev != nil && ev.Lifecycle != nil {
+				if ev.Lifecycle.Effects == "" {
+					missing = "target.events.lifecycle.effects"
+				}
+			} else if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
 				missing = "target.observe.postgres.queries.object_effects"
 			}
 		case Retention:
