@@ -13,7 +13,6 @@ import (
 )
 
 func TestChargeSucceededBooksOneRowPerEvent(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	ch1, ch2 := uniq("ch"), uniq("ch")
 	e1 := event(uniq("evt"), "charge.succeeded", now(), chargeObj(ch1, 1500, ""))
@@ -55,7 +54,6 @@ func TestChargeSucceededBooksOneRowPerEvent(t *testing.T) {
 // An event ID is scoped by the endpoint: the same ID under another account or
 // the other mode is another event.
 func TestEventIDIsScopedByModeAndAccount(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	id := uniq("evt")
 	ch := uniq("ch")
@@ -74,7 +72,6 @@ func TestEventIDIsScopedByModeAndAccount(t *testing.T) {
 }
 
 func TestPaymentIntentSucceeded(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	pi := uniq("pi")
 	ev := event(uniq("evt"), "payment_intent.succeeded", now(), paymentIntentObj(pi, "succeeded", 2500))
@@ -116,7 +113,6 @@ func TestPaymentIntentSucceeded(t *testing.T) {
 }
 
 func TestPaymentIntentPaymentFailed(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	pi := uniq("pi")
 	failed := event(uniq("evt"), "payment_intent.payment_failed", now(), paymentIntentObj(pi, "requires_payment_method", 900))
@@ -154,7 +150,6 @@ func TestPaymentIntentPaymentFailed(t *testing.T) {
 }
 
 func TestChargeRefunded(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	pi := uniq("pi")
 	ch := "ch_" + strings.TrimPrefix(pi, "pi_")
@@ -209,7 +204,6 @@ func TestChargeRefunded(t *testing.T) {
 }
 
 func TestCustomerUpdatedAppliesOnlyNewer(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	cus := uniq("cus")
 	t0 := now() - 100
@@ -242,7 +236,6 @@ func TestCustomerUpdatedAppliesOnlyNewer(t *testing.T) {
 }
 
 func TestUnhandledTypeIsAcknowledgedAndNotStored(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	pi := uniq("pi")
 	sh.createPayment(pi, "acct_a", 100)
@@ -263,7 +256,6 @@ func TestUnhandledTypeIsAcknowledgedAndNotStored(t *testing.T) {
 }
 
 func TestRejectsInvalidDeliveries(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	secret := testSecrets["live/acct_a"][0]
 	good := func() []byte { return event(uniq("evt"), "charge.succeeded", now(), chargeObj(uniq("ch"), 1, "")) }
@@ -318,7 +310,6 @@ func TestRejectsInvalidDeliveries(t *testing.T) {
 }
 
 func TestLargeEventsUpToOneMiB(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	ch := uniq("ch")
 	obj := fmt.Sprintf(`{"id":%q,"object":"charge","amount":5,"currency":"eur","description":%q,"metadata":{}}`, ch, strings.Repeat("d", 70<<10))
@@ -332,7 +323,6 @@ func TestLargeEventsUpToOneMiB(t *testing.T) {
 
 // During a secret roll the endpoint has two secrets; either verifies.
 func TestSecretRoll(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{Secrets: mapSecrets{"live/acct_a": {"whsec_new_0000000000", "whsec_old_1111111111"}}})
 	for _, secret := range []string{"whsec_new_0000000000", "whsec_old_1111111111"} {
 		b := event(uniq("evt"), "charge.succeeded", now(), chargeObj(uniq("ch"), 1, ""))
@@ -400,7 +390,6 @@ func copies(t *testing.T, sh *shop, n int, body []byte) []int {
 }
 
 func TestConcurrentCopiesApplyOnce(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	ch := uniq("ch")
 	id := uniq("evt")
@@ -420,7 +409,6 @@ func TestConcurrentCopiesApplyOnce(t *testing.T) {
 // A connection lost between the event row and the ledger row leaves neither;
 // the redelivery applies the event once.
 func TestConnectionLostMidTransaction(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	ch := uniq("ch")
 	id := uniq("evt")
@@ -449,7 +437,6 @@ func TestConnectionLostMidTransaction(t *testing.T) {
 }
 
 func TestPurge(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	asOf := time.Date(2026, 6, 1, 12, 0, 0, 0, time.UTC)
 	ages := map[string]time.Duration{
@@ -491,7 +478,6 @@ func TestPurge(t *testing.T) {
 // A body PostgreSQL's jsonb cannot hold is still processed: its key is stored
 // without the payload.
 func TestNulEscapeInPayload(t *testing.T) {
-	t.Parallel()
 	sh := newShop(t, Config{})
 	id := uniq("evt")
 	obj := fmt.Sprintf(`{"id":%q,"object":"charge","amount":1,"currency":"eur","description":"a\u0000b"}`, uniq("ch"))
