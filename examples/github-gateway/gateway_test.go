@@ -58,27 +58,18 @@ func TestAcceptanceRules(t *testing.T) {
 			}
 		})
 	}
-	t.Run("larger than 25 MB", func(t *testing.T) {
-		big := make([]byte, maxPayloadBytes+1)
-		copy(big, `{"pad":"`)
-		for i := 8; i < len(big)-2; i++ {
-			big[i] = 'x'
-		}
-		copy(big[len(big)-2:], `"}`)
-		if got := post(t, gw.url, "issues", "d-big", big); got != http.StatusRequestEntityTooLarge {
-			t.Errorf("status %d, want 413", got)
-		}
-	})
+	for _, size := range []int{maxPayloadBytes + 1, 2 * maxPayloadBytes} {
+		t.Run(fmt.Sprintf("%d bytes", size), func(t *testing.T) {
+			if got := post(t, gw.url, "issues", "d-big", jsonOfSize(size)); got != http.StatusRequestEntityTooLarge {
+				t.Errorf("status %d, want 413", got)
+			}
+		})
+	}
 	if n := count(t, gw.db, `SELECT count(*) FROM inbox`); n != 0 {
 		t.Fatalf("refused deliveries left %d inbox rows", n)
 	}
 	t.Run("exactly 25 MB is accepted", func(t *testing.T) {
-		big := make([]byte, maxPayloadBytes)
-		copy(big, `{"pad":"`)
-		for i := 8; i < len(big)-2; i++ {
-			big[i] = 'x'
-		}
-		copy(big[len(big)-2:], `"}`)
+		big := jsonOfSize(maxPayloadBytes)
 		if got := post(t, gw.url, "issues", "d-25mb", big); got != http.StatusAccepted {
 			t.Errorf("status %d, want 202", got)
 		}
@@ -362,4 +353,12 @@ func TestCommandLine(t *testing.T) {
 	if code := run([]string{"serve", "--listen", "127.0.0.1:0"}, &out, &errb); code != 1 || strings.Contains(errb.String(), "hunter2") {
 		t.Errorf("dead database: exit %d, %q", code, errb.String())
 	}
+}
+
+// jsonOfSize is a JSON object of exactly n bytes.
+func jsonOfSize(n int) []byte {
+	b := bytes.Repeat([]byte{'x'}, n)
+	copy(b, `{"pad":"`)
+	copy(b[n-2:], `"}`)
+	return b
 }
