@@ -1,9 +1,11 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -23,14 +25,24 @@ type fireFlags struct {
 	profile, url, secret, account                  string
 	eventType, eventID, objectID, currency, status string
 	amount, version, seed                          int64
-	copies, maxAttempts, oversize                  int
-	lostAck, history                               string
+	copies, maxAttempts, oversize, padTo           int
+	lostAck, history, plan, object, created        string
 	retry, tamper, wrongSecret, missingSig         bool
-	missingID, malformed                           bool
+	missingID, malformed, dryRun                   bool
 	timeScale                                      float64
-	timeout, stale                                 time.Duration
+	timeout, stale, ahead                          time.Duration
 	retryDelays                                    []time.Duration
 }
+
+// firePlanFlags are the flags that shape the plan; --plan says all of that itself.
+var firePlanFlags = []string{"event-type", "event-id", "object-id", "amount", "currency", "status", "version",
+	"object", "created", "copies", "lost-ack", "retry", "time-scale", "timeout", "retry-delays", "max-attempts",
+	"tamper", "wrong-secret", "missing-signature", "missing-id", "malformed-json", "oversize", "stale-timestamp",
+	"ahead-timestamp", "pad-to"}
+
+// dryRunBodyLimit bounds the body --dry-run prints; a longer one is shown by
+// its head and tail (padding and oversize bodies run to megabytes).
+const dryRunBodyLimit = 64 << 10
 
 func newFireCmd() *cobra.Command {
 	var f fireFlags
@@ -44,11 +56,21 @@ optionally followed through the provider's retry schedule on a compressed clock
 (--time-scale 3600 = one provider hour per real second; signatures always carry
 the real send time).
 
+--plan FILE runs a YAML plan (see the simulator package documentation) instead
+of the one event the flags describe; the plan then says everything about events,
+steps and faults, and only --profile, --url, --secret, --account, --seed,
+--history and --dry-run combine with it. --object gives the target's own
+business object (JSON, or @file), placed where the profile's envelope carries the
+object; --pad-to pads the legitimate body to an exact size.
+
+--dry-run prints, for each step, the request its first attempt would send
+(method, URL, every header, body) and sends nothing.
+
 The secret comes from --secret or the HOOKCERT_SECRET environment variable (so
 it stays out of shell history); it is never printed.
 
-Exit status: 0 when every delivery ended acknowledged, 1 otherwise, 2 on usage
-errors, 3 when the receiver could not be reached at all.`,
+Exit status: 0 when every delivery ended acknowledged (or after --dry-run), 1
+otherwise, 2 on usage errors, 3 when the receiver could not be reached at all.`,
 		Example: `  HOOKCERT_SECRET=whsec_... hookcert fire --profile stripe \
     --url http://127.0.0.1:8080/webhooks/stripe/acct_A \
     --event-type payment_intent.succeeded --copies 16 --lost-ack --retry --time-scale 3600`,
@@ -84,6 +106,12 @@ errors, 3 when the receiver could not be reached at all.`,
 	fl.BoolVar(&f.malformed, "malformed-json", false, "send truncated JSON, signed correctly")
 	fl.IntVar(&f.oversize, "oversize", 0, "pad the body to this many bytes, signed correctly")
 	fl.DurationVar(&f.stale, "stale-timestamp", 0, "sign with a timestamp this far in the past")
+	fl.DurationVar(&f.ahead, "ahead-timestamp", 0, "sign with a timestamp this far in the future")
+	fl.IntVar(&f.padTo, "pad-to", 0, "pad the valid body to exactly this many bytes with JSON whitespace (not a fault)")
+	fl.StringVar(&f.object, "object", "", "the target's own business object as JSON, or @FILE (replaces the built-in object fields)")
+	fl.StringVar(&f.created, "created", "", "event creation time, RFC 3339 (default: now)")
+	fl.StringVar(&f.plan, "plan", "", "run this YAML plan instead of the one event the flags describe")
+	fl.BoolVar(&f.dryRun, "dry-run", false, "print each step's first request (method, URL, headers, body) and send nothing")
 	return cmd
 }
 
@@ -103,6 +131,12 @@ func (f *fireFlags) validate() error {
 		return usageErr("--timeout must not be negative")
 	case f.stale < 0:
 		return usageErr("--stale-timestamp must not be negative")
+	case f.ahead < 0:
+		return usageErr("--ahead-timestamp must not be negative")
+	case f.stale > 0 && f.ahead > 0:
+		return usageErr("--stale-timestamp and --ahead-timestamp must not both be given")
+	case f.padTo < 0:
+		return usageErr("--pad-to must not be negative")
 	case f.oversize < 0:
 		return usageErr("--oversize must not be negative")
 	case f.maxAttempts < 0:
@@ -127,8 +161,9 @@ func runFire(cmd *cobra.Command, f *fireFlags) error {
 	if f.secret == "" {
 		return usageErr("--secret or env HOOKCERT_SECRET is required")
 	}
-	if !cmd.Flags().Changed("seed") {
-		f.seed = time.Now().UnixNano()
+	plan, err := f.buildPlan(cmd)
+	if err != nil {
+		return err
 	}
 	r, err := simulator.NewRunner(simulator.Target{URL: f.url, Profile: p, Secrets: []string{f.secret}, Account: f.account},
 		simulator.Options{})
@@ -136,26 +171,19 @@ func runFire(cmd *cobra.Command, f *fireFlags) error {
 		return usageErr("--url: %v", err)
 	}
 	defer r.Close()
-	plan := &simulator.Plan{
-		Name: "fire", Seed: f.seed, TimeScale: f.timeScale, Timeout: simulator.Duration(f.timeout), MaxAttempts: f.maxAttempts,
-		Events: []simulator.EventSpec{{Name: "event", ID: f.eventID, Type: f.eventType, ObjectID: f.objectID,
-			Amount: f.amount, Currency: f.currency, Status: f.status, Version: f.version}},
-		Steps: []simulator.Step{{Event: "event", Copies: f.copies, Retry: f.retry, Faults: simulator.Faults{
-			LostAck: f.lostAck, Tamper: f.tamper, WrongSecret: f.wrongSecret, MissingSignature: f.missingSig,
-			MissingID: f.missingID, MalformedJSON: f.malformed, OversizeBytes: f.oversize,
-			StaleBy: simulator.Duration(f.stale)}}},
-	}
-	for _, d := range f.retryDelays {
-		plan.RetryDelays = append(plan.RetryDelays, simulator.Duration(d))
-	}
-	if err := plan.Validate(); err != nil {
-		return usageErr("%v", err)
+	if f.dryRun {
+		reqs, err := r.Preview(plan)
+		if err != nil {
+			return usageErr("%v", err)
+		}
+		printDryRun(cmd.OutOrStdout(), p.ID(), plan.Seed, reqs, f.secret)
+		return nil
 	}
 	h, runErr := r.Run(cmd.Context(), plan)
 	if h == nil {
 		return usageErr("%v", runErr)
 	}
-	printFire(cmd.OutOrStdout(), h, f.copies)
+	printFire(cmd.OutOrStdout(), h)
 	if f.history != "" {
 		if err := writeHistory(f.history, h); err != nil {
 			return &ExitError{Code: ExitFailed, Err: err}
@@ -178,6 +206,111 @@ func runFire(cmd *cobra.Command, f *fireFlags) error {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d of %d deliveries did not end acknowledged", bad, len(h.Deliveries()))}
 	}
 	return nil
+}
+
+// buildPlan reads --plan, or builds the one-event plan the flags describe.
+func (f *fireFlags) buildPlan(cmd *cobra.Command) (*simulator.Plan, error) {
+	if f.plan != "" {
+		for _, name := range firePlanFlags {
+			if cmd.Flags().Changed(name) {
+				return nil, usageErr("--%s cannot be combined with --plan (the plan says it)", name)
+			}
+		}
+		plan, err := simulator.LoadPlanFile(f.plan)
+		if err != nil {
+			return nil, usageErr("--plan: %v", err)
+		}
+		if cmd.Flags().Changed("seed") {
+			plan.Seed = f.seed
+		}
+		return plan, nil
+	}
+	if !cmd.Flags().Changed("seed") {
+		f.seed = time.Now().UnixNano()
+	}
+	ev := simulator.EventSpec{Name: "event", ID: f.eventID, Type: f.eventType, ObjectID: f.objectID,
+		Amount: f.amount, Currency: f.currency, Status: f.status, Version: f.version}
+	if f.object != "" {
+		obj := []byte(f.object)
+		if path, ok := strings.CutPrefix(f.object, "@"); ok {
+			var err error
+			if obj, err = os.ReadFile(path); err != nil {
+				return nil, usageErr("--object: %v", err)
+			}
+		}
+		ev.Object = json.RawMessage(obj)
+	}
+	if f.created != "" {
+		t, err := time.Parse(time.RFC3339Nano, f.created)
+		if err != nil {
+			return nil, usageErr("--created must be an RFC 3339 time like 2025-06-01T12:30:00Z: %v", err)
+		}
+		ev.Created = t
+	}
+	plan := &simulator.Plan{
+		Name: "fire", Seed: f.seed, TimeScale: f.timeScale, Timeout: simulator.Duration(f.timeout), MaxAttempts: f.maxAttempts,
+		Events: []simulator.EventSpec{ev},
+		Steps: []simulator.Step{{Event: "event", Copies: f.copies, Retry: f.retry, PadTo: f.padTo, Faults: simulator.Faults{
+			LostAck: f.lostAck, Tamper: f.tamper, WrongSecret: f.wrongSecret, MissingSignature: f.missingSig,
+			MissingID: f.missingID, MalformedJSON: f.malformed, OversizeBytes: f.oversize,
+			StaleBy: simulator.Duration(f.stale), AheadBy: simulator.Duration(f.ahead)}}},
+	}
+	for _, d := range f.retryDelays {
+		plan.RetryDelays = append(plan.RetryDelays, simulator.Duration(d))
+	}
+	if err := plan.Validate(); err != nil {
+		return nil, usageErr("%v", err)
+	}
+	return plan, nil
+}
+
+// printDryRun writes each previewed request as it would go on the wire
+// (headers sorted). The secret is never part of a request; it is replaced
+// all the same should an event field carry it.
+func printDryRun(w io.Writer, profile string, seed int64, reqs []simulator.Request, secret string) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "dry run: nothing sent  profile %s  seed %d  steps %d\n", profile, seed, len(reqs))
+	for _, q := range reqs {
+		fmt.Fprintf(&b, "\n# step %d", q.Step)
+		if q.StepName != "" {
+			fmt.Fprintf(&b, " (%s)", q.StepName)
+		}
+		fmt.Fprintf(&b, ": event %q key %s, attempt %d, %d cop%s, signed at %s, body %d bytes",
+			q.Event, q.Key.EventID, q.Attempt, q.Copies, map[bool]string{true: "y", false: "ies"}[q.Copies == 1],
+			q.SignedAt.Format(time.RFC3339), len(q.Body))
+		if len(q.Faults) > 0 {
+			fmt.Fprintf(&b, ", faults %s", strings.Join(q.Faults, ","))
+		}
+		if q.PadTo > 0 {
+			fmt.Fprintf(&b, ", padded to %d", q.PadTo)
+		}
+		fmt.Fprintf(&b, "\n%s %s\n", q.Method, q.URL)
+		keys := make([]string, 0, len(q.Header))
+		for k := range q.Header {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		for _, k := range keys {
+			for _, v := range q.Header[k] {
+				fmt.Fprintf(&b, "%s: %s\n", k, v)
+			}
+		}
+		b.WriteString("\n")
+		if body := q.Body; len(body) <= dryRunBodyLimit {
+			b.Write(body)
+		} else {
+			half := dryRunBodyLimit / 2
+			b.Write(body[:half])
+			fmt.Fprintf(&b, "\n… %d bytes not shown …\n", len(body)-2*half)
+			b.Write(body[len(body)-half:])
+		}
+		b.WriteString("\n")
+	}
+	out := b.String()
+	if secret != "" {
+		out = strings.ReplaceAll(out, secret, "[REDACTED]")
+	}
+	io.WriteString(w, out)
 }
 
 func unreachable(h *simulator.History) bool {
@@ -204,7 +337,7 @@ func writeHistory(path string, h *simulator.History) error {
 	return nil
 }
 
-func printFire(w io.Writer, h *simulator.History, copies int) {
+func printFire(w io.Writer, h *simulator.History) {
 	key := ""
 	if len(h.Attempts) > 0 {
 		key = h.Attempts[0].Key.EventID + " (" + h.Attempts[0].EventType + ")"
@@ -237,7 +370,7 @@ func printFire(w io.Writer, h *simulator.History, copies int) {
 	}
 	fmt.Fprintf(w, "deliveries %d: %d ended acknowledged\n", len(h.Deliveries()), acked)
 	for _, rel := range h.Releases {
-		fmt.Fprintf(w, "release: %d of %d copies released, send spread %v\n", rel.Released, copies, time.Duration(rel.SpreadNS))
+		fmt.Fprintf(w, "release: %d of %d copies released, send spread %v\n", rel.Released, rel.Copies, time.Duration(rel.SpreadNS))
 	}
 }
 

@@ -115,3 +115,134 @@ func TestFireFailuresAndUsage(t *testing.T) {
 		}
 	}
 }
+
+// dryRunRequest is one request section of --dry-run's output.
+type dryRunRequest struct {
+	line   string
+	header http.Header
+	body   []byte
+}
+
+func parseDryRun(t *testing.T, out string) []dryRunRequest {
+	t.Helper()
+	var reqs []dryRunRequest
+	for _, sec := range strings.Split(out, "\n# step ")[1:] {
+		lines := strings.Split(sec, "\n")
+		q := dryRunRequest{line: lines[1], header: http.Header{}}
+		i := 2
+		for ; lines[i] != ""; i++ {
+			k, v, _ := strings.Cut(lines[i], ": ")
+			q.header.Add(k, v)
+		}
+		q.body = []byte(lines[i+1])
+		reqs = append(reqs, q)
+	}
+	return reqs
+}
+
+func TestFireDryRunSendsNothingAndPrintsTheRequest(t *testing.T) {
+	var hits atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
+	defer srv.Close()
+	const object = `{"id":"in_42","object":"invoice","amount_due":1999}`
+	code, out, errOut := fire("--profile", "stripe", "--url", srv.URL+"/webhooks/stripe/acct_A", "--secret", fireSecret,
+		"--event-type", "invoice.paid", "--object", object, "--created", "2025-06-01T12:30:00Z", "--pad-to", "2000",
+		"--copies", "4", "--seed", "5", "--dry-run")
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	if hits.Load() != 0 {
+		t.Fatalf("dry run sent %d requests", hits.Load())
+	}
+	if strings.Contains(out+errOut, fireSecret) {
+		t.Fatal("secret printed")
+	}
+	reqs := parseDryRun(t, out)
+	if len(reqs) != 1 || !strings.Contains(out, "4 copies") || !strings.Contains(out, "padded to 2000") {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	q := reqs[0]
+	if q.line != "POST "+srv.URL+"/webhooks/stripe/acct_A" || q.header.Get("Content-Length") != "2000" ||
+		q.header.Get("Host") != strings.TrimPrefix(srv.URL, "http://") || q.header.Get("Content-Type") != "application/json" || len(q.body) != 2000 {
+		t.Fatalf("request line %q, headers %v, body %d bytes", q.line, q.header, len(q.body))
+	}
+	// What was printed is the real request: stripe-go accepts it.
+	ev, err := webhook.ConstructEventWithOptions(q.body, q.header.Get("Stripe-Signature"), fireSecret, webhook.ConstructEventOptions{IgnoreTolerance: true})
+	if err != nil {
+		t.Fatalf("printed request does not verify: %v", err)
+	}
+	if string(ev.Data.Raw) != object || ev.Created != 1748781000 {
+		t.Fatalf("data.object %s, created %d", ev.Data.Raw, ev.Created)
+	}
+
+	// A secret an event field happens to carry is still not printed.
+	code, out, _ = fire("--profile", "stripe", "--url", srv.URL, "--secret", fireSecret, "--event-id", "evt_"+fireSecret, "--dry-run")
+	if code != ExitOK || strings.Contains(out, fireSecret) || !strings.Contains(out, "evt_[REDACTED]") {
+		t.Fatalf("exit %d, stdout:\n%s", code, out)
+	}
+}
+
+func TestFireDryRunPlanFile(t *testing.T) {
+	dir := t.TempDir()
+	plan := filepath.Join(dir, "plan.yaml")
+	os.WriteFile(plan, []byte(`
+seed: 3
+events:
+  - name: inv
+    type: invoice.paid
+    object: {id: in_1, total: 5}
+steps:
+  - {name: big, event: inv, pad_to: 4096}
+  - {event: inv, faults: {ahead_by: 10m}}
+`), 0o600)
+	code, out, errOut := fire("--profile", "github", "--url", "http://127.0.0.1:1/hooks", "--secret", fireSecret, "--plan", plan, "--dry-run")
+	if code != ExitOK {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
+	}
+	reqs := parseDryRun(t, out)
+	if len(reqs) != 2 || len(reqs[0].body) != 4096 || string(reqs[1].body) != `{"id":"in_1","total":5}` ||
+		!strings.Contains(out, "faults ahead_by:10m0s") || !strings.Contains(out, "seed 3") || strings.Contains(out, fireSecret) {
+		t.Fatalf("stdout:\n%s", out)
+	}
+	if reqs[1].header.Get("X-Hub-Signature-256") == "" {
+		t.Fatalf("headers %v", reqs[1].header)
+	}
+
+	usage := map[string][]string{
+		"--copies cannot be combined with --plan":   {"--plan", plan, "--copies", "2"},
+		"--plan: load plan":                         {"--plan", filepath.Join(dir, "missing.yaml")},
+		"--stale-timestamp and --ahead-timestamp":   {"--stale-timestamp", "1m", "--ahead-timestamp", "1m"},
+		"--created must be an RFC 3339 time":        {"--created", "yesterday"},
+		"events[0].object: must be a JSON object":   {"--object", "[1]"},
+		"--pad-to must not be negative":             {"--pad-to", "-1"},
+		"steps[0].pad_to and faults.oversize_bytes": {"--pad-to", "9000", "--oversize", "9000"},
+		"pad_to: must be at least the body size":    {"--pad-to", "10", "--dry-run"},
+	}
+	for want, args := range usage {
+		code, _, e := fire(append([]string{"--profile", "stripe", "--url", "http://127.0.0.1:1/", "--secret", fireSecret}, args...)...)
+		if code != ExitUsage || !strings.Contains(e, want) || strings.Contains(e, fireSecret) {
+			t.Errorf("args %v: exit %d, stderr %q; want exit 2 mentioning %q", args, code, e, want)
+		}
+	}
+}
+
+func TestFireObjectAndPadToDeliver(t *testing.T) {
+	srv, valid := stripeReceiver(t)
+	hist := filepath.Join(t.TempDir(), "h.jsonl")
+	code, out, errOut := fire("--profile", "stripe", "--url", srv.URL, "--secret", fireSecret, "--object", `{"id":"in_9"}`,
+		"--pad-to", "5000", "--seed", "1", "--history", hist)
+	if code != ExitOK || valid.Load() != 1 {
+		t.Fatalf("exit %d, %d valid\nstdout:\n%s\nstderr:\n%s", code, valid.Load(), out, errOut)
+	}
+	b, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := simulator.ReadJSONL(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a := h.Attempts[0]; a.BodyBytes != 5000 || a.PadTo != 5000 || len(a.Faults) != 0 {
+		t.Fatalf("attempt %+v", a)
+	}
+}
