@@ -25,6 +25,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookcert/hookcert/adapters/failpoints"
+	"github.com/hookcert/hookcert/adapters/fixture"
 	"github.com/hookcert/hookcert/adapters/observe"
 	"github.com/hookcert/hookcert/adapters/pgfault"
 	"github.com/hookcert/hookcert/adapters/pgprovision"
@@ -232,6 +233,10 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		RunID: runID, Capabilities: make([]string, 0, len(tg.Capabilities)),
 		EventTable: tg.Postgres.EventTable, EffectTable: tg.Postgres.EffectTable,
 		MaxBodyBytes: tg.MaxBodyBytes, TimeScale: o.TimeScale,
+		// Acceptance has its defaults applied by the loader (sync, 1 s settle).
+		Acceptance: tg.Acceptance,
+		// nil without an events section: the scenarios use the built-in vocabulary.
+		Vocab: tg.Events,
 	}
 	if env.TimeScale <= 0 {
 		env.TimeScale = DefaultTimeScale
@@ -245,8 +250,9 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
+		ack, model := AckTimeout(ep, p)
 		env.Endpoints = append(env.Endpoints, scenarios.Endpoint{Profile: p, Source: ep.Source, Account: ep.Account, URL: tg.URL(ep.Path),
-			Secrets: []string{ep.Secret.Reveal()}, KeyTTL: ep.KeyTTL, PayloadTTL: ep.PayloadTTL})
+			Secrets: []string{ep.Secret.Reveal()}, KeyTTL: ep.KeyTTL, PayloadTTL: ep.PayloadTTL, AckTimeout: ack, AckTimeoutModel: model})
 		secrets = append(secrets, ep.Secret.Reveal())
 	}
 	if u := tg.Postgres.URL.Reveal(); u != "" {
@@ -291,6 +297,21 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 	}
 	hs.closers = append(hs.closers, obs.Close)
 	env.Observer = observer{obs}
+	if obs.Has(observe.QQuiescent) {
+		env.Quiescent = obs.Quiescent
+	}
+	if len(tg.Fixtures) > 0 {
+		fo := fixture.TargetOptions(tg, configDir(o.ConfigPath))
+		// The observer's sessions: the harness's own, bounded by its timeouts.
+		fo.Pool, fo.Secrets = obs.Pool(), secrets
+		fx, err := fixture.New(ctx, tg.Fixtures, fo)
+		if errors.Is(err, fixture.ErrInvalid) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: fixtures: %v", ErrUnreachable, err)
+		}
+		env.Fixtures = fx
+	}
 	// The harness's own sessions in the receiver's database: faults where the
 	// target allows them, and the activity reads that keep scenarios apart.
 	pool, err := pgfault.Connect(ctx, tg.Postgres.URL.Reveal())
@@ -340,6 +361,35 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 
 	hs.Env, hs.info, hs.secrets = env, info, secrets
 	return hs, nil
+}
+
+// ModelAckTimeout is the acknowledgement timeout ACK-2 holds an endpoint to
+// when neither the target file (ack_timeout) nor the profile gives one.
+// Providers that document no timeout, such as Stripe, still drop endpoints that
+// answer slowly; 10 s is hookcert's model of that, not a documented value, and
+// the endpoint carries AckTimeoutModel so reports say so.
+const ModelAckTimeout = 10 * time.Second
+
+// AckTimeout is the acknowledgement timeout of an endpoint: the target's
+// ack_timeout, else the profile's documented timeout, else ModelAckTimeout
+// (model is then true).
+func AckTimeout(ep target.Endpoint, p profiles.Profile) (d time.Duration, model bool) {
+	if ep.AckTimeout > 0 {
+		return ep.AckTimeout, false
+	}
+	if t := p.Facts().Timeout; t != nil && *t > 0 {
+		return *t, false
+	}
+	return ModelAckTimeout, true
+}
+
+// configDir is the target file's directory, where command fixtures run when
+// the target has no lifecycle.dir ("" when the file has no path).
+func configDir(path string) string {
+	if path == "" {
+		return ""
+	}
+	return filepath.Dir(path)
 }
 
 // NewRun starts a run of the suite against the harness's target.
