@@ -185,7 +185,7 @@ func TestFireDryRunSendsNothingAndPrintsTheRequest(t *testing.T) {
 func TestFireDryRunPlanFile(t *testing.T) {
 	dir := t.TempDir()
 	plan := filepath.Join(dir, "plan.yaml")
-	os.WriteFile(plan, []byte(`
+	if err := os.WriteFile(plan, []byte(`
 seed: 3
 events:
   - name: inv
@@ -194,7 +194,9 @@ events:
 steps:
   - {name: big, event: inv, pad_to: 4096}
   - {event: inv, faults: {ahead_by: 10m}}
-`), 0o600)
+`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	code, out, errOut := fire("--profile", "github", "--url", "http://127.0.0.1:1/hooks", "--secret", fireSecret, "--plan", plan, "--dry-run")
 	if code != ExitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, errOut)
