@@ -83,12 +83,12 @@ func (m mapSecrets) Secrets(mode, account string) []string { return m[mode+"/"+a
 // shop is a receiver under test: a migrated database and the handler on a
 // loopback HTTP server.
 type shop struct {
-	t    *testing.T
-	pool *pgxpool.Pool
+	t     *testing.T
+	pool  *pgxpool.Pool
 	dbURL string
-	srv  *Server
-	hs   *httptest.Server
-	logs *bytes.Buffer
+	srv   *Server
+	hs    *httptest.Server
+	logs  *bytes.Buffer
 }
 
 func newShop(t *testing.T, cfg Config) *shop {

@@ -222,7 +222,7 @@ func TestCustomerUpdatedAppliesOnlyNewer(t *testing.T) {
 		wantEm  string
 	}{
 		{t0 + 10, "b@example.com", t0 + 10, "b@example.com"},
-		{t0, "a@example.com", t0 + 10, "b@example.com"},      // older: ignored
+		{t0, "a@example.com", t0 + 10, "b@example.com"},         // older: ignored
 		{t0 + 10, "same@example.com", t0 + 10, "b@example.com"}, // same second: ignored
 		{t0 + 20, "c@example.com", t0 + 20, "c@example.com"},
 	} {

@@ -128,7 +128,7 @@ func endpointSecrets(t *testing.T, tf *targetFile) mapSecrets {
 	return m
 }
 
-// modeOf is what the target's queries compute with replace($1, 'stripe-', '').
+// modeOf is what the target's queries compute with replace($1, 'stripe-', ”).
 func modeOf(source string) string {
 	if len(source) > 7 && source[:7] == "stripe-" {
 		return source[7:]
