@@ -2,6 +2,7 @@ package target
 
 import (
 	"errors"
+	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -373,5 +374,33 @@ func TestDataTemplate(t *testing.T) {
 	}
 	if _, err := ParseDataTemplate("{{.Port}}"); err == nil {
 		t.Error("a target variable parsed in a fixture template")
+	}
+}
+
+// TestDocumentedStripeExample keeps docs/target.md's declared-vocabulary example
+// loading, with every role declared.
+func TestDocumentedStripeExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/target.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var example string
+	for _, block := range strings.Split(string(doc), "```yaml\n")[1:] {
+		body, _, _ := strings.Cut(block, "```")
+		if strings.Contains(body, "\n  events:\n") {
+			example = body
+		}
+	}
+	if example == "" {
+		t.Fatal("no yaml example with events in docs/target.md")
+	}
+	t.Setenv("SHOP_STRIPE_SECRET", "whsec_shop_test")
+	tg, err := Parse([]byte(example), testVars)
+	if err != nil {
+		t.Fatalf("documented example: %v", err)
+	}
+	v := tg.Events
+	if v == nil || v.Effect == nil || v.Lifecycle == nil || v.Ordered == nil || v.Unhandled == nil || len(tg.Fixtures) != 2 {
+		t.Errorf("the example does not declare every role and its fixtures: %+v", v)
 	}
 }
