@@ -147,6 +147,11 @@ func TestEventsDeclared(t *testing.T) {
 			t.Errorf("FieldPath(%s) = %q, want %q", name, got, path)
 		}
 	}
+	sum := tg.Summary().Queries
+	if sum["events.lifecycle.state"] != want[QueryPayment] || sum["acceptance.quiescent"] != want[QueryQuiescent] ||
+		sum["event_rows"] != want[QueryEventRows] || sum["payment"] != "" || len(sum) != len(want) {
+		t.Errorf("Summary queries = %v", sum)
+	}
 	if !q.Declared(QueryObject) || q.Declared(QueryEventRows) || q.Declared(QueryQuiescent) {
 		t.Error("Declared disagrees with where the queries came from")
 	}

@@ -329,9 +329,15 @@ func (v *validator) endpoints(t *Target, eps []rawEndpoint) {
 			v.fail(at(p, "secret"), "required (or secret_env)")
 		}
 		if re.Profile != "" && re.Account != "" {
-			k := [2]string{re.Profile, re.Account}
+			// One endpoint per event-key scope: a profile's live and test
+			// endpoints of one account are two scopes when their sources differ.
+			src := re.Source
+			if src == "" {
+				src = re.Profile
+			}
+			k := [2]string{src, re.Account}
 			if j, dup := byScope[k]; dup {
-				v.fail(p, "duplicate endpoint for profile %q and account %q (also target.endpoints[%d])", re.Profile, re.Account, j)
+				v.fail(p, "duplicate endpoint for source %q and account %q (also target.endpoints[%d]; give one a different source)", src, re.Account, j)
 			} else {
 				byScope[k] = i
 			}
@@ -599,8 +605,17 @@ type EndpointSummary struct {
 // Summary returns the redacted description of t.
 func (t *Target) Summary() Summary {
 	s := Summary{Name: t.Name, Source: t.Source, BaseURL: t.BaseURL, DatabaseURL: redactURL(t.Postgres.URL.Reveal()),
-		EventTable: t.Postgres.EventTable, Queries: t.Postgres.Queries.Named(), Failpoints: t.FailpointsPath,
+		EventTable: t.Postgres.EventTable, Queries: map[string]string{}, Failpoints: t.FailpointsPath,
 		Capabilities: t.Capabilities}
+	// A declared query is named by its own field (events.lifecycle.state), not
+	// by the observer slot it fills.
+	q := t.Postgres.Queries
+	for name, sql := range q.Named() {
+		if from := q.From[name]; from != "" {
+			name = strings.TrimPrefix(from, "target.")
+		}
+		s.Queries[name] = sql
+	}
 	for _, e := range t.Endpoints {
 		from := "inline"
 		if e.SecretEnv != "" {
