@@ -118,7 +118,12 @@ func init() {
 			switch rule {
 			case MissingCreate:
 				s.fact(FactWantState+it.obj, it.t.To)
-				s.lifecycleState(ep, it.obj, PhaseAfter)
+				s.settle(1, func() int {
+					if st, found := s.lifecycleState(ep, it.obj, PhaseAfter); found && st == it.t.To {
+						return 1
+					}
+					return 0
+				})
 				continue
 			case MissingIgnore:
 				s.lifecycleState(ep, it.obj, PhaseAfterRefusal)

@@ -80,7 +80,7 @@ func init() {
 		a, b, _ := s.env.sameProfileTwoAccounts()
 		evA := s.effectEvent(a)
 		evB := evA
-		evB.Account = b.Account
+		evB.Source, evB.Account = b.source(), b.Account
 		s.send(a, evA, RoleFirst, simulator.SendOptions{})
 		s.send(b, evB, RoleOtherScope, simulator.SendOptions{})
 		s.states(PhaseAfter, 1, s.key(a, evA), s.key(b, evB))

@@ -241,10 +241,13 @@ func (e *Env) endpointWhere(pred func(Endpoint) bool) (Endpoint, bool) {
 }
 
 func (e *Env) sameProfileTwoAccounts() (Endpoint, Endpoint, bool) {
-	for i, a := range e.Endpoints {
-		for _, b := range e.Endpoints[i+1:] {
-			if a.Profile.ID() == b.Profile.ID() && a.Account != b.Account {
-				return a, b, true
+	// Prefer two accounts of one source: then only the account differs.
+	for _, sameSource := range []bool{true, false} {
+		for i, a := range e.Endpoints {
+			for _, b := range e.Endpoints[i+1:] {
+				if a.Profile.ID() == b.Profile.ID() && a.Account != b.Account && (!sameSource || a.source() == b.source()) {
+					return a, b, true
+				}
 			}
 		}
 	}

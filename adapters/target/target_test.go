@@ -140,7 +140,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 		`target.endpoints[1].path (line 5): must start with "/" (got "b")`,
 		"target.endpoints[1].secret (line 5): required (or secret_env)",
 		"target.endpoints[2].secret (line 6): set only one of secret and secret_env",
-		`target.endpoints[2] (line 6): duplicate endpoint for profile "stripe" and account "acct_A" (also target.endpoints[0])`,
+		`target.endpoints[2] (line 6): duplicate endpoint for source "stripe" and account "acct_A" (also target.endpoints[0]; give one a different source)`,
 		`target.endpoints[2].path (line 6): duplicate path "/a" (also target.endpoints[0])`,
 		"target.observe.postgres.url (line 9): unknown template variable {{.Nope}} (valid: BaseURL, DatabaseURL, ListenAddr, Port)",
 		"target.observe.postgres.event_table (line 10): must be a table name or schema.table",

@@ -134,10 +134,10 @@ var checkers = map[string]func(v *view){
 		v.count("ack.effects", "event_rows", sc.PhaseAfterRedelivery, 1, "redelivered after the kill and restart")
 	},
 	"ACK-2": func(v *view) {
-		timeout := v.fact("timeout")
 		for _, a := range v.role(sc.RoleLoad) {
 			if a.Outcome != simulator.OutcomeAcknowledged {
-				v.deviate("ack.timeout", "%s: not acknowledged within %s (%s timeout): %s after %s", a.Key.EventID, timeout, v.fact("profile"), sc.Describe(a), a.Duration().Round(time.Millisecond))
+				timeout := v.factOr(sc.FactTimeoutOf+a.Key.Source+"/"+a.Key.Account, v.fact("timeout"))
+				v.deviate("ack.timeout", "%s on %s/%s: not acknowledged within %s: %s after %s", a.Key.EventID, a.Key.Source, a.Key.Account, timeout, sc.Describe(a), a.Duration().Round(time.Millisecond))
 			}
 		}
 	},

@@ -288,7 +288,7 @@ func TestKilledDemoLeavesNoReceiver(t *testing.T) {
 	killed := false
 	for sc.Scan() {
 		seen.WriteString(sc.Text() + "\n")
-		if strings.HasPrefix(sc.Text(), "[3/23]") {
+		if strings.HasPrefix(sc.Text(), "[3/") {
 			if len(receivers(tmp)) == 0 {
 				continue // between a crash scenario's kill and restart; try the next line
 			}
@@ -365,7 +365,7 @@ func TestKilledDemoLeavesNoReceiver(t *testing.T) {
 	}
 	sc = bufio.NewScanner(out3)
 	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "[2/23]") {
+		if strings.HasPrefix(sc.Text(), "[2/") {
 			if dirs, _ := filepath.Glob(filepath.Join(tmp, "hookcert-demo-*")); len(dirs) != 2 {
 				t.Errorf("running demo: %v, want its own directory and the decoy", dirs)
 			}
