@@ -130,7 +130,7 @@ var catalogue = []Guarantee{
 		ID: "ACK-2", Family: "ACK", Title: "Acknowledgement within the timeout",
 		Promise:   "Under 64 concurrent deliveries every delivery is acknowledged within the endpoint's timeout (the target's ack_timeout, else the profile's documented one, else hookcert's labelled 10 s model).",
 		Why:       "A provider that times out counts the delivery as failed and sends it again, multiplying load exactly when the receiver is slow.",
-		Scenarios: []string{"64 concurrent distinct events on every endpoint, each held to its own timeout"},
+		Scenarios: []string{"64 concurrent distinct events on the endpoint with the shortest timeout, then 8 at once on every other profile's, each held to its own timeout"},
 		Codes:     []string{"ack.timeout"},
 	},
 	{

@@ -518,7 +518,7 @@ func (s *session) gate(table string, want int, fire func()) int {
 	released = true
 	wait()
 	if best == 0 {
-		if !s.anyAcked(since) {
+		if s.allRefused(since) {
 			// Nothing was accepted, so nothing could race: the checker reports
 			// the refusals themselves.
 			s.note("the lock gate on %s held no receiver session: every delivery was refused before it reached the table", table)
@@ -532,16 +532,17 @@ func (s *session) gate(table string, want int, fire func()) int {
 	return best
 }
 
-// anyAcked reports whether any of the scenario's attempts after the first
-// `since` was acknowledged.
-func (s *session) anyAcked(since int) bool {
+// allRefused reports whether the scenario made attempts after the first
+// `since` and the receiver refused every one of them.
+func (s *session) allRefused(since int) bool {
 	recs := s.run.attemptsOf(s.index)
-	for _, a := range recs[min(since, len(recs)):] {
-		if acked(a) {
-			return true
+	recs = recs[min(since, len(recs)):]
+	for _, a := range recs {
+		if acked(a) || a.Status == 0 {
+			return false
 		}
 	}
-	return false
+	return len(recs) > 0
 }
 
 // workerLinger is how long a gate keeps waiting for the receiver's sessions

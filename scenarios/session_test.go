@@ -233,3 +233,22 @@ func TestTwoRunsInOneProcess(t *testing.T) {
 		}
 	}
 }
+
+// A gate that held nobody because the receiver refused every delivery is no
+// harness error: the refusals are the finding, and the checker reports them.
+func TestGateThatHeldNobodyBecauseAllWereRefused(t *testing.T) {
+	g := newMockGate(t)
+	g.EXPECT().Waiters(mock.Anything).Return(0, nil)
+	g.EXPECT().Release(mock.Anything).Return(nil).Once()
+	db := newMockDBFaults(t)
+	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
+	s := testSession(t, &Env{DB: db})
+	refused := func() { s.record(RoleCopy, simulator.AttemptRecord{Status: 401, Outcome: simulator.OutcomeFailed}) }
+	if r := catch(func() {
+		if n := s.gate("events", 16, refused); n != 0 {
+			t.Errorf("gate = %d, want 0", n)
+		}
+	}); r != "" {
+		t.Fatalf("abort = %q, want none", r)
+	}
+}

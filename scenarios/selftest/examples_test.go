@@ -1,0 +1,205 @@
+package selftest
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/reports"
+)
+
+// example is a receiver under examples/ written without hookcert in mind,
+// certified black-box through its own target file and its own vocabulary.
+type example struct {
+	dir string
+	// env carries its secrets; defectEnv names the variable that plants a defect.
+	env       []string
+	defectEnv string
+	// maxNA bounds how many guarantees may be not applicable to the correct
+	// receiver; mustPass must pass (they judge what the example is for).
+	maxNA    int
+	mustPass []string
+	// breaks maps each planted defect to the guarantees it must fail and the
+	// codes among their evidence; every other applicable guarantee must pass.
+	breaks map[string]map[string][]string
+}
+
+var examples = []example{
+	{
+		// Written the way Stripe receivers are: its own tables, Stripe's own
+		// event types, payments that exist before their events, no failpoints.
+		dir: "stripe-shop",
+		env: []string{"SHOP_SECRET_LIVE_ACCT_SHOP_A=whsec_selftestShopLiveA0000000000000", "SHOP_SECRET_TEST_ACCT_SHOP_A=whsec_selftestShopTestA0000000000000",
+			"SHOP_SECRET_LIVE_ACCT_SHOP_B=whsec_selftestShopLiveB0000000000000", "SHOP_SECRET_TEST_ACCT_SHOP_B=whsec_selftestShopTestB0000000000000"},
+		defectEnv: "SHOP_DEFECT",
+		maxNA:     5,
+		mustPass:  []string{"DEDUP-1", "DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-1", "ATOMIC-2", "ATOMIC-5", "ACK-1", "ACK-7", "ORDER-1", "ORDER-3"},
+		breaks: map[string]map[string][]string{
+			// A late payment_failed after succeeded overwrites the status.
+			"late-overwrite": {"ORDER-3": {"order.transition-applied"}},
+			// An event for a payment row not written yet is acknowledged and dropped.
+			"missing-ack": {"ATOMIC-5": {"atomic.missing-lost"}},
+			// A 64 KB cap refuses legitimate larger events.
+			"small-body-cap": {"ACK-7": {"ack.boundary-rejected"}},
+			// Deduplication in process memory: lost on restart, racy under copies.
+			"memory-dedup": {"ACK-1": {"ack.effects"}, "DEDUP-1": {"dedup.effects"}},
+		},
+	},
+	{
+		// Accepts into a queue table, answers 202, applies in worker goroutines.
+		dir:       "github-gateway",
+		env:       []string{"GATEWAY_WEBHOOK_SECRET=selftest-gateway-secret-01"},
+		defectEnv: "GATEWAY_DEFECT",
+		maxNA:     14,
+		mustPass:  []string{"DEDUP-1", "DEDUP-2", "ATOMIC-1", "ATOMIC-3", "ACK-1", "ACK-6", "ACK-7"},
+		breaks: map[string]map[string][]string{
+			// The worker's check-then-insert race: the lock gate holds the
+			// workers' inserts, so every run sees it.
+			"check-then-insert": {"DEDUP-1": {"dedup.rows", "dedup.effects"}},
+			// 202 from an in-process buffer: a kill loses acknowledged events.
+			"memory-queue": {"ACK-1": {"ack.lost"}},
+		},
+	},
+}
+
+type exampleRun struct {
+	ex     *example
+	defect string
+	seed   int64
+	code   int
+	res    *reports.Results
+	out    string
+	dur    time.Duration
+}
+
+func TestExampleReceiversAreCertified(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: certifies every example receiver once per planted defect")
+	}
+	bin := build(t)
+	work := t.TempDir()
+	// The targets start ./bin/<name> from the directory the harness runs in.
+	for _, ex := range examples {
+		out, err := exec.Command("go", "build", "-o", filepath.Join(work, "bin", ex.dir), "github.com/hookcert/hookcert/examples/"+ex.dir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go build %s: %v\n%s", ex.dir, err, out)
+		}
+	}
+	base := time.Now().UnixNano() % 1_000_000
+	t.Logf("example seeds start at %d", base)
+	var runs []*exampleRun
+	for i := range examples {
+		ex := &examples[i]
+		runs = append(runs, &exampleRun{ex: ex, seed: base + int64(len(runs))})
+		defects := make([]string, 0, len(ex.breaks))
+		for d := range ex.breaks {
+			defects = append(defects, d)
+		}
+		sort.Strings(defects)
+		for _, d := range defects {
+			runs = append(runs, &exampleRun{ex: ex, defect: d, seed: base + int64(len(runs))})
+		}
+	}
+	sem := make(chan struct{}, parallelRuns)
+	var wg sync.WaitGroup
+	for _, r := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			certifyExample(t, bin, work, r)
+		}()
+	}
+	wg.Wait()
+
+	for _, r := range runs {
+		label := r.ex.dir
+		if r.defect != "" {
+			label += " + " + r.defect
+		}
+		t.Logf("%s (seed %d): exit %d in %s", label, r.seed, r.code, r.dur.Round(100*time.Millisecond))
+		if r.res == nil {
+			t.Errorf("%s (seed %d): no results.json (exit %d)\n%s", label, r.seed, r.code, tail(r.out, 30))
+			continue
+		}
+		want := r.ex.breaks[r.defect]
+		na := 0
+		for _, g := range r.res.Guarantees {
+			codes, broken := want[g.ID]
+			switch {
+			case broken:
+				if g.Status != reports.StatusFailed {
+					t.Errorf("%s (seed %d): %s is %s, want failed: the planted defect was not caught (%s)", label, r.seed, g.ID, g.Status, g.Reason)
+					continue
+				}
+				for _, c := range codes {
+					if !slices.Contains(g.Codes, c) {
+						t.Errorf("%s (seed %d): %s failed without code %s (got %v)", label, r.seed, g.ID, c, g.Codes)
+					}
+				}
+			case g.Status == reports.StatusNotApplicable:
+				na++
+				if slices.Contains(r.ex.mustPass, g.ID) {
+					t.Errorf("%s (seed %d): %s is not applicable, want passed: %s", label, r.seed, g.ID, g.Reason)
+				}
+			case g.Status != reports.StatusPassed:
+				t.Errorf("%s (seed %d): %s is %s, want passed: %s", label, r.seed, g.ID, g.Status, g.Reason)
+			}
+		}
+		if r.defect == "" {
+			if r.code != 0 {
+				t.Errorf("%s (seed %d): exit %d, want 0", label, r.seed, r.code)
+			}
+			if na > r.ex.maxNA {
+				t.Errorf("%s (seed %d): %d guarantees not applicable, want at most %d", label, r.seed, na, r.ex.maxNA)
+			}
+		} else if r.code != 1 {
+			t.Errorf("%s (seed %d): exit %d, want 1 (a guarantee failed)", label, r.seed, r.code)
+		}
+	}
+}
+
+// certifyExample runs `hookcert certify` on an example's own target file.
+func certifyExample(t *testing.T, bin, work string, r *exampleRun) {
+	cfg, err := filepath.Abs(filepath.Join("..", "..", "examples", r.ex.dir, "target.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	c := exec.CommandContext(ctx, bin, "certify", "--config", cfg, "--report-dir", dir, "--seed", fmt.Sprint(r.seed),
+		"--database-url", pgtest.ServerURL())
+	c.Dir = work
+	c.Env = append(append(os.Environ(), r.ex.env...), r.ex.defectEnv+"="+r.defect)
+	var out bytes.Buffer
+	c.Stdout, c.Stderr = &out, &out
+	start := time.Now()
+	err = c.Run()
+	r.out, r.dur = out.String(), time.Since(start)
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		r.code = -1
+		r.out += "\n" + err.Error()
+	}
+	if res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON)); err == nil {
+		r.res = res
+	}
+	for _, kv := range r.ex.env {
+		if secret := kv[strings.IndexByte(kv, '=')+1:]; strings.Contains(r.out, secret) {
+			t.Errorf("%s: a secret appears in the harness's output", r.ex.dir)
+		}
+	}
+}
