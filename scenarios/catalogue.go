@@ -26,6 +26,47 @@ type Guarantee struct {
 	// Codes are the deviation codes its checker can report (see DeviationCodes),
 	// besides the reconciliation's, which every scenario can report.
 	Codes []string `json:"codes"`
+	// Sends says which of the target's declared roles it delivers, and how;
+	// Expects what it then holds the receiver to.
+	Sends   string `json:"sends"`
+	Expects string `json:"expects"`
+}
+
+// sendsExpects documents, per guarantee, what it delivers in terms of the
+// target's declared roles and what it expects back (docs/guarantees.md).
+var sendsExpects = map[string][2]string{
+	"DEDUP-1": {"16 copies of one `effect` event, released together, on every endpoint", "every copy 2xx; 1 event row; 1 effect"},
+	"DEDUP-2": {"one `effect` event per endpoint, its first 2xx thrown away, redelivered after the profile's first retry delay, then resent", "every attempt 2xx; 1 event row; 1 effect"},
+	"DEDUP-3": {"one `effect` event ID to two accounts' endpoints", "both 2xx; 1 row and 1 effect under each account"},
+	"DEDUP-4": {"one `effect` event ID through two sources' endpoints", "both 2xx; 1 row and 1 effect under each source"},
+	"DEDUP-5": {"two `effect` events with byte-identical bodies and different header event IDs", "both 2xx; 1 row and 1 effect each"},
+	"DEDUP-6": {"a `lifecycle` object brought to an effect transition's from-state, then that transition twice under two event IDs: one after the other, then at once", "the object's effects are its path's plus one"},
+	"ATOMIC-1": {"one `effect` event, crashed inside its transaction (failpoint, or SIGKILL while it waits on the locked effect table), then redelivered", "not acknowledged; 0 rows and 0 effects after the restart; the redelivery 2xx, 1 row, 1 effect (async acceptance: accepted, then applied once)"},
+	"ATOMIC-2": {"a `lifecycle` event sent in a state it can only follow later, then again once its precondition holds", "the early one non-2xx with 0 event rows; the redelivery 2xx, 1 row, the object in the transition's state"},
+	"ATOMIC-3": {"one `effect` event whose database sessions are terminated while it waits on the locked effect table, then redelivered", "as ATOMIC-1"},
+	"ATOMIC-4": {"one `effect` event crashed after commit, before its answer (failpoint), then redelivered", "1 row and 1 effect after the restart; the redelivery 2xx, still 1 and 1"},
+	"ATOMIC-5": {"every `lifecycle` event type for an object that does not exist; then the object is created (its creating event or fixture) and brought to the event's precondition, and a refused event redelivered", "per the declared `missing`: retry: non-2xx and 0 rows, then applied once; create: 2xx and the object in the event's state; ignore: 2xx"},
+	"ACK-1": {"3 rounds of 16 concurrent `effect` events, SIGKILL after the k-th 2xx (k from the seed), restart, all redelivered (failpoint after-response where declared)", "every acknowledged event has 1 row and 1 effect after the restart; after the redelivery every event has 1 and 1"},
+	"ACK-2": {"64 concurrent `effect` events to the endpoint with the shortest timeout, then 8 to every other profile's", "every delivery 2xx within its endpoint's timeout"},
+	"ACK-3": {"a tampered body, a wrong secret and no signature on every endpoint, beside a valid `effect` event (the positive control)", "4xx and nothing stored; the control 2xx, 1 row, 1 effect"},
+	"ACK-4": {"an `effect` event signed beyond the tolerance, two signed inside it (half the tolerance ago, a minute ahead) and a control, on every timestamp-signing endpoint", "beyond: 4xx, nothing stored; inside and the control: 2xx, 1 row, 1 effect"},
+	"ACK-5": {"malformed JSON, no event ID and a body twice the size limit on every endpoint, beside a control", "4xx and nothing stored; the control applied"},
+	"ACK-6": {"an `unhandled` event on every endpoint, beside a control", "2xx and 0 effects once the receiver has settled; the control applied"},
+	"ACK-7": {"an `effect` event padded with JSON whitespace to 1 KiB under the size limit, on every endpoint", "2xx, 1 row, 1 effect"},
+	"ORDER-1": {"`ordered` updates of one object with keys 1, 3, 2, each after the previous settled", "the state query returns key 3"},
+	"ORDER-2": {"keys 1..8 of one object, each twice, shuffled by the seed, in two concurrent halves (lock-gated where allowed), then an old key resent and an old key under a new event ID", "the state query returns key 8"},
+	"ORDER-3": {"for every reachable `lifecycle` state, a fresh object brought there, then every event type it is past, under a new event ID", "the state and the object's effects unchanged"},
+	"RETENTION-1": {"one `effect` event, a purge as of the end of the provider's redelivery horizon, a redelivery", "the declared key TTL covers the horizon; the key survives; the redelivery 2xx and no second effect"},
+	"RETENTION-2": {"one `effect` event, a purge as of the key TTL minus an hour, a replay", "the replay 2xx and no second effect"},
+	"RETENTION-3": {"one `effect` event, purges just past the payload TTL and inside the key TTL", "the payload gone, the key kept; a replay harmless"},
+	"RETENTION-4": {"one `effect` event, a ladder of purges past the key TTL", "the key gone past its TTL; no payload outlives its key"},
+}
+
+func init() {
+	for i := range catalogue {
+		se := sendsExpects[catalogue[i].ID]
+		catalogue[i].Sends, catalogue[i].Expects = se[0], se[1]
+	}
 }
 
 // Families in report order. INBOX and OUTBOX are reserved.

@@ -30,6 +30,16 @@ func CatalogueMarkdown() []byte {
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("## What each guarantee sends and expects\n\n")
+	b.WriteString("Guarantees send the target's own events by role (`events:` in the target file,\n")
+	b.WriteString("docs/target.md): `effect`, `lifecycle`, `ordered`, `unhandled`. A target without\n")
+	b.WriteString("`events:` gets the built-in conformance vocabulary (docs/conformance-domain.md).\n")
+	b.WriteString("\"Rows\" are the `event_rows` query, \"effects\" the effect role's `effects` query.\n\n")
+	b.WriteString("| ID | Sends | Expects |\n|---|---|---|\n")
+	for _, g := range catalogue {
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.ID, cell(g.Sends), cell(g.Expects))
+	}
+	b.WriteString("\n")
 	b.WriteString("## Deviation codes\n\n")
 	b.WriteString("Every scenario also reconciles its delivery history with the rows (")
 	b.WriteString(codeList(ReconcileCodes) + ").\n\n")

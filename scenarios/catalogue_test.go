@@ -32,8 +32,8 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 			t.Errorf("%s: duplicate ID", g.ID)
 		}
 		seen[g.ID] = true
-		if g.Promise == "" || g.Why == "" || g.Title == "" || len(g.Scenarios) == 0 {
-			t.Errorf("%s: title, promise, why and scenarios are required", g.ID)
+		if g.Promise == "" || g.Why == "" || g.Title == "" || len(g.Scenarios) == 0 || g.Sends == "" || g.Expects == "" {
+			t.Errorf("%s: title, promise, why, scenarios, sends and expects are required", g.ID)
 		}
 		if len(g.Codes) == 0 {
 			t.Errorf("%s: no deviation code: a check that reports nothing tests nothing", g.ID)
