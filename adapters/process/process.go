@@ -31,6 +31,11 @@ const (
 // ErrNotRunning is returned by Kill and Stop when the process is not running.
 var ErrNotRunning = errors.New("process: not running")
 
+// ErrKillUnsupported is returned by Kill (and KillSupported) where the platform
+// cannot SIGKILL a process group (Windows): a crash there cannot be simulated the
+// way the crash scenarios need, so they are not applicable.
+var ErrKillUnsupported = errors.New("process: SIGKILL of a process group is not supported")
+
 // Spec says how to run the receiver.
 type Spec struct {
 	// Command is the program and its arguments.
@@ -252,15 +257,16 @@ func (p *Process) signalAndWait(sig syscall.Signal, grace time.Duration) (Exit, 
 		p.mu.Unlock()
 		return Exit{}, ErrNotRunning
 	}
-	if sig == syscall.SIGKILL {
+	// Where a group cannot be sent SIGTERM (process_other.go), stopping is killing.
+	if sig == syscall.SIGKILL || !canTerminate {
 		p.forced = true
 	}
 	pgid := cmd.Process.Pid
 	p.mu.Unlock()
-	if err := syscall.Kill(-pgid, sig); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := signalGroup(cmd.Process, sig); err != nil {
 		return Exit{}, fmt.Errorf("process: signal %s to group %d: %w", sig, pgid, err) // no secret: numbers only
 	}
-	if sig != syscall.SIGKILL {
+	if sig != syscall.SIGKILL && canTerminate {
 		t := time.NewTimer(grace)
 		select {
 		case <-done:
@@ -270,7 +276,7 @@ func (p *Process) signalAndWait(sig syscall.Signal, grace time.Duration) (Exit, 
 			p.forced = true
 			p.mu.Unlock()
 			fmt.Fprintf(p.out, "[hookcert] still running %s after %s: SIGKILL\n", sig, grace)
-			if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+			if err := signalGroup(cmd.Process, syscall.SIGKILL); err != nil {
 				return Exit{}, fmt.Errorf("process: SIGKILL to group %d: %w", pgid, err)
 			}
 		}
@@ -278,7 +284,7 @@ func (p *Process) signalAndWait(sig syscall.Signal, grace time.Duration) (Exit, 
 	<-done
 	// The leader is gone; SIGKILL whatever else is left in its group (a shell's
 	// children), so nothing keeps the port open.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	_ = signalGroup(cmd.Process, syscall.SIGKILL)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return *p.last, nil
@@ -294,7 +300,17 @@ func isClosed(c <-chan struct{}) bool {
 }
 
 // Kill crashes the receiver: SIGKILL to its process group, then wait for it.
-func (p *Process) Kill() (Exit, error) { return p.signalAndWait(syscall.SIGKILL, 0) }
+// Where the platform cannot do that (KillSupported), it returns an error wrapping
+// ErrKillUnsupported and leaves a running receiver running.
+func (p *Process) Kill() (Exit, error) {
+	if !p.Running() {
+		return Exit{}, ErrNotRunning // as on every platform: nothing to crash
+	}
+	if err := KillSupported(); err != nil {
+		return Exit{}, err
+	}
+	return p.signalAndWait(syscall.SIGKILL, 0)
+}
 
 // Stop sends SIGTERM to the process group and SIGKILL after grace if it is still
 // running; Exit.Forced tells which happened.

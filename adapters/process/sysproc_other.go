@@ -1,10 +1,10 @@
-//go:build !linux
+//go:build !unix
 
 package process
 
 import "syscall"
 
-// sysProcAttr puts the receiver in its own process group. Only Linux has a
-// parent-death signal: elsewhere a receiver outlives a harness killed by SIGKILL
-// (Stop, Kill and a normal exit still end it).
-func sysProcAttr() *syscall.SysProcAttr { return &syscall.SysProcAttr{Setpgid: true} }
+// sysProcAttr is the default here: process groups and parent-death signals are
+// Unix notions, so the receiver is an ordinary child (signal_other.go says what
+// Kill and Stop can do with it).
+func sysProcAttr() *syscall.SysProcAttr { return nil }
