@@ -115,7 +115,7 @@ func extract(ep Endpoint, h http.Header, body []byte, lenient, readUnknown bool)
 	if o.ID == "" {
 		return store.Event{}, &badRequest{"missing_object_id", "business object has no id"}
 	}
-	if typ == store.TypeSubscriptionUpdated && o.Version < 0 {
+	if (typ == store.TypeSubscriptionUpdated || typ == store.TypeSubscriptionDeleted) && o.Version < 0 {
 		return store.Event{}, &badRequest{"invalid_object", "subscription version must not be negative"}
 	}
 	ev.ObjectID, ev.Amount, ev.Currency, ev.Status, ev.Version = o.ID, o.Amount, o.Currency, o.Status, o.Version

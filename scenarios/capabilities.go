@@ -10,6 +10,7 @@ var capabilityDocs = []struct{ name, doc string }{
 	{"ordering", "declared (built-in vocabulary): the receiver handles versioned updates (`customer.subscription.updated`) and exposes the `object` query; with `events:`, declaring `events.ordered` is enough"},
 	{"state-machine", "declared (built-in vocabulary): the receiver handles the payment state machine and exposes the `payment` query; with `events:`, declaring `events.lifecycle` is enough"},
 	{"domain-constraint", "declared (built-in vocabulary): the receiver credits one payment once whatever the event IDs (`object_effects` query); with `events:`, an `events.lifecycle.effects` query is enough"},
+	{"deletion", "declared (built-in vocabulary): the receiver handles `customer.subscription.deleted` as an ordered update that deletes; with `events:`, declaring `events.ordered.delete` is enough"},
 	{"retention", "declared: the receiver states its key and payload TTLs and offers a purge the harness can run as of a chosen time (`retention` section, `payload_present` query)"},
 	{"multi-account", "derived: two endpoints of one profile with different accounts"},
 	{"multi-source", "derived: two endpoints of different profiles for one account"},

@@ -206,6 +206,11 @@ func (e *Env) has(c Capability) (bool, string) {
 				return false, "the target declares no events.ordered"
 			}
 			return true, ""
+		case "deletion":
+			if v.Ordered == nil || v.Ordered.Delete == nil {
+				return false, "the target declares no events.ordered.delete"
+			}
+			return true, ""
 		}
 	}
 	for _, d := range e.Capabilities {

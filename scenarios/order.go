@@ -25,6 +25,12 @@ const (
 	RoleLate   = "late"
 
 	FactWantVersion = "want_version"
+	// FactStaleKey is the ordering key of ORDER-4's late update.
+	FactStaleKey = "stale_key"
+
+	PhaseBeforeDelete = "before-delete"
+	PhaseAfterDelete  = "after-delete"
+	RoleDelete        = "delete"
 )
 
 func init() {
@@ -131,6 +137,36 @@ func init() {
 				s.objectEffects(ep.source(), ep.Account, obj, PhaseFinal)
 			}
 		}
+	})
+}
+
+func init() {
+	register("ORDER-4", "a deleted object is not brought back by a stale update", func(s *session) {
+		ep := s.primary()
+		o := s.orderedRole()
+		if o.Delete == nil {
+			s.notApplicable("the target declares no events.ordered.delete")
+		}
+		sub := s.newID(prefixOr(o.IDPrefix))
+		s.createOrdered(ep, o, sub)
+		base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+		// Update 1, then the deletion carrying key 3, then update 2 arriving
+		// late under a new event ID (a retry that lost the race with the delete).
+		first := s.orderedEvent(ep, o, sub, 1, base)
+		s.send(ep, first, RoleUpdate, simulator.SendOptions{})
+		s.settledNow()
+		s.object(ep, sub, PhaseBeforeDelete)
+		del := s.orderedEvent(ep, o, sub, 3, base)
+		del.Type = o.Delete.Type
+		del.Status = "deleted"
+		s.send(ep, del, RoleDelete, simulator.SendOptions{})
+		s.settledNow()
+		s.object(ep, sub, PhaseAfterDelete)
+		stale := s.orderedEvent(ep, o, sub, 2, base)
+		s.send(ep, stale, RoleLate, simulator.SendOptions{})
+		s.fact(FactStaleKey, orderValue(o, stale))
+		s.fact(FactWantVersion, orderValue(o, first))
+		s.object(ep, sub, PhaseFinal)
 	})
 }
 

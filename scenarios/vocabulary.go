@@ -215,6 +215,9 @@ type Ordered struct {
 	// Fixture creates the object before its first update; "" when the first
 	// update creates it.
 	Fixture string
+	// Delete is the event that deletes the object, ordered like an update;
+	// nil when the target declares none.
+	Delete *EventRole
 }
 
 // ObjectData is what an object template can use.
@@ -301,7 +304,7 @@ func (v *Vocabulary) Handled(t string) bool {
 	if v.Effect != nil && v.Effect.Type == t {
 		return true
 	}
-	if v.Ordered != nil && v.Ordered.Type == t {
+	if v.Ordered != nil && (v.Ordered.Type == t || v.Ordered.Delete != nil && v.Ordered.Delete.Type == t) {
 		return true
 	}
 	if l := v.Lifecycle; l != nil {
@@ -333,6 +336,7 @@ const (
 	typePaySucceeded = "payment_intent.succeeded"
 	typeRefunded     = "charge.refunded"
 	typeSubUpdated   = "customer.subscription.updated"
+	typeSubDeleted   = "customer.subscription.deleted"
 	typeUnknown      = "hookcert.conformance.unhandled"
 )
 
@@ -353,7 +357,8 @@ func BuiltinVocabulary() *Vocabulary {
 			},
 			Missing: MissingRetry, CountsEffects: true,
 		},
-		Ordered:   &Ordered{EventRole: EventRole{Type: typeSubUpdated, IDPrefix: "sub"}, Key: OrderVersion},
+		Ordered: &Ordered{EventRole: EventRole{Type: typeSubUpdated, IDPrefix: "sub"}, Key: OrderVersion,
+			Delete: &EventRole{Type: typeSubDeleted, IDPrefix: "sub"}},
 		Unhandled: &EventRole{Type: typeUnknown, IDPrefix: "obj"},
 	}
 }
@@ -379,6 +384,9 @@ func (v *Vocabulary) HandledTypes() []string {
 	}
 	if v.Ordered != nil {
 		add(v.Ordered.Type)
+		if v.Ordered.Delete != nil {
+			add(v.Ordered.Delete.Type)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -404,6 +412,9 @@ func (v *Vocabulary) template(t string) (*ObjectTemplate, string) {
 	}
 	if v.Ordered != nil && v.Ordered.Type == t {
 		return v.Ordered.Object, ""
+	}
+	if v.Ordered != nil && v.Ordered.Delete != nil && v.Ordered.Delete.Type == t {
+		return v.Ordered.Delete.Object, ""
 	}
 	if l := v.Lifecycle; l != nil {
 		if l.Create != nil && l.Create.Type == t {

@@ -68,6 +68,14 @@ type rawOrdered struct {
 	Create   *rawOrderedCreate `yaml:"create"`
 	Object   string            `yaml:"object"`
 	State    string            `yaml:"state"`
+	Delete   *rawOrderedDelete `yaml:"delete"`
+}
+
+// rawOrderedDelete is the event that deletes an ordered object; it carries the
+// ordering key like an update.
+type rawOrderedDelete struct {
+	Type   string `yaml:"type"`
+	Object string `yaml:"object"`
 }
 
 // rawOrderedCreate: an ordered object is made by a fixture or by its first
@@ -487,6 +495,14 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 			from(QueryObject, at(p, "state"))
 		}
 		conflict(QueryObject, at(p, "state"))
+		if rd := ro.Delete; rd != nil {
+			dp := at(p, "delete")
+			o.Delete = &scenarios.EventRole{Type: v.eventType(at(dp, "type"), rd.Type, types),
+				IDPrefix: o.IDPrefix, Object: v.objectTemplate(at(dp, "object"), rd.Object)}
+			if ro.Key == scenarios.OrderField && rd.Object != "" && !usesKey(rd.Object) {
+				v.fail(at(dp, "object"), "must put {{.Key}} in a field: with key: field the deletion carries the ordering key too")
+			}
+		}
 		voc.Ordered = o
 	}
 

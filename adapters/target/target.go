@@ -43,6 +43,9 @@ const (
 	// DomainConstraint: two event IDs for one payment give one effect (needs
 	// observe.postgres.queries.object_effects).
 	DomainConstraint Capability = "domain-constraint"
+	// Deletion: a deleted versioned object is not brought back by a stale update
+	// (built-in vocabulary: customer.subscription.deleted; needs the ordering query).
+	Deletion Capability = "deletion"
 	// Retention: the receiver declares its key and payload TTLs and a purge the
 	// harness can trigger as of a chosen time (needs target.retention and
 	// observe.postgres.queries.payload_present).
@@ -54,7 +57,7 @@ const (
 
 // Capabilities lists every valid capability in documentation order.
 var Capabilities = []Capability{Crash, LockGating, ConnectionLoss, Failpoints, Ordering,
-	StateMachine, DomainConstraint, Retention, Inbox, Outbox}
+	StateMachine, DomainConstraint, Deletion, Retention, Inbox, Outbox}
 
 // Reserved reports whether c is accepted in a target file but not yet checked by
 // any scenario.

@@ -148,7 +148,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 		"target.observe.postgres.queries.effects (line 14): must use only parameters $1..$4 ($1 source, $2 account, $3 event ID, $4 object ID): parameter $5 is out of range $1..$4",
 		"target.observe.postgres.queries.object (line 15): must reference $4 (the object ID)",
 		`target.capabilities[0] (line 16): capability "crash" needs target.lifecycle, which is missing`,
-		`target.capabilities[2] (line 16): unknown capability "x" (valid: crash, lock-gating, connection-loss, failpoints, ordering, state-machine, domain-constraint, retention, inbox, outbox)`,
+		`target.capabilities[2] (line 16): unknown capability "x" (valid: crash, lock-gating, connection-loss, failpoints, ordering, state-machine, domain-constraint, deletion, retention, inbox, outbox)`,
 		`target.capabilities[4] (line 16): duplicate capability "ordering" (also target.capabilities[1])`,
 		`target.capabilities[5] (line 16): capability "state-machine" needs target.observe.postgres.queries.payment, which is missing`,
 	}

@@ -538,6 +538,14 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 				missing = "target.failpoints"
 			}
 		// A declared role's query satisfies the capability that reads its slot.
+		case Deletion:
+			if ev := rt.Events; ev != nil && ev.Ordered != nil {
+				if ev.Ordered.Delete == nil {
+					missing = "target.events.ordered.delete"
+				}
+			} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
+				missing = "target.observe.postgres.queries.object"
+			}
 		case Ordering:
 			if ev := rt.Events; ev != nil && ev.Ordered != nil {
 				if ev.Ordered.State == "" {

@@ -46,6 +46,11 @@ func Apply(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error
 		return applyRefund(ctx, tx, ev, rules)
 	case TypeSubscriptionUpdated:
 		return applySubscription(ctx, tx, ev, rules)
+	case TypeSubscriptionDeleted:
+		// A tombstone at the deletion's version: the version guard keeps every
+		// older update out, as it does for newer-wins updates.
+		ev.Status = "deleted"
+		return applySubscription(ctx, tx, ev, rules)
 	}
 	if rules.ApplyUnknownTypes {
 		// The defect's default branch: whatever it is, treat it as a credit.

@@ -43,13 +43,16 @@ const (
 	TypePaymentSucceeded    = "payment_intent.succeeded"
 	TypeChargeRefunded      = "charge.refunded"
 	TypeSubscriptionUpdated = "customer.subscription.updated"
+	// TypeSubscriptionDeleted deletes a subscription: a versioned update to the
+	// tombstone status "deleted", so no older update can bring it back.
+	TypeSubscriptionDeleted = "customer.subscription.deleted"
 )
 
 // Handled reports whether typ has a business effect in the domain; other types are
 // acknowledged and recorded without effect.
 func Handled(typ string) bool {
 	switch typ {
-	case TypeCashBalance, TypePaymentCreated, TypePaymentSucceeded, TypeChargeRefunded, TypeSubscriptionUpdated:
+	case TypeCashBalance, TypePaymentCreated, TypePaymentSucceeded, TypeChargeRefunded, TypeSubscriptionUpdated, TypeSubscriptionDeleted:
 		return true
 	}
 	return false

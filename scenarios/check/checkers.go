@@ -178,6 +178,25 @@ var checkers = map[string]func(v *view){
 		}
 	},
 
+	"ORDER-4": func(v *view) {
+		v.acked("order.not-acked", sc.RoleUpdate, sc.RoleDelete, sc.RoleLate)
+		before, after, final := v.reads("object", sc.PhaseBeforeDelete), v.reads("object", sc.PhaseAfterDelete), v.reads("object", sc.PhaseFinal)
+		if len(before) != 1 || len(after) != 1 || len(final) != 1 {
+			v.fail("history: ORDER-4 needs one object read before the delete, after it and at the end")
+			return
+		}
+		// The positive control: the state query sees the object before it is deleted.
+		if want := v.fact(sc.FactWantVersion); !before[0].Found || fmt.Sprint(before[0].Version) != want {
+			v.fail("object %s before the delete: key %d (found %v), want %s: the first update was not applied, so the deletion cannot be judged (ORDER-1 judges updates)", before[0].Params[3], before[0].Version, before[0].Found, want)
+			return
+		}
+		a, f := after[0], final[0]
+		if f.Found != a.Found || f.Version != a.Version || f.Status != a.Status {
+			v.deviate("order.resurrected", "object %s: after the delete it read %s; after a stale update (key %s) it reads %s: the deleted object was brought back",
+				f.Params[3], objectText(a), v.fact(sc.FactStaleKey), objectText(f))
+		}
+	},
+
 	"RETENTION-1": func(v *view) {
 		names := make([]string, 0, len(v.sc.Facts))
 		for name := range v.sc.Facts {
@@ -386,6 +405,16 @@ func replayCheck(v *view, when string) {
 	}
 	v.count("retention.replay-applied", "event_rows", sc.PhaseAfterReplay, 1, "replay "+when)
 	v.count("retention.replay-applied", "effects", sc.PhaseAfterReplay, 1, "replay "+when)
+}
+
+func objectText(o simulator.Observation) string {
+	if !o.Found {
+		return "no row"
+	}
+	if o.Status != "" {
+		return fmt.Sprintf("key %d, status %q", o.Version, o.Status)
+	}
+	return fmt.Sprintf("key %d", o.Version)
 }
 
 func days(d time.Duration) string {

@@ -54,6 +54,7 @@ var breaks = map[string]map[string][]string{
 	// No state machine: a refund of a pending payment is applied at once, and
 	// the payment's own success then overwrites it.
 	"last-write-wins": {"ORDER-1": {"order.regressed"}, "ORDER-2": {"order.regressed"}, "ORDER-3": {"order.transition-applied"},
+		"ORDER-4":  {"order.resurrected"},
 		"ATOMIC-2": {"atomic.acked-uncommitted", "atomic.object-state"}},
 	"marker-separate-tx": {"ATOMIC-1": {"atomic.partial", "atomic.not-applied"},
 		"ATOMIC-2": {"atomic.partial", "atomic.object-state"}, "ATOMIC-3": {"atomic.partial", "atomic.not-applied"},
@@ -92,7 +93,7 @@ var reduced = []struct {
 	{
 		// Crash by SIGKILL only, races by the barrier only, no retention hooks.
 		name: "no failpoints, no lock gating", caps: "crash,ordering,state-machine,domain-constraint",
-		na: map[string]string{"ATOMIC-1": "failpoints", "ATOMIC-3": "connection-loss", "ATOMIC-4": "failpoints",
+		na: map[string]string{"ATOMIC-1": "failpoints", "ATOMIC-3": "connection-loss", "ATOMIC-4": "failpoints", "ORDER-4": "deletion",
 			"RETENTION-1": "retention", "RETENTION-2": "retention", "RETENTION-3": "retention", "RETENTION-4": "retention"},
 		// ACK-1's SIGKILL path redelivers every event after the restart.
 		breaks: map[string]map[string][]string{"memory-dedup": {"ACK-1": {"ack.effects"}}},
@@ -101,7 +102,7 @@ var reduced = []struct {
 		// No failpoints, as a third-party receiver: ATOMIC-1 SIGKILLs the
 		// receiver while it waits inside its transaction on the locked effect table.
 		name: "SIGKILL inside the transaction", caps: "crash,lock-gating,connection-loss,ordering,state-machine,domain-constraint",
-		na: map[string]string{"ATOMIC-4": "failpoints",
+		na: map[string]string{"ATOMIC-4": "failpoints", "ORDER-4": "deletion",
 			"RETENTION-1": "retention", "RETENTION-2": "retention", "RETENTION-3": "retention", "RETENTION-4": "retention"},
 		// Killed with deliveries in flight, ACK-1 finds keys committed without their effect.
 		breaks: map[string]map[string][]string{"marker-separate-tx": {"ATOMIC-1": {"atomic.partial"},
@@ -112,7 +113,7 @@ var reduced = []struct {
 		// Nothing declared: the harness only delivers and reads.
 		name: "nothing declared", caps: "none",
 		na: map[string]string{"DEDUP-6": "domain-constraint", "ATOMIC-1": "crash", "ATOMIC-2": "state-machine", "ATOMIC-5": "state-machine",
-			"ATOMIC-3": "connection-loss", "ATOMIC-4": "crash", "ACK-1": "crash", "ORDER-1": "ordering", "ORDER-2": "ordering",
+			"ATOMIC-3": "connection-loss", "ATOMIC-4": "crash", "ACK-1": "crash", "ORDER-1": "ordering", "ORDER-2": "ordering", "ORDER-4": "ordering",
 			"ORDER-3": "state-machine", "RETENTION-1": "retention", "RETENTION-2": "retention", "RETENTION-3": "retention", "RETENTION-4": "retention"},
 		breaks: map[string]map[string][]string{"global-event-id": {"DEDUP-3": {"dedup.rows"}, "DEDUP-4": {"dedup.rows"}}},
 	},

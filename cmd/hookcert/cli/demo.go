@@ -215,7 +215,7 @@ func demoHasDefect(defects []string, name string) bool {
 }
 
 // demoCapabilities is everything the reference receiver offers the harness.
-var demoCapabilities = []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint", "retention"}
+var demoCapabilities = []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint", "deletion", "retention"}
 
 func validDemoCapabilities(caps []string) error {
 	for _, c := range caps {
