@@ -25,9 +25,12 @@ const (
 	// and checked before the transaction; the stripe_events insert no longer
 	// decides. Lost on restart, and racing copies all pass.
 	DefectMemoryDedup = Defect("memory-dedup")
+	// DefectHardDelete: customer.deleted deletes the row, so a customer.updated
+	// older than the deletion that arrives after it upserts the customer back.
+	DefectHardDelete = Defect("hard-delete")
 )
 
-var defects = map[Defect]bool{DefectLateOverwrite: true, DefectMissingAck: true, DefectSmallBodyCap: true, DefectMemoryDedup: true}
+var defects = map[Defect]bool{DefectLateOverwrite: true, DefectMissingAck: true, DefectSmallBodyCap: true, DefectMemoryDedup: true, DefectHardDelete: true}
 
 func defectNames() []string {
 	var out []string

@@ -37,6 +37,7 @@ var handlers = map[stripe.EventType]handlerFunc{
 	stripe.EventTypePaymentIntentPaymentFailed: onPaymentIntentFailed,
 	stripe.EventTypeChargeRefunded:             onChargeRefunded,
 	stripe.EventTypeCustomerUpdated:            onCustomerUpdated,
+	stripe.EventTypeCustomerDeleted:            onCustomerDeleted,
 }
 
 // process records the event and applies it in one transaction: the
@@ -276,4 +277,34 @@ func onCustomerUpdated(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (r
 		return result{note: "ignored: a newer update of the customer is applied"}, nil
 	}
 	return result{note: "customer updated"}, nil
+}
+
+// customer.deleted leaves a tombstone ordered like an update: the row stays,
+// marked deleted as of the event's created, so a late older update is stale.
+func onCustomerDeleted(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (result, error) {
+	var c stripe.Customer
+	if err := decode(d, &c); err != nil {
+		return result{}, err
+	}
+	if c.ID == "" {
+		return result{}, fmt.Errorf("%w: customer without id", errBadObject)
+	}
+	if s.cfg.Defect == DefectHardDelete {
+		if _, err := tx.Exec(ctx, `DELETE FROM customers WHERE id = $1 AND account = $2`, c.ID, d.ep.Account); err != nil {
+			return result{}, fmt.Errorf("delete customer: %w", err)
+		}
+		return result{note: "customer deleted"}, nil
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO customers (id, account, last_event_at, deleted_at)
+		VALUES ($1, $2, to_timestamp($3::bigint), to_timestamp($3::bigint))
+		ON CONFLICT (id) DO UPDATE SET last_event_at = EXCLUDED.last_event_at, deleted_at = EXCLUDED.deleted_at
+		WHERE customers.last_event_at IS NULL OR customers.last_event_at < EXCLUDED.last_event_at`,
+		c.ID, d.ep.Account, d.ev.Created)
+	if err != nil {
+		return result{}, fmt.Errorf("delete customer: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return result{note: "ignored: a newer event of the customer is applied"}, nil
+	}
+	return result{note: "customer deleted"}, nil
 }

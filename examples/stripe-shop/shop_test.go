@@ -488,3 +488,30 @@ func TestNulEscapeInPayload(t *testing.T) {
 		t.Errorf("event row without payload: %d", n)
 	}
 }
+
+// customer.deleted leaves a tombstone: a late update older than the deletion
+// does not bring the customer back; with the hard-delete defect it does.
+func TestCustomerDeletedIsNotResurrected(t *testing.T) {
+	for _, d := range []Defect{DefectNone, DefectHardDelete} {
+		sh := newShop(t, Config{Defect: d})
+		cus := uniq("cus")
+		t0 := now() - 100
+		live := func() int {
+			return sh.count(`SELECT count(*) FROM customers WHERE id = $1 AND deleted_at IS NULL`, cus)
+		}
+		for _, e := range []struct {
+			typ     string
+			created int64
+		}{{"customer.updated", t0 + 1}, {"customer.deleted", t0 + 3}, {"customer.updated", t0 + 2}} {
+			if got := sh.deliver("live", "acct_a", event(uniq("evt"), e.typ, e.created, customerObj(cus, "a@example.com"))); got != 200 {
+				t.Fatalf("%s %s: %d", d, e.typ, got)
+			}
+		}
+		switch n := live(); {
+		case d == DefectNone && n != 0:
+			t.Errorf("a late update older than the deletion brought the customer back")
+		case d == DefectHardDelete && n != 1:
+			t.Errorf("hard-delete: the late update did not recreate the customer (%d rows): the defect does not show", n)
+		}
+	}
+}

@@ -43,7 +43,7 @@ var examples = []example{
 			"SHOP_SECRET_LIVE_ACCT_SHOP_B=whsec_selftestShopLiveB0000000000000", "SHOP_SECRET_TEST_ACCT_SHOP_B=whsec_selftestShopTestB0000000000000"},
 		defectEnv: "SHOP_DEFECT",
 		maxNA:     5,
-		mustPass:  []string{"DEDUP-1", "DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-1", "ATOMIC-2", "ATOMIC-5", "ACK-1", "ACK-7", "ORDER-1", "ORDER-3"},
+		mustPass:  []string{"DEDUP-1", "DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-1", "ATOMIC-2", "ATOMIC-5", "ACK-1", "ACK-7", "ORDER-1", "ORDER-3", "ORDER-4"},
 		breaks: map[string]map[string][]string{
 			// A late payment_failed after succeeded overwrites the status.
 			"late-overwrite": {"ORDER-3": {"order.transition-applied"}},
@@ -53,6 +53,8 @@ var examples = []example{
 			"small-body-cap": {"ACK-7": {"ack.boundary-rejected"}},
 			// Deduplication in process memory: lost on restart, racy under copies.
 			"memory-dedup": {"ACK-1": {"ack.effects"}, "DEDUP-1": {"dedup.effects"}},
+			// customer.deleted deletes the row: a late older update recreates it.
+			"hard-delete": {"ORDER-4": {"order.resurrected"}},
 		},
 	},
 	{
