@@ -68,8 +68,8 @@ func SpecFor(t *target.Target) (Spec, error) {
 }
 
 // targetSecrets are the values of t a receiver could print: its endpoints' signing
-// secrets, the database password, and lifecycle.env values that carry a password
-// or whose name says they are secret. Other env values (a port, "debug") are left
+// secrets, the database password, the values {{env}} passed, and lifecycle.env
+// values that carry a password or whose name says they are secret. Other env values (a port, "debug") are left
 // alone: scrubbing them would blank ordinary words out of the output.
 func targetSecrets(t *target.Target) []string {
 	var out []string
@@ -77,6 +77,8 @@ func targetSecrets(t *target.Target) []string {
 		out = append(out, ep.Secret.Reveal())
 	}
 	out = append(out, scrub.Password(t.Postgres.URL.Reveal()))
+	// What {{env}} passed from the harness's environment is secret by intent.
+	out = append(out, t.EnvSecrets()...)
 	if t.Lifecycle != nil {
 		for k, v := range t.Lifecycle.Env {
 			if pw := scrub.Password(v); pw != "" {

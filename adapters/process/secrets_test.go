@@ -5,6 +5,7 @@ package process
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
@@ -124,6 +125,57 @@ func TestSpecForSecrets(t *testing.T) {
 	}
 	if strings.Contains(got, "debug") {
 		t.Errorf("Secrets %q hold an ordinary env value", s.Secrets)
+	}
+}
+
+// A value {{env}} passes from the harness's environment reaches the receiver
+// in its environment only, and never shows in its captured output, whatever
+// the variable's name.
+func TestEnvPassedValueScrubbed(t *testing.T) {
+	const value = "harness-only-value-8c1f"
+	t.Setenv("HC_PROCESS_TEST_VALUE", value)
+	src := `target:
+  name: r
+  base_url: http://{{.ListenAddr}}
+  endpoints: [{profile: stripe, account: acct_A, path: /w, secret: whsec_endpointsecret}]
+  lifecycle:
+    command: [/bin/sh, -c, 'echo "connect""ing with $SHOP_SETTING"; exec sleep 30']
+    env: {SHOP_SETTING: '{{env "HC_PROCESS_TEST_VALUE"}}'}
+    ready: {http: /healthz}
+  observe:
+    postgres:
+      url: postgres://h/db
+      queries:
+        event_rows: SELECT count(*) FROM e WHERE event_id=$3
+        effects: SELECT count(*) FROM l WHERE event_id=$3
+`
+	tg, err := target.Parse([]byte(src), target.Vars{ListenAddr: "127.0.0.1:9"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec, err := SpecFor(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec.ReadyURL = "" // ready once started: the shell answers no HTTP
+	p, err := Start(context.Background(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _, _ = p.Kill() }()
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(p.Output(), "connecting with") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	out := p.Output()
+	if !strings.Contains(out, "connecting with [REDACTED]") || strings.Contains(out, value) {
+		t.Errorf("output = %q", out)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID())); err == nil && strings.Contains(string(b), value) {
+		t.Errorf("the value is on the command line: %q", b)
+	}
+	if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID())); err == nil && !strings.Contains(string(b), "SHOP_SETTING="+value) {
+		t.Errorf("the receiver did not get the value in its environment")
 	}
 }
 

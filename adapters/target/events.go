@@ -584,6 +584,10 @@ func (v *validator) fixtures(t *Target, fs map[string]rawFixture) {
 				v.fail(at(p, "command", 0), "the program must not be empty")
 				continue
 			}
+			if UsesEnv(a) {
+				v.fail(at(p, "command", i), "%s", envRefusal(pathString(at(p, "command", i))))
+				continue
+			}
 			dt, err := ParseDataTemplate(a)
 			if err != nil {
 				v.fail(at(p, "command", i), "%s", templateError(err))

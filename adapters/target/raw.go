@@ -29,6 +29,8 @@ type rawTarget struct {
 	Events     *rawEvents            `yaml:"events"`
 	Fixtures   map[string]rawFixture `yaml:"fixtures"`
 	Acceptance *rawAcceptance        `yaml:"acceptance"`
+	// Setup prepares the receiver's database before it starts (setup.go).
+	Setup *rawSetup `yaml:"setup"`
 }
 
 type rawLimits struct {

@@ -180,6 +180,9 @@ func (v *validator) retention(t *Target, rr *rawRetention, eps []rawEndpoint) {
 			const shield = "\x00asof\x00"
 			r, _ := v.render(at(pb, "command", i), strings.ReplaceAll(a, AsOfPlaceholder, shield))
 			r = strings.ReplaceAll(r, shield, AsOfPlaceholder)
+			if i == 0 {
+				r = ResolveProgram(v.opts.baseDir, r)
+			}
 			hasAsOf = hasAsOf || strings.Contains(r, AsOfPlaceholder)
 			def.Purge.Command = append(def.Purge.Command, r)
 		}

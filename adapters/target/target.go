@@ -115,8 +115,17 @@ type Target struct {
 	// Acceptance is how the receiver acknowledges, defaults applied: sync with
 	// DefaultSyncSettle when the file has no acceptance section.
 	Acceptance scenarios.Acceptance
+	// Dir is the directory the file's relative paths were resolved against: the
+	// target file's (WithBaseDir, set by Load); "" when parsed without one (the
+	// harness's working directory).
+	Dir string
+	// Setup is the hook that prepares the receiver's database before it starts
+	// (nil when the file declares none).
+	Setup *Setup
 	// vars are the template variables the file uses.
 	vars map[string]bool
+	// envValues are the values {{env}} read (EnvSecrets).
+	envValues []string
 }
 
 // Uses reports whether the file's templates refer to variable name (e.g.
@@ -372,6 +381,8 @@ type options struct {
 	profiles []string
 	// placeholders: the template variables hold stand-ins, not the run's values.
 	placeholders bool
+	// baseDir: relative paths are resolved against it (WithBaseDir).
+	baseDir string
 }
 
 // WithProfiles checks every endpoint's profile against known (the simulator's
@@ -393,8 +404,13 @@ var PlaceholderVars = Vars{
 // with PlaceholderVars, to learn what the run must provide (Uses) before
 // anything is provisioned. Its URLs and commands are stand-ins: Parse the file
 // with the run's values to use it.
-func Inspect(data []byte, knownProfiles []string) (*Target, error) {
-	return parse(data, PlaceholderVars, options{profiles: knownProfiles, placeholders: true})
+func Inspect(data []byte, knownProfiles []string, opts ...Option) (*Target, error) {
+	o := options{profiles: knownProfiles}
+	for _, f := range opts {
+		f(&o)
+	}
+	o.placeholders = true
+	return parse(data, PlaceholderVars, o)
 }
 
 // Validate checks a whole target file before anything is provisioned: template
@@ -403,8 +419,8 @@ func Inspect(data []byte, knownProfiles []string) (*Target, error) {
 // reported only when the two templates are identical). Environment variables
 // (secret_env, url_env) are read as Parse reads them. knownProfiles may be nil.
 // The errors are those of Parse.
-func Validate(data []byte, knownProfiles []string) error {
-	_, err := parse(data, PlaceholderVars, options{profiles: knownProfiles, placeholders: true})
+func Validate(data []byte, knownProfiles []string, opts ...Option) error {
+	_, err := Inspect(data, knownProfiles, opts...)
 	return err
 }
 
@@ -429,13 +445,18 @@ func ReadFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// Load reads and validates a target file (see ReadFile and Parse).
+// Load reads and validates a target file (see ReadFile and Parse). Its
+// relative paths are resolved against the file's directory.
 func Load(path string, vars Vars, opts ...Option) (*Target, error) {
 	data, err := ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	t, err := Parse(data, vars, opts...)
+	dir, err := BaseDir(path)
+	if err != nil {
+		return nil, err
+	}
+	t, err := Parse(data, vars, append([]Option{WithBaseDir(dir)}, opts...)...)
 	if err != nil {
 		return nil, fmt.Errorf("target file %s: %w", path, err)
 	}
@@ -495,7 +516,7 @@ func parse(data []byte, vars Vars, o options) (*Target, error) {
 	v := &validator{root: &root, vars: vars, bad: sc.bad, opts: o}
 	t := v.build(&doc)
 	if t != nil {
-		t.vars = v.used
+		t.vars, t.envValues, t.Dir = v.used, v.envValues, o.baseDir
 	}
 	errs := make([]*FieldError, 0, len(sc.errs)+len(v.errs))
 	errs = append(append(errs, sc.errs...), v.errs...)

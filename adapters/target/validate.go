@@ -40,6 +40,8 @@ type validator struct {
 	opts options
 	// used are the template variables the file's templates reference.
 	used map[string]bool
+	// envValues are the values {{env}} read (see Target.EnvSecrets).
+	envValues []string
 }
 
 // fail records a FieldError at path segs, unless the shape check already reported
@@ -108,13 +110,42 @@ func at(base []any, more ...any) []any {
 }
 
 // render expands template variables in s; ok is false when it recorded an error.
+// {{env}} is refused: only lifecycle.env values may read the harness's
+// environment (renderEnv).
 func (v *validator) render(segs []any, s string) (string, bool) {
+	return v.renderTemplate(segs, s, false)
+}
+
+// renderEnv is render for a lifecycle.env value, where {{env "NAME"}} passes
+// the harness's variable NAME; the values it reads are kept as secrets.
+func (v *validator) renderEnv(segs []any, s string) (string, bool) {
+	return v.renderTemplate(segs, s, true)
+}
+
+func (v *validator) renderTemplate(segs []any, s string, allowEnv bool) (string, bool) {
 	if !strings.Contains(s, "{{") {
 		return s, true
 	}
-	tpl, err := template.New(pathString(segs)).Option("missingkey=error").Parse(s)
+	// The values {{env}} reads are never quoted: an unset variable is named, a
+	// set one only kept to be scrubbed.
+	var envErr error
+	var read []string
+	funcs := template.FuncMap{envFunc: func(name string) (string, error) {
+		val, err := lookupEnv(name)
+		if err != nil {
+			envErr = err
+			return "", err
+		}
+		read = append(read, val)
+		return val, nil
+	}}
+	tpl, err := template.New(pathString(segs)).Option("missingkey=error").Funcs(funcs).Parse(s)
 	if err != nil {
 		v.fail(segs, "bad template: %v", err)
+		return "", false
+	}
+	if !allowEnv && usesFunc(tpl.Tree.Root, envFunc) {
+		v.fail(segs, "%s", envRefusal(pathString(segs)))
 		return "", false
 	}
 	if v.used == nil {
@@ -132,6 +163,8 @@ func (v *validator) render(segs []any, s string) (string, bool) {
 	if err := tpl.Execute(&b, data); err != nil {
 		m := noEntryRE.FindStringSubmatch(err.Error())
 		switch {
+		case envErr != nil:
+			v.fail(segs, "%v", envErr)
 		case m == nil:
 			v.fail(segs, "bad template: %v", err)
 		case contains(varNames, m[1]):
@@ -140,6 +173,11 @@ func (v *validator) render(segs []any, s string) (string, bool) {
 			v.fail(segs, "unknown template variable {{.%s}} (valid: %s)", m[1], strings.Join(varNames, ", "))
 		}
 		return "", false
+	}
+	for _, val := range read {
+		if len(val) >= minScrubbedEnv {
+			v.envValues = append(v.envValues, val)
+		}
 	}
 	return b.String(), true
 }
@@ -254,6 +292,7 @@ func (v *validator) build(doc *rawDoc) *Target {
 
 	v.endpoints(t, rt.Endpoints)
 	v.lifecycle(t, rt.Lifecycle)
+	v.setup(t, rt.Setup)
 	v.observe(t, rt)
 	if rt.Failpoints != nil {
 		p := rt.Failpoints.Path
@@ -373,6 +412,9 @@ func (v *validator) lifecycle(t *Target, rl *rawLifecycle) {
 			v.fail(at(base, "command", 0), "the program must not be empty")
 		}
 		r, _ := v.render(at(base, "command", i), a)
+		if i == 0 {
+			r = ResolveProgram(v.opts.baseDir, r)
+		}
 		l.Command = append(l.Command, r)
 	}
 	keys := make([]string, 0, len(rl.Env))
@@ -385,11 +427,15 @@ func (v *validator) lifecycle(t *Target, rl *rawLifecycle) {
 			v.fail(at(base, "env", k), "must be an environment variable name")
 			continue
 		}
-		r, _ := v.render(at(base, "env", k), rl.Env[k])
+		r, _ := v.renderEnv(at(base, "env", k), rl.Env[k])
 		l.Env[k] = r
 	}
+	// The working directory defaults to the file's; a relative one is under it.
+	l.Dir = v.opts.baseDir
 	if rl.Dir != "" {
-		l.Dir, _ = v.render(at(base, "dir"), rl.Dir)
+		if d, ok := v.render(at(base, "dir"), rl.Dir); ok {
+			l.Dir = v.resolvePath(d)
+		}
 	}
 	if rl.Ready == nil {
 		v.fail(at(base, "ready"), "required (ready.http: the path that answers 2xx once the receiver is ready)")
@@ -598,6 +644,8 @@ type Summary struct {
 	Queries      map[string]string `json:"queries"`
 	Failpoints   string            `json:"failpoints,omitempty"`
 	Capabilities []Capability      `json:"capabilities"`
+	// Setup names the setup hook (its script's path or its program).
+	Setup string `json:"setup,omitempty"`
 }
 
 // EndpointSummary describes an endpoint without its secret.
@@ -615,6 +663,9 @@ func (t *Target) Summary() Summary {
 	s := Summary{Name: t.Name, Source: t.Source, BaseURL: t.BaseURL, DatabaseURL: redactURL(t.Postgres.URL.Reveal()),
 		EventTable: t.Postgres.EventTable, Queries: map[string]string{}, Failpoints: t.FailpointsPath,
 		Capabilities: t.Capabilities}
+	if t.Setup != nil {
+		s.Setup = t.Setup.String()
+	}
 	// A declared query is named by its own field (events.lifecycle.state), not
 	// by the observer slot it fills.
 	q := t.Postgres.Queries
@@ -664,6 +715,9 @@ func (s Summary) String() string {
 		caps[i] = string(c)
 	}
 	fmt.Fprintf(&b, "  capabilities %s\n", strings.Join(caps, ", "))
+	if s.Setup != "" {
+		fmt.Fprintf(&b, "  setup %s\n", s.Setup)
+	}
 	return b.String()
 }
 
