@@ -245,7 +245,7 @@ func (r *Reference) Target(dbURL string) hookcerttest.Target {
 		Retention:      &hookcerttest.Retention{Purge: r.Purge},
 		Kill:           r.Kill,
 		Restart:        r.Restart,
-		Capabilities:   []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint", "retention"},
+		Capabilities:   []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint", "deletion", "retention"},
 	}
 	for _, e := range r.opts.Endpoints {
 		ret := e.Retention()

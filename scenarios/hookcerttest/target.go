@@ -272,6 +272,8 @@ func (tg *Target) validate() error {
 		{"ordering", "Queries.Object", tg.Queries.Object != ""},
 		{"state-machine", "Queries.Payment", tg.Queries.Payment != ""},
 		{"domain-constraint", "Queries.ObjectEffects", tg.Queries.ObjectEffects != ""},
+		{"deletion", "Queries.Object, and Vocab.Ordered.Delete with a declared vocabulary",
+			tg.Queries.Object != "" && (tg.Vocab == nil || tg.Vocab.Ordered != nil && tg.Vocab.Ordered.Delete != nil)},
 		{"retention", "Target.Retention with Purge, and Queries.PayloadPresent",
 			tg.Retention != nil && tg.Retention.Purge != nil && tg.Queries.PayloadPresent != ""},
 	} {
@@ -363,6 +365,9 @@ func (tg *Target) validateVocab() []error {
 	}
 	if o := v.Ordered; o != nil {
 		typ("Vocab.Ordered.Type", o.Type)
+		if o.Delete != nil {
+			typ("Vocab.Ordered.Delete.Type", o.Delete.Type)
+		}
 		switch o.Key {
 		case scenarios.OrderCreated, scenarios.OrderField:
 		default:

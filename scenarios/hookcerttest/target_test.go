@@ -1,0 +1,116 @@
+package hookcerttest
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/hookcert/hookcert/scenarios"
+)
+
+func validTarget() Target {
+	return Target{
+		BaseURL:     "http://127.0.0.1:1",
+		Endpoints:   []Endpoint{{Profile: "stripe", Account: "acct_A", Path: "/webhooks/stripe", Secret: "whsec_test"}},
+		DatabaseURL: "postgres://postgres@127.0.0.1:5432/x",
+		Queries: Queries{
+			EventRows: "SELECT count(*) FROM events WHERE event_id = $3",
+			Effects:   "SELECT count(*) FROM ledger WHERE event_id = $3",
+		},
+	}
+}
+
+// TestValidate: every mistake is reported at once, each naming its Go field,
+// before anything is opened.
+func TestValidate(t *testing.T) {
+	if err := func() *Target { tg := validTarget(); return &tg }().validate(); err != nil {
+		t.Fatalf("valid target refused: %v", err)
+	}
+	cases := []struct {
+		name string
+		edit func(*Target)
+		want []string
+	}{
+		{"no base url", func(tg *Target) { tg.BaseURL = "" }, []string{"Target.BaseURL: required"}},
+		{"bad base url", func(tg *Target) { tg.BaseURL = "ftp://x" }, []string{"Target.BaseURL: must be an http"}},
+		{"no endpoints", func(tg *Target) { tg.Endpoints = nil }, []string{"Target.Endpoints: at least one"}},
+		{"bad endpoint", func(tg *Target) { tg.Endpoints[0] = Endpoint{Profile: "strpe", Path: "x"} },
+			[]string{"Endpoints[0].Profile: unknown profile \"strpe\"", "Endpoints[0].Account: required", "Endpoints[0].Path: must start with /", "Endpoints[0].Secret: required"}},
+		{"one scope twice", func(tg *Target) {
+			tg.Endpoints = append(tg.Endpoints, Endpoint{Profile: "stripe", Account: "acct_A", Path: "/other", Secret: "s"})
+		}, []string{"Endpoints[1].Account: Endpoints[0] has the same event-key scope"}},
+		{"no database", func(tg *Target) { tg.DatabaseURL = "" }, []string{"set exactly one of DatabaseURL and Pool"}},
+		{"no event_rows", func(tg *Target) { tg.Queries.EventRows = "" }, []string{"Target.Queries.EventRows: required"}},
+		{"event_rows without $3", func(tg *Target) { tg.Queries.EventRows = "SELECT count(*) FROM events WHERE account = $2" },
+			[]string{"Target.Queries.EventRows: must reference $3"}},
+		{"$5", func(tg *Target) { tg.Queries.Effects = "SELECT count(*) FROM ledger WHERE event_id = $3 AND x = $5" },
+			[]string{"Target.Queries.Effects:"}},
+		{"quiescent with a parameter", func(tg *Target) { tg.Queries.Quiescent = "SELECT $1::text = ''" },
+			[]string{"Target.Queries.Quiescent: takes no parameters"}},
+		{"unknown capability", func(tg *Target) { tg.Capabilities = []string{"crash-proof"} }, []string{"Capabilities[0]: unknown capability"}},
+		{"capability twice", func(tg *Target) { tg.Capabilities = []string{"lock-gating", "lock-gating"}; tg.EventTable = "events" },
+			[]string{"Capabilities[1]: \"lock-gating\" is given twice"}},
+		{"crash without hooks", func(tg *Target) { tg.Capabilities = []string{"crash"} }, []string{"crash needs Target.Kill and Target.Restart"}},
+		{"kill without restart", func(tg *Target) { tg.Kill = func() error { return nil } }, []string{"Kill and Restart go together"}},
+		{"lock-gating without table", func(tg *Target) { tg.Capabilities = []string{"lock-gating"} }, []string{"lock-gating needs Target.EventTable"}},
+		{"connection-loss without table", func(tg *Target) { tg.Capabilities = []string{"connection-loss"} }, []string{"connection-loss needs Target.EffectTable"}},
+		{"retention without purge", func(tg *Target) { tg.Capabilities = []string{"retention"} }, []string{"retention needs Target.Retention"}},
+		{"ordering without query", func(tg *Target) { tg.Capabilities = []string{"ordering"} }, []string{"ordering needs Queries.Object"}},
+		{"fixture with both", func(tg *Target) {
+			tg.Fixtures = map[string]Fixture{"p": {SQL: "INSERT INTO p VALUES ($4)", Func: func(context.Context, scenarios.ObjectData) error { return nil }}}
+		}, []string{"Fixtures[p]: set exactly one of SQL and Func"}},
+		{"fixture without $4", func(tg *Target) { tg.Fixtures = map[string]Fixture{"p": {SQL: "INSERT INTO p VALUES ($2)"}} },
+			[]string{"Fixtures[p].SQL: must reference $4"}},
+		{"empty vocabulary", func(tg *Target) { tg.Vocab = &scenarios.Vocabulary{} }, []string{"Target.Vocab: declare at least one"}},
+		{"lifecycle without state query", func(tg *Target) {
+			tg.Vocab = &scenarios.Vocabulary{Lifecycle: &scenarios.Lifecycle{Initial: "new", Fixture: "missing",
+				Transitions: []scenarios.Transition{{EventRole: scenarios.EventRole{Type: "x.done"}, From: []string{"new"}, To: "done"}}}}
+		}, []string{"Queries.Payment: required with Vocab.Lifecycle", "Vocab.Lifecycle.Fixture: fixture \"missing\" is not in Target.Fixtures"}},
+		{"one type in two roles", func(tg *Target) {
+			tg.Vocab = &scenarios.Vocabulary{Effect: &scenarios.EventRole{Type: "charge.succeeded"}, Unhandled: &scenarios.EventRole{Type: "charge.succeeded"}}
+		}, []string{"Vocab.Unhandled.Type: event type \"charge.succeeded\" plays another role"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tg := validTarget()
+			c.edit(&tg)
+			err := tg.validate()
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range c.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q\ndoes not say %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+// TestVocabulary: the caller's vocabulary is taken as declared, without being
+// changed, and its queries are held to the declared events' column rules.
+func TestVocabulary(t *testing.T) {
+	tg := validTarget()
+	l := &scenarios.Lifecycle{Initial: "new", Create: &scenarios.EventRole{Type: "x.created"},
+		Transitions: []scenarios.Transition{{EventRole: scenarios.EventRole{Type: "x.done"}, From: []string{"new"}, To: "done"}}}
+	tg.Vocab = &scenarios.Vocabulary{Lifecycle: l}
+	tg.Queries.Payment = "SELECT status FROM x WHERE id = $4"
+	tg.Queries.ObjectEffects = "SELECT count(*) FROM ledger WHERE object_id = $4"
+	if err := tg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	v := tg.vocabulary()
+	if !v.Declared || !v.Lifecycle.CountsEffects || v.Lifecycle.Missing != scenarios.MissingRetry {
+		t.Errorf("vocabulary = %+v, lifecycle %+v: want declared, counting effects, missing retry", v, v.Lifecycle)
+	}
+	if tg.Vocab.Declared || l.CountsEffects || l.Missing != "" {
+		t.Error("the caller's vocabulary was changed")
+	}
+	q := tg.targetQueries()
+	if !q.Declared("payment") || q.Declared("event_rows") {
+		t.Errorf("declared: payment %v, event_rows %v; want true, false", q.Declared("payment"), q.Declared("event_rows"))
+	}
+	if p := q.FieldPath("event_rows"); p != "Target.Queries.EventRows" {
+		t.Errorf("event_rows is named %q", p)
+	}
+}
