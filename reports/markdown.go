@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"net/url"
 	"strings"
 	"unicode/utf8"
 )
@@ -12,15 +13,43 @@ import (
 // limits a step summary to 1 MiB, and results.json keeps every line anyway.
 const maxMarkdownEvidence = 50
 
-// WriteMarkdown writes a summary fit for a GitHub Actions step summary: a headline
-// with the counts and overall verdict, a table of every guarantee, then a section
-// per failed or errored guarantee with its evidence and the repro command in code
-// blocks. Well-known secret patterns are scrubbed.
+// WriteMarkdown writes a summary fit for a GitHub Actions step summary: a badge
+// line (Badge), a headline with the counts and overall verdict, a table of every
+// guarantee, then a section per failed or errored guarantee with its evidence and
+// the repro command in code blocks. Well-known secret patterns are scrubbed.
 func WriteMarkdown(w io.Writer, r *Results) error {
 	if r == nil {
 		return fmt.Errorf("write summary.md: results are nil")
 	}
 	return writeMarkdown(w, Redact(r, nil))
+}
+
+// Badge is a shields.io static badge for s, as one line of Markdown: "passed of
+// judged" (not-applicable guarantees are not counted, as they are never passes),
+// green only for a PASSED verdict. It is text: rendering it uses no network, the
+// page that shows it fetches the image, and the alt text says the same.
+func Badge(s Summary) string {
+	judged := s.Passed + s.Failed + s.Error
+	msg := fmt.Sprintf("%d/%d passed", s.Passed, judged)
+	color := "lightgrey"
+	switch s.Verdict() {
+	case "PASSED":
+		color = "brightgreen"
+	case "FAILED":
+		color = "red"
+	case "ERROR":
+		color = "orange"
+	default:
+		msg = "nothing judged"
+	}
+	return fmt.Sprintf("![hookcert: %s](https://img.shields.io/badge/hookcert-%s-%s)", msg, badgeText(msg), color)
+}
+
+// badgeText escapes one field of a shields.io badge path: "-" and "_" separate
+// and space fields there, so they are doubled, then the result is path-escaped.
+func badgeText(s string) string {
+	s = strings.NewReplacer("-", "--", "_", "__").Replace(s)
+	return url.PathEscape(s)
 }
 
 // writeMarkdown renders results that are already scrubbed (Write scrubs once for
@@ -32,6 +61,7 @@ func writeMarkdown(w io.Writer, r *Results) error {
 	if target == "" {
 		target = r.Target.BaseURL
 	}
+	fmt.Fprintf(bw, "%s\n\n", Badge(s))
 	fmt.Fprintf(bw, "# hookcert certification: %s\n\n", s.Verdict())
 	fmt.Fprintf(bw, "**%d passed, %d failed, %d error, %d not applicable** of %d guarantees",
 		s.Passed, s.Failed, s.Error, s.NotApplicable, s.Total)

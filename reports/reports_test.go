@@ -346,8 +346,8 @@ func TestMarkdownTableCellsEscaped(t *testing.T) {
 	if !strings.Contains(md, `a \| b<br>c \<b\>bold\</b\> \`+"`x\\`") {
 		t.Errorf("promise cell not escaped as expected:\n%s", md)
 	}
-	if !strings.HasPrefix(md, "# hookcert certification: FAILED\n") {
-		t.Errorf("headline: %q", strings.SplitN(md, "\n", 2)[0])
+	if _, rest, _ := strings.Cut(md, "\n\n"); !strings.HasPrefix(md, "![hookcert: ") || !strings.HasPrefix(rest, "# hookcert certification: FAILED\n") {
+		t.Errorf("badge and headline: %q", strings.SplitN(md, "\n", 4)[:3])
 	}
 	// The evidence holding ``` must sit in a longer fence so it cannot end the block.
 	if !strings.Contains(md, "````text\n") {

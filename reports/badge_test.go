@@ -1,0 +1,47 @@
+package reports
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestBadge(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		s    Summary
+		want string
+	}{
+		{"passed", Summary{Passed: 23, NotApplicable: 3, Total: 26},
+			"![hookcert: 23/23 passed](https://img.shields.io/badge/hookcert-23%2F23%20passed-brightgreen)"},
+		{"failed", Summary{Passed: 23, Failed: 1, Error: 1, Total: 25},
+			"![hookcert: 23/25 passed](https://img.shields.io/badge/hookcert-23%2F25%20passed-red)"},
+		{"error", Summary{Passed: 10, Error: 1, Total: 11},
+			"![hookcert: 10/11 passed](https://img.shields.io/badge/hookcert-10%2F11%20passed-orange)"},
+		{"nothing judged", Summary{NotApplicable: 26, Total: 26},
+			"![hookcert: nothing judged](https://img.shields.io/badge/hookcert-nothing%20judged-lightgrey)"},
+	} {
+		if got := Badge(c.s); got != c.want {
+			t.Errorf("%s: Badge = %s\nwant %s", c.name, got, c.want)
+		}
+	}
+	// Dashes and underscores separate a shields.io path's fields: doubled, they stay text.
+	if got := badgeText("a-b_c d/e"); got != "a--b__c%20d%2Fe" {
+		t.Errorf("badgeText = %q", got)
+	}
+}
+
+// The badge is summary.md's first line, made from the same counts as the headline.
+func TestSummaryStartsWithBadge(t *testing.T) {
+	r := &Results{Guarantees: []Guarantee{
+		{ID: "DEDUP-1", Status: StatusPassed}, {ID: "DEDUP-2", Status: StatusFailed},
+		{ID: "DEDUP-3", Status: StatusNotApplicable},
+	}}
+	var b strings.Builder
+	if err := WriteMarkdown(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	want := "![hookcert: 1/2 passed](https://img.shields.io/badge/hookcert-1%2F2%20passed-red)\n\n# hookcert certification: FAILED\n"
+	if !strings.HasPrefix(b.String(), want) {
+		t.Errorf("summary.md starts %q, want %q", strings.SplitN(b.String(), "\n\n#", 2)[0], want)
+	}
+}
