@@ -73,6 +73,9 @@ func newHTMLPage(r *Results) htmlPage {
 	p := htmlPage{R: r, Summary: Summarize(r.Guarantees), Duration: fmtMS(r.DurationMS)}
 	p.Verdict = p.Summary.Verdict()
 	p.VerdictClass = strings.Fields(p.Verdict)[0]
+	if r.Stopped() {
+		p.Verdict, p.VerdictClass = r.OutcomeTitle(), "ERROR"
+	}
 	if !r.StartedAt.IsZero() {
 		p.Started = r.StartedAt.UTC().Format(time.RFC3339)
 	}

@@ -151,6 +151,15 @@ func writeJUnit(w io.Writer, r *Results) error {
 	for i := range doc.Suites {
 		doc.Suites[i].Time = seconds(suiteMS[i])
 	}
+	if r.Outcome == RunConfigError || r.Outcome == RunUnreachable {
+		// A run that could not start is one error to a CI system, not a pass
+		// with no tests.
+		doc.Suites = append(doc.Suites, junitTestSuite{Name: "hookcert", Package: "hookcert", Tests: 1, Errors: 1, Time: seconds(r.DurationMS),
+			Timestamp: ts, Properties: props, Cases: []junitTestCase{{Name: r.Outcome, Classname: "hookcert.run", Time: seconds(r.DurationMS),
+				Error: &junitProblem{Message: junitText(strings.SplitN(r.Error, "\n", 2)[0]), Type: r.Outcome, Body: junitText(r.Error)}}}})
+		doc.Tests++
+		doc.Errors++
+	}
 	if _, err := io.WriteString(w, xml.Header); err != nil {
 		return fmt.Errorf("write junit.xml: %w", err)
 	}

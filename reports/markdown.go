@@ -62,6 +62,9 @@ func writeMarkdown(w io.Writer, r *Results) error {
 		target = r.Target.BaseURL
 	}
 	fmt.Fprintf(bw, "%s\n\n", Badge(s))
+	if r.Stopped() {
+		return writeStoppedMarkdown(bw, r, target)
+	}
 	fmt.Fprintf(bw, "# hookcert certification: %s\n\n", s.Verdict())
 	fmt.Fprintf(bw, "**%d passed, %d failed, %d error, %d not applicable** of %d guarantees",
 		s.Passed, s.Failed, s.Error, s.NotApplicable, s.Total)
@@ -272,4 +275,23 @@ func fmtMS(ms int64) string {
 		return fmt.Sprintf("%.1f s", float64(ms)/1000)
 	}
 	return fmt.Sprintf("%dm%02ds", ms/60_000, (ms/1000)%60)
+}
+
+// writeStoppedMarkdown is the summary of a run that judged nothing: the
+// headline, one line saying why, and the error in full when it has more lines.
+func writeStoppedMarkdown(bw *bufio.Writer, r *Results, target string) error {
+	fmt.Fprintf(bw, "# hookcert certification: %s\n\n", r.OutcomeTitle())
+	first, rest, _ := strings.Cut(strings.TrimSpace(r.Error), "\n")
+	line := "Nothing was judged"
+	if target != "" {
+		line += " for target " + mdInline(target)
+	}
+	fmt.Fprintf(bw, "%s (seed %d): %s\n\n", line, r.Seed, mdPara(mdTruncate(first)))
+	if strings.TrimSpace(rest) != "" {
+		writeFence(bw, "text", mdTruncate(strings.TrimSpace(r.Error)))
+	}
+	if err := bw.Flush(); err != nil {
+		return fmt.Errorf("write summary.md: %w", err)
+	}
+	return nil
 }

@@ -71,6 +71,42 @@ type Results struct {
 	// Interrupted is set when the run was stopped (a signal, a deadline) before
 	// every selected guarantee was judged; those left are errors.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Outcome is set when the run stopped before it judged anything (then
+	// Guarantees is empty): RunConfigError, RunUnreachable or
+	// RunNothingSelected; Error says what, secrets removed. A run that judged
+	// its guarantees leaves both empty: the verdicts say what happened. Both
+	// are optional, so every earlier hookcert.results/v1 file stays valid.
+	Outcome string `json:"outcome,omitempty"`
+	Error   string `json:"error,omitempty"`
+}
+
+// Outcomes of a run that stopped before it judged anything (Results.Outcome),
+// one per exit status of hookcert certify: 2, 3 and 4.
+const (
+	// RunConfigError: the target file or the options are wrong, or the
+	// target's setup hook failed.
+	RunConfigError = "configuration_error"
+	// RunUnreachable: the target could not be reached, or its receiver or
+	// database could not be started or reached.
+	RunUnreachable = "unreachable"
+	// RunNothingSelected: the label filter and focus select no guarantee.
+	RunNothingSelected = "nothing_selected"
+)
+
+// Stopped reports whether the run stopped before it judged anything.
+func (r *Results) Stopped() bool { return r.Outcome != "" }
+
+// OutcomeTitle is the headline of a run that stopped (Outcome), "" otherwise.
+func (r *Results) OutcomeTitle() string {
+	switch r.Outcome {
+	case RunConfigError:
+		return "CONFIGURATION ERROR"
+	case RunUnreachable:
+		return "TARGET UNREACHABLE"
+	case RunNothingSelected:
+		return "NOTHING SELECTED"
+	}
+	return ""
 }
 
 // ToolInfo names the program that produced the results.
@@ -212,6 +248,18 @@ func (r *Results) Validate() error {
 	}
 	if r.DurationMS < 0 {
 		return fmt.Errorf("field duration_ms: must not be negative, got %d", r.DurationMS)
+	}
+	switch r.Outcome {
+	case "":
+		if r.Error != "" {
+			return fmt.Errorf("field error: set without an outcome")
+		}
+	case RunConfigError, RunUnreachable, RunNothingSelected:
+		if len(r.Guarantees) > 0 {
+			return fmt.Errorf("field outcome: %q says the run judged nothing, but it has %d guarantee(s)", r.Outcome, len(r.Guarantees))
+		}
+	default:
+		return fmt.Errorf("field outcome: expected one of %s, %s, %s, got %q", RunConfigError, RunUnreachable, RunNothingSelected, r.Outcome)
 	}
 	seen := make(map[string]int, len(r.Guarantees))
 	for i, g := range r.Guarantees {
