@@ -72,12 +72,17 @@ func extract(ep Endpoint, h http.Header, body []byte, lenient, readUnknown bool)
 		id, typ, obj = h.Get(hdr), env.Type, env.Data
 	case "github":
 		var env struct {
+			Action string          `json:"action"`
 			Object json.RawMessage `json:"object"`
 		}
 		if err := json.Unmarshal(body, &env); err != nil {
 			return store.Event{}, &badRequest{"malformed_json", "envelope: " + err.Error()}
 		}
+		// GitHub names the event in the header and the action in the body.
 		id, typ, obj = h.Get("X-GitHub-Delivery"), h.Get("X-GitHub-Event"), env.Object
+		if env.Action != "" {
+			typ += "." + env.Action
+		}
 	case "shopify":
 		id, typ, obj = h.Get("X-Shopify-Event-Id"), h.Get("X-Shopify-Topic"), body
 	default:

@@ -133,7 +133,7 @@ func (p githubProfile) Headers(ev Event, body []byte, at Attempt, secrets []stri
 	h.set(hContentType, p.facts.ContentType)
 	h.set(hUserAgent, githubUserAgent)
 	h.set(hGitHubDelivery, ev.ID)
-	h.set(hGitHubEvent, ev.Type)
+	h.set(hGitHubEvent, githubEventName(ev.Type))
 	h.set(hGitHubHookID, strconv.FormatInt(stableNumber2("hook:", ev.Account), 10))
 	h.set(hGitHubTargetType, "repository")
 	h.set(hGitHubTargetID, strconv.FormatInt(stableNumber2("target:", ev.Account), 10))
@@ -142,6 +142,17 @@ func (p githubProfile) Headers(ev Event, body []byte, at Attempt, secrets []stri
 		h.set(hHubSig1, GitHubSignature1(secrets[0], body))
 	}
 	return h.h, nil
+}
+
+// githubEventName is the X-GitHub-Event value of an event type: the type up to
+// its last dot ("issues.closed" → "issues"), since GitHub names the event in the
+// header and the action in the body's $.action. A type without a dot is the
+// event name itself ("ping", "push").
+func githubEventName(typ string) string {
+	if i := strings.LastIndex(typ, "."); i > 0 {
+		return typ[:i]
+	}
+	return typ
 }
 
 // Verdict: 2XX acknowledges; anything else is a failed delivery (which GitHub

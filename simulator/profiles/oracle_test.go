@@ -381,7 +381,12 @@ func oldGitHubHeaders(id string, ev Event, body []byte, at Attempt, secrets []st
 	h.Set("Content-Type", "application/json")
 	h.Set("User-Agent", "GitHub-Hookshot/hookcert")
 	h.Set("X-GitHub-Delivery", ev.ID)
-	h.Set("X-GitHub-Event", ev.Type)
+	// The event name; the action is the type's last segment, in the body.
+	ev2 := ev.Type
+	if i := strings.LastIndex(ev2, "."); i > 0 {
+		ev2 = ev2[:i]
+	}
+	h.Set("X-GitHub-Event", ev2)
 	h.Set("X-GitHub-Hook-ID", strconv.FormatInt(oldStableNumber("hook:"+ev.Account), 10))
 	h.Set("X-GitHub-Hook-Installation-Target-Type", "repository")
 	h.Set("X-GitHub-Hook-Installation-Target-ID", strconv.FormatInt(oldStableNumber("target:"+ev.Account), 10))
