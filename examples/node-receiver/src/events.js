@@ -69,11 +69,13 @@ const VALIDATORS = {
   'invoice.paid': (data) => {
     if (!isText(data.id)) throw new BadEvent('invoice.paid: data.id must be a non-empty string');
   },
-  'customer.updated': (data) => {
-    if (!isText(data.id)) throw new BadEvent('customer.updated: data.id must be a non-empty string');
-    if (!Number.isSafeInteger(data.version)) throw new BadEvent('customer.updated: data.version must be an integer');
-  },
 };
+for (const type of ['customer.updated', 'customer.deleted']) {
+  VALIDATORS[type] = (data) => {
+    if (!isText(data.id)) throw new BadEvent(`${type}: data.id must be a non-empty string`);
+    if (!Number.isSafeInteger(data.version)) throw new BadEvent(`${type}: data.version must be an integer`);
+  };
+}
 for (const type of Object.keys(ORDER_EVENTS)) {
   VALIDATORS[type] = (data) => {
     if (!isText(data.id)) throw new BadEvent(`${type}: data.id must be a non-empty string`);
@@ -124,21 +126,36 @@ async function orderEvent(db, eventId, type, data) {
   return `ignored: order is already ${status}`;
 }
 
-// customer.updated carries the customer's version: only a newer one overwrites.
+// customer.updated carries the customer's version: only a newer one
+// overwrites, and never a deleted customer.
 async function customerUpdated(db, eventId, data) {
   const r = await db.query(
     `INSERT INTO customers (id, email, name, version) VALUES ($1, $2, $3, $4)
      ON CONFLICT (id) DO UPDATE
        SET email = EXCLUDED.email, name = EXCLUDED.name, version = EXCLUDED.version, updated_at = now()
-       WHERE customers.version < EXCLUDED.version`,
+       WHERE customers.version < EXCLUDED.version AND customers.deleted_at IS NULL`,
     [data.id, optText(data.email), optText(data.name), data.version],
   );
-  return r.rowCount === 1 ? 'customer updated' : 'ignored: stale version';
+  return r.rowCount === 1 ? 'customer updated' : 'ignored: stale version or deleted customer';
+}
+
+// customer.deleted leaves a tombstone with the deletion's version (personal
+// fields cleared); a deletion older than the row's version is ignored.
+async function customerDeleted(db, eventId, data) {
+  const r = await db.query(
+    `INSERT INTO customers (id, version, deleted_at) VALUES ($1, $2, now())
+     ON CONFLICT (id) DO UPDATE
+       SET email = NULL, name = NULL, version = EXCLUDED.version, deleted_at = now(), updated_at = now()
+       WHERE customers.version < EXCLUDED.version`,
+    [data.id, data.version],
+  );
+  return r.rowCount === 1 ? 'customer deleted' : 'ignored: stale version';
 }
 
 const HANDLERS = {
   'invoice.paid': invoicePaid,
   'customer.updated': customerUpdated,
+  'customer.deleted': customerDeleted,
 };
 for (const type of Object.keys(ORDER_EVENTS)) {
   HANDLERS[type] = (db, eventId, data) => orderEvent(db, eventId, type, data);

@@ -49,7 +49,10 @@ CREATE TABLE IF NOT EXISTS customers (
   email      text,
   name       text,
   version    bigint NOT NULL,
-  updated_at timestamptz NOT NULL DEFAULT now()
+  updated_at timestamptz NOT NULL DEFAULT now(),
+  -- A deleted customer stays as a tombstone holding the deletion's version,
+  -- so that an older update arriving late cannot bring it back.
+  deleted_at timestamptz
 );
 `;
 

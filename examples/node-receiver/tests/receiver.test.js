@@ -108,7 +108,7 @@ test('receiver', async (t) => {
     assert.equal(await count(pool, 'SELECT count(*) FROM shipments WHERE order_id = $1', [id]), 1);
   });
 
-  await t.test('customer updates apply only a newer version', async () => {
+  await t.test('customer updates apply only a newer version; a deletion is final', async () => {
     const id = newId('cus');
     for (const version of [1, 3, 2]) {
       const req = signedRequest('customer.updated', { id, version, email: `v${version}@example.com` });
@@ -116,6 +116,13 @@ test('receiver', async (t) => {
     }
     const r = await pool.query('SELECT version, email FROM customers WHERE id = $1', [id]);
     assert.deepEqual(r.rows[0], { version: '3', email: 'v3@example.com' });
+    // A deletion leaves a tombstone that neither an older nor a newer update revives.
+    assert.equal((await post(url, signedRequest('customer.deleted', { id, version: 5 }))).status, 200);
+    for (const version of [4, 6]) {
+      assert.equal((await post(url, signedRequest('customer.updated', { id, version, email: 'back@example.com' }))).status, 200);
+    }
+    const d = await pool.query('SELECT version, email, deleted_at IS NOT NULL AS deleted FROM customers WHERE id = $1', [id]);
+    assert.deepEqual(d.rows[0], { version: '5', email: null, deleted: true });
   });
 
   await t.test('a session lost inside the transaction keeps neither the key nor the payment', async () => {
