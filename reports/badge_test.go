@@ -45,3 +45,20 @@ func TestSummaryStartsWithBadge(t *testing.T) {
 		t.Errorf("summary.md starts %q, want %q", strings.SplitN(b.String(), "\n\n#", 2)[0], want)
 	}
 }
+
+// A run that stopped before judging says why in its badge, as in its headline.
+func TestStoppedRunBadge(t *testing.T) {
+	for outcome, want := range map[string]string{
+		RunConfigError:     "![hookcert: configuration error](https://img.shields.io/badge/hookcert-configuration%20error-red)",
+		RunUnreachable:     "![hookcert: target unreachable](https://img.shields.io/badge/hookcert-target%20unreachable-red)",
+		RunNothingSelected: "![hookcert: nothing selected](https://img.shields.io/badge/hookcert-nothing%20selected-lightgrey)",
+	} {
+		var b strings.Builder
+		if err := WriteMarkdown(&b, &Results{Outcome: outcome, Error: "why"}); err != nil {
+			t.Fatal(err)
+		}
+		if got, _, _ := strings.Cut(b.String(), "\n"); got != want {
+			t.Errorf("%s: first line %s\nwant %s", outcome, got, want)
+		}
+	}
+}

@@ -42,6 +42,23 @@ func Badge(s Summary) string {
 	default:
 		msg = "nothing judged"
 	}
+	return badgeLine(msg, color)
+}
+
+// runBadge is Badge, or for a run that stopped before it judged anything, why
+// (red, but grey when nothing was selected: no receiver was at fault).
+func runBadge(r *Results, s Summary) string {
+	if !r.Stopped() {
+		return Badge(s)
+	}
+	color := "red"
+	if r.Outcome == RunNothingSelected {
+		color = "lightgrey"
+	}
+	return badgeLine(strings.ToLower(r.OutcomeTitle()), color)
+}
+
+func badgeLine(msg, color string) string {
 	return fmt.Sprintf("![hookcert: %s](https://img.shields.io/badge/hookcert-%s-%s)", msg, badgeText(msg), color)
 }
 
@@ -61,7 +78,7 @@ func writeMarkdown(w io.Writer, r *Results) error {
 	if target == "" {
 		target = r.Target.BaseURL
 	}
-	fmt.Fprintf(bw, "%s\n\n", Badge(s))
+	fmt.Fprintf(bw, "%s\n\n", runBadge(r, s))
 	if r.Stopped() {
 		return writeStoppedMarkdown(bw, r, target)
 	}
