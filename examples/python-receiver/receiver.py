@@ -35,15 +35,16 @@ CREATE TABLE IF NOT EXISTS deliveries (
     event       text NOT NULL,
     received_at timestamptz NOT NULL DEFAULT now()
 );
+-- Keyed by node_id: an issue transferred to another repository keeps it,
+-- while its number changes.
 CREATE TABLE IF NOT EXISTS issues (
+    node_id       text PRIMARY KEY,
+    issue_id      bigint NOT NULL,
     repository_id bigint NOT NULL,
     number        integer NOT NULL,
-    issue_id      bigint NOT NULL,
-    node_id       text NOT NULL,
     title         text NOT NULL,
     state         text NOT NULL CHECK (state IN ('open', 'closed')),
-    updated_at    timestamptz NOT NULL,
-    PRIMARY KEY (repository_id, number)
+    updated_at    timestamptz NOT NULL
 );
 CREATE TABLE IF NOT EXISTS stars (
     id            bigserial PRIMARY KEY,
@@ -110,16 +111,18 @@ def issues_change(payload):
     state = _field(issue, "state", str)
     if state not in ("open", "closed"):
         raise BadPayload("issue.state: not open or closed")
-    row = (_field(repo, "id", int), _field(issue, "number", int), _field(issue, "id", int),
-           _field(issue, "node_id", str), _field(issue, "title", str), state,
+    row = (_field(issue, "node_id", str), _field(issue, "id", int), _field(repo, "id", int),
+           _field(issue, "number", int), _field(issue, "title", str), state,
            _time(_field(issue, "updated_at", str), "issue.updated_at"))
     if action not in ("opened", "closed", "reopened"):
         return None
 
     def apply(cur, delivery_id):
-        cur.execute("INSERT INTO issues (repository_id, number, issue_id, node_id, title, state, updated_at)"
+        # A tie (two changes in one second) goes to the later delivery.
+        cur.execute("INSERT INTO issues (node_id, issue_id, repository_id, number, title, state, updated_at)"
                     " VALUES (%s, %s, %s, %s, %s, %s, %s)"
-                    " ON CONFLICT (repository_id, number) DO UPDATE SET title = EXCLUDED.title,"
+                    " ON CONFLICT (node_id) DO UPDATE SET repository_id = EXCLUDED.repository_id,"
+                    " number = EXCLUDED.number, title = EXCLUDED.title,"
                     " state = EXCLUDED.state, updated_at = EXCLUDED.updated_at"
                     " WHERE issues.updated_at <= EXCLUDED.updated_at", row)
     return apply

@@ -138,7 +138,7 @@ class Correct(ReceiverTest):
         self.assertEqual(self.post({"action": "closed", "issue": closed, "repository": repo}, "i-2", "issues"), 200)
         # The older opened, delivered late, does not reopen it.
         self.assertEqual(self.post({"action": "opened", "issue": issue, "repository": repo}, "i-1", "issues"), 200)
-        self.assertEqual(self.count("SELECT state FROM issues WHERE number = 1347"), "closed")
+        self.assertEqual(self.count("SELECT state FROM issues WHERE node_id = 'I_kwDOABII585'"), "closed")
 
 
 class DedupeAfterCommit(ReceiverTest):
