@@ -1,0 +1,296 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"go.yaml.in/yaml/v3"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/reference"
+	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// runMain runs the command line in process.
+func runMain(args ...string) (int, string) {
+	var out bytes.Buffer
+	code := Main(args, &out, &out)
+	return code, out.String()
+}
+
+// proposedQueries reads observe.postgres of a proposed target file.
+func proposedPostgres(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	return doc["target"]["observe"].(map[string]any)["postgres"].(map[string]any)
+}
+
+func count(t *testing.T, conn *pgx.Conn, sql string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
+// TestInitCertifiesReference is the done-criterion of hookcert init: against
+// the reference receiver's database it proposes a target whose queries count
+// what the receiver stored, and that target, with what init leaves to fill in
+// (the endpoints' paths and secrets, a lifecycle), certifies the reference.
+func TestInitCertifiesReference(t *testing.T) {
+	dbURL := pgtest.Database(t)
+	ctx := t.Context()
+	secretA, _ := profiles.GenerateSecret("stripe", rand.Reader)
+	secretB, _ := profiles.GenerateSecret("stripe", rand.Reader)
+	eps := []reference.Endpoint{
+		{Profile: "stripe", Account: "acct_A", Path: "/webhooks/stripe/acct_A", SecretEnv: "STRIPE_WEBHOOK_SECRET"},
+		{Profile: "stripe", Account: "acct_B", Path: "/webhooks/stripe/acct_B", SecretEnv: "STRIPE_WEBHOOK_SECRET_B"},
+	}
+	t.Setenv("STRIPE_WEBHOOK_SECRET", secretA)
+	t.Setenv("STRIPE_WEBHOOK_SECRET_B", secretB)
+	running := append([]reference.Endpoint(nil), eps...)
+	running[0].Secret, running[1].Secret = secretA, secretB
+
+	// The reference migrates its schema and serves; one event lands.
+	app, err := reference.Open(ctx, dbURL, reference.Options{Endpoints: running})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(app.Handler())
+	out := filepath.Join(t.TempDir(), "target.yaml")
+	code, msg := runMain("init", "--database-url", dbURL, "--receiver-url", srv.URL, "--out", out)
+	if code != ExitOK {
+		t.Fatalf("init: exit %d\n%s", code, msg)
+	}
+	for _, want := range []string{"event table:  processed_webhook_events (event ID event_id, account account_id, source source)",
+		"effect table: ledger_entries", "checked: event_rows and effects prepare", "left to fill in:", "export STRIPE_WEBHOOK_SECRET"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("init output does not say %q:\n%s", want, msg)
+		}
+	}
+	const eventID = "evt_init_check_1"
+	if code, msg := runMain("fire", "--profile", "stripe", "--url", srv.URL+"/webhooks/stripe/acct_A", "--secret", secretA,
+		"--account", "acct_A", "--event-type", "customer_cash_balance_transaction.created", "--event-id", eventID); code != ExitOK {
+		t.Fatalf("fire: exit %d\n%s", code, msg)
+	}
+	srv.Close()
+	app.Close()
+
+	pg := proposedPostgres(t, out)
+	if pg["event_table"] != "processed_webhook_events" || pg["effect_table"] != "ledger_entries" {
+		t.Errorf("tables: event %v, effect %v", pg["event_table"], pg["effect_table"])
+	}
+	qs := pg["queries"].(map[string]any)
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	// Each query counts the delivered event once, and nothing for another
+	// account, source or ID: its parameters are bound to the right columns.
+	for _, name := range []string{"event_rows", "effects"} {
+		sql := qs[name].(string)
+		for _, c := range []struct {
+			src, acct, id string
+			want          int
+		}{
+			{"stripe", "acct_A", eventID, 1}, {"stripe", "acct_B", eventID, 0}, {"github", "acct_A", eventID, 0}, {"stripe", "acct_A", "evt_other", 0},
+		} {
+			if got := count(t, conn, sql, c.src, c.acct, c.id); got != c.want {
+				t.Errorf("%s (%s) for (%s, %s, %s) = %d, want %d", name, sql, c.src, c.acct, c.id, got, c.want)
+			}
+		}
+	}
+
+	// What init left: the endpoints (path, account; the secrets are in the
+	// variables it named), a lifecycle and crash. observe.postgres stays as
+	// proposed.
+	b, _ := os.ReadFile(out)
+	var doc map[string]map[string]any
+	if err := yaml.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	cfgPath := filepath.Join(t.TempDir(), "endpoints.yaml")
+	cfg, _ := yaml.Marshal(reference.Config{Endpoints: eps})
+	if err := os.WriteFile(cfgPath, cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tg := doc["target"]
+	tg["base_url"] = "http://{{.ListenAddr}}"
+	tg["endpoints"] = []map[string]any{
+		{"profile": "stripe", "account": "acct_A", "path": "/webhooks/stripe/acct_A", "secret_env": "STRIPE_WEBHOOK_SECRET"},
+		{"profile": "stripe", "account": "acct_B", "path": "/webhooks/stripe/acct_B", "secret_env": "STRIPE_WEBHOOK_SECRET_B"},
+	}
+	tg["lifecycle"] = map[string]any{
+		"command": []string{hookcertBinary(t), "reference", "serve", "--listen", "{{.ListenAddr}}", "--config", cfgPath},
+		"env":     map[string]string{"HOOKCERT_DATABASE_URL": dbURL},
+		"ready":   map[string]any{"http": "/healthz", "timeout": "30s"},
+	}
+	tg["capabilities"] = append(tg["capabilities"].([]any), "crash")
+	filled, _ := yaml.Marshal(doc)
+	if err := os.WriteFile(out, filled, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reportDir := t.TempDir()
+	code, msg = runMain("certify", "--config", out, "--report-dir", reportDir, "--seed", "5")
+	if code != ExitOK {
+		t.Fatalf("certify with the proposed target: exit %d\n%s", code, msg)
+	}
+	res, err := reports.ReadResults(filepath.Join(reportDir, reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Lock gating (DEDUP-1), the cut connection (ATOMIC-3) and the crash
+	// (ATOMIC-1, ACK-1) were all judged through the proposed tables.
+	got := map[string]reports.Status{}
+	for _, g := range res.Guarantees {
+		got[g.ID] = g.Status
+	}
+	for _, id := range []string{"DEDUP-1", "DEDUP-2", "DEDUP-3", "ATOMIC-1", "ATOMIC-3", "ACK-1", "ACK-3"} {
+		if got[id] != reports.StatusPassed {
+			t.Errorf("%s: %s, want passed", id, got[id])
+		}
+	}
+	if res.Summary.Failed != 0 || res.Summary.Error != 0 || res.Summary.Passed < 10 {
+		t.Errorf("summary %+v", res.Summary)
+	}
+}
+
+// TestInitSchemas: the tables and columns init recognises in receivers laid
+// out otherwise than the reference, each query bound only to columns that
+// exist; and a schema without an event table gets a skeleton and exit 1.
+func TestInitSchemas(t *testing.T) {
+	cases := []struct {
+		name       string
+		ddl        string
+		code       int
+		eventTable string
+		eventRows  string
+		effects    string
+		file       []string // also in the file
+	}{
+		{
+			name: "stripe-shop: account and mode, no source",
+			ddl: `CREATE TABLE stripe_events (mode text, account text, event_id text, payload jsonb, PRIMARY KEY (mode, account, event_id));
+			      CREATE TABLE ledger (id bigserial PRIMARY KEY, mode text, account text, payment_id text, event_id text NOT NULL);
+			      CREATE TABLE payments (id text PRIMARY KEY, account text, status text)`,
+			eventTable: "stripe_events",
+			eventRows:  "SELECT count(*) FROM stripe_events WHERE account = $2 AND event_id = $3",
+			effects:    "SELECT count(*) FROM ledger WHERE account = $2 AND event_id = $3",
+			file:       []string{"primary key over (mode, account, event_id)", "# object_effects: SELECT count(*) FROM ledger WHERE account = $2 AND payment_id = $4"},
+		},
+		{
+			name: "GitHub deliveries, effects by foreign key",
+			ddl: `CREATE TABLE github_deliveries (delivery_id text PRIMARY KEY, received_at timestamptz);
+			      CREATE TABLE issue_activity (id bigserial PRIMARY KEY, delivery text NOT NULL REFERENCES github_deliveries (delivery_id), issue int);
+			      CREATE TABLE audit_log (delivery_id text)`,
+			eventTable: "github_deliveries",
+			eventRows:  "SELECT count(*) FROM github_deliveries WHERE delivery_id = $3",
+			effects:    "SELECT count(*) FROM issue_activity WHERE delivery = $3",
+			file:       []string{"a foreign key issue_activity(delivery) references github_deliveries(delivery_id)"},
+		},
+		{
+			name: "another schema, a mixed-case table keyed by id",
+			ddl: `CREATE SCHEMA hooks;
+			      CREATE TABLE hooks."WebhookEvents" (id text PRIMARY KEY, tenant_id text);
+			      CREATE TABLE hooks.credits (id bigserial PRIMARY KEY, tenant_id text, webhookevent_id text)`,
+			eventTable: "hooks.WebhookEvents",
+			eventRows:  `SELECT count(*) FROM hooks."WebhookEvents" WHERE tenant_id = $2 AND id = $3`,
+			effects:    `SELECT count(*) FROM hooks.credits WHERE tenant_id = $2 AND webhookevent_id = $3`,
+		},
+		{
+			name: "no unique key: proposed with a warning",
+			ddl: `CREATE TABLE webhook_events (source text, account_id text, event_id text);
+			      CREATE TABLE ledger_entries (source text, account_id text, event_id text)`,
+			eventTable: "webhook_events",
+			eventRows:  "SELECT count(*) FROM webhook_events WHERE source = $1 AND account_id = $2 AND event_id = $3",
+			effects:    "SELECT count(*) FROM ledger_entries WHERE source = $1 AND account_id = $2 AND event_id = $3",
+			file:       []string{"WARNING: webhook_events has no unique key over event_id"},
+		},
+		{
+			name: "no event table",
+			ddl:  `CREATE TABLE users (id bigserial PRIMARY KEY, email text UNIQUE)`,
+			code: ExitFailed,
+			file: []string{"TODO: no table of event keys was found"},
+		},
+	}
+	t.Setenv("STRIPE_WEBHOOK_SECRET", "whsec_stand_in")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dbURL := pgtest.Database(t)
+			conn, err := pgx.Connect(t.Context(), dbURL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close(context.Background())
+			if _, err := conn.Exec(t.Context(), c.ddl); err != nil {
+				t.Fatal(err)
+			}
+			out := filepath.Join(t.TempDir(), "target.yaml")
+			code, msg := runMain("init", "--database-url", dbURL, "--out", out)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\n%s", code, c.code, msg)
+			}
+			b, err := os.ReadFile(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.file {
+				if !strings.Contains(string(b), w) {
+					t.Errorf("the file does not say %q:\n%s", w, b)
+				}
+			}
+			if c.code != ExitOK {
+				return
+			}
+			if err := target.Validate(b, profiles.IDs()); err != nil {
+				t.Errorf("the proposed file does not load: %v\n%s", err, b)
+			}
+			pg := proposedPostgres(t, out)
+			qs := pg["queries"].(map[string]any)
+			if pg["event_table"] != c.eventTable || qs["event_rows"] != c.eventRows || qs["effects"] != c.effects {
+				t.Errorf("proposed event_table %v\n event_rows %v\n effects %v\nwant %v\n %v\n %v", pg["event_table"], qs["event_rows"], qs["effects"],
+					c.eventTable, c.eventRows, c.effects)
+			}
+		})
+	}
+}
+
+// TestInitUsage: an existing file is kept without --force, and a database that
+// does not answer is exit 3, its password never printed.
+func TestInitUsage(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "target.yaml")
+	if err := os.WriteFile(out, []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, msg := runMain("init", "--database-url", "postgres://u:s3cret-pw@127.0.0.1:1/x", "--out", out); code != ExitUsage || !strings.Contains(msg, "--force") {
+		t.Errorf("existing --out: exit %d\n%s", code, msg)
+	}
+	code, msg := runMain("init", "--database-url", "postgres://u:s3cret-pw@127.0.0.1:1/x?connect_timeout=2", "--out", out, "--force")
+	if code != ExitUnreachable || strings.Contains(msg, "s3cret-pw") {
+		t.Errorf("unreachable database: exit %d\n%s", code, msg)
+	}
+	if code, msg := runMain("init", "--database-url", "postgres://127.0.0.1/x", "--profile", "strpe"); code != ExitUsage || !strings.Contains(msg, "unknown profile") {
+		t.Errorf("bad profile: exit %d\n%s", code, msg)
+	}
+	if b, _ := os.ReadFile(out); string(b) != "mine" {
+		t.Errorf("the existing file was changed: %q", b)
+	}
+}
