@@ -22,7 +22,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/hookcert/hookcert/adapters/failpoints"
 	"github.com/hookcert/hookcert/adapters/fixture"
@@ -89,10 +91,13 @@ const DefaultTimeScale = 3600
 
 // Harness errors, classified for exit codes.
 var (
-	// ErrConfig: the target file or the options are wrong (exit 2).
+	// ErrConfig: the target file or the options are wrong, or the target's
+	// setup hook failed (exit 2).
 	ErrConfig = errors.New("configuration error")
 	// ErrUnreachable: the target could not be reached or started (exit 3).
 	ErrUnreachable = errors.New("target unreachable")
+	// ErrNothing: the label filter and focus select no guarantee (exit 4).
+	ErrNothing = errors.New("no scenario selected")
 )
 
 // Options configure one certification run.
@@ -101,6 +106,14 @@ type Options struct {
 	// path then only names it in messages).
 	ConfigPath string
 	ConfigData []byte
+	// ConfigDir is the directory the file's relative paths resolve against
+	// (lifecycle.dir, ./bin/…, setup.sql_file). Default: the directory of
+	// ConfigPath when the file is read from there; with ConfigData, the
+	// harness's working directory.
+	ConfigDir string
+	// NoStart leaves the receiver alone: its lifecycle is not started and a
+	// receiver without one is not checked to answer (hookcert validate).
+	NoStart bool
 	// DatabaseURL is the receiver's database server or database, for targets whose
 	// file uses {{.DatabaseURL}}; empty: HOOKCERT_DATABASE_URL, else provisioned.
 	DatabaseURL  string
@@ -130,6 +143,17 @@ type Harness struct {
 	opts    Options
 	secrets []string
 	closers []func()
+	tg      *target.Target
+}
+
+// Target is the loaded target, rendered with the run's values.
+func (hs *Harness) Target() *target.Target { return hs.tg }
+
+// Database describes the receiver's database for the console: its URL with the
+// password hidden, and how the harness provided it ("" when the file names its
+// own database).
+func (hs *Harness) Database() (url, method string) {
+	return hs.info.Environment["database"], hs.info.Environment["database_method"]
 }
 
 // Close stops the receiver, closes the pools and drops a provisioned database, in
@@ -145,34 +169,99 @@ func (hs *Harness) Close() {
 func (hs *Harness) Secrets() []string { return append([]string(nil), hs.secrets...) }
 
 // Certify loads a target, starts it when it has a lifecycle, runs the suite,
-// judges the history and writes the reports. The error wraps ErrConfig or
-// ErrUnreachable where it applies. When ctx ends mid-run, the results say
-// interrupted and every guarantee not judged is an error.
+// judges the history and writes the reports. The error wraps ErrConfig,
+// ErrUnreachable or ErrNothing where it applies. When ctx ends mid-run, the
+// results say interrupted and every guarantee not judged is an error.
+//
+// A run that stops before it judges anything, once it has read its target
+// file, still writes results.json and the other reports, with no guarantees and
+// the outcome and error saying why (secrets removed); those results are
+// returned beside the error.
 func Certify(ctx context.Context, o Options) (*reports.Results, error) {
-	hs, err := Open(ctx, o)
+	started := time.Now()
+	st := &openState{}
+	hs, err := open(ctx, o, st)
 	if err != nil {
-		return nil, err
+		return st.stopped(o, started, err)
 	}
 	defer hs.Close()
 	run, err := hs.NewRun()
 	if err != nil {
-		return nil, err
+		return st.stopped(o, started, fmt.Errorf("%w: %v", ErrConfig, err))
 	}
 	defer run.Close()
 	if err := run.All(ctx); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		return st.stopped(o, started, fmt.Errorf("%w: %v", ErrConfig, err))
 	}
 	return hs.Finish(ctx, run)
 }
 
-// Open makes the target ready for the suite (see Harness).
-func Open(ctx context.Context, o Options) (_ *Harness, err error) {
+// openState is what open learnt before it stopped, for the report of a run that
+// judged nothing.
+type openState struct {
+	// read: the target file was read (only then is a report written).
+	read    bool
+	runID   string
+	target  reports.TargetInfo
+	profile []string
+	secrets []string
+}
+
+// stopped writes the reports of a run that stopped before it judged anything
+// (when it got as far as reading its target) and returns them with err, both
+// scrubbed of the run's secrets.
+func (st *openState) stopped(o Options, started time.Time, err error) (*reports.Results, error) {
+	err = secretscrub.New(st.secrets...).Error(err)
+	if !st.read || o.ReportDir == "" {
+		return nil, err
+	}
+	outcome := reports.RunUnreachable
+	switch {
+	case errors.Is(err, ErrConfig):
+		outcome = reports.RunConfigError
+	case errors.Is(err, ErrNothing):
+		outcome = reports.RunNothingSelected
+	}
+	now := time.Now()
+	res := &reports.Results{
+		Schema: reports.Schema, Tool: reports.ToolInfo{Name: "hookcert", Version: Version},
+		RunID: st.runID, Seed: o.Run.Seed, StartedAt: started.UTC(), FinishedAt: now.UTC(),
+		DurationMS: now.Sub(started).Milliseconds(), Target: st.target, Profiles: st.profile,
+		Guarantees:  []reports.Guarantee{},
+		Environment: map[string]string{"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH},
+		Outcome:     outcome, Error: err.Error(),
+	}
+	if _, werr := reports.Write(o.ReportDir, res, reports.Options{Secrets: st.secrets}); werr != nil {
+		return res, fmt.Errorf("%w (and the reports could not be written: %v)", err, werr)
+	}
+	return reports.Redact(res, st.secrets), err
+}
+
+// Open makes the target ready for the suite (see Harness). Its error is
+// scrubbed of the run's secrets.
+func Open(ctx context.Context, o Options) (*Harness, error) {
+	st := &openState{}
+	hs, err := open(ctx, o, st)
+	if err != nil {
+		return nil, secretscrub.New(st.secrets...).Error(err)
+	}
+	return hs, nil
+}
+
+func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error) {
 	hs := &Harness{opts: o}
 	defer func() {
 		if err != nil {
 			hs.Close()
 		}
 	}()
+	// Passwords of the database the run was given are secrets of the run from
+	// the start: a provisioning error may quote them.
+	st.secrets = append(append(st.secrets, o.Secrets...), secretscrub.Password(o.DatabaseURL), secretscrub.Password(pgprovision.URLFromEnv()))
+	st.runID = o.RunID
+	if st.runID == "" {
+		st.runID = newRunID()
+	}
 	log := o.Logger
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -181,22 +270,48 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		o.Stdout = io.Discard
 	}
 	data := o.ConfigData
+	baseDir := o.ConfigDir
 	if data == nil {
 		var err error
 		if data, err = target.ReadFile(o.ConfigPath); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
+		if baseDir == "" {
+			if baseDir, err = target.BaseDir(o.ConfigPath); err != nil {
+				return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+			}
+		}
 	}
+	st.read = true
+	// The file's relative paths are the file's, wherever the harness runs.
+	pathOpt := target.WithBaseDir(baseDir)
 	// The whole file is checked before anything is provisioned or started, and
 	// what the run must provide is read off the parsed file, not its text.
-	inspected, err := target.Inspect(data, profiles.IDs())
+	inspected, err := target.Inspect(data, profiles.IDs(), pathOpt)
 	if err != nil {
+		st.target.Name = nameOf(data, o.ConfigPath)
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
+	}
+	// Names, profiles and capabilities are literal in the file: the stand-ins
+	// do not change them.
+	st.target.Name, st.profile = inspected.Name, inspected.Profiles()
+	for _, c := range inspected.Capabilities {
+		st.target.Capabilities = append(st.target.Capabilities, string(c))
+	}
+	if o.Run.LabelFilter != "" || len(o.Run.Focus) > 0 {
+		specs, err := scenarios.Select(o.Run)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
+		}
+		if len(specs) == 0 {
+			return nil, fmt.Errorf("%w: the label filter %q and focus %q match no guarantee (labels: guarantee IDs, families, needs:<capability>; see hookcert guarantees)",
+				ErrNothing, o.Run.LabelFilter, strings.Join(o.Run.Focus, ","))
+		}
 	}
 	vars := target.Vars{}
 	addr, err := process.FreeAddr()
 	if err != nil {
-		return nil, fmt.Errorf("choosing a port for the receiver: %w", err)
+		return nil, fmt.Errorf("%w: choosing a port for the receiver: %v", ErrUnreachable, err)
 	}
 	vars.ListenAddr = addr
 	var provisioned *pgprovision.Database
@@ -220,15 +335,17 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 			fmt.Fprintln(o.Stdout, "database: "+n)
 		}
 	}
-	tg, err := target.Parse(data, vars, target.WithProfiles(profiles.IDs()))
+	tg, err := target.Parse(data, vars, target.WithProfiles(profiles.IDs()), pathOpt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
 	}
-
-	runID := o.RunID
-	if runID == "" {
-		runID = newRunID()
+	st.target.BaseURL = tg.BaseURL
+	for _, ep := range tg.Endpoints {
+		st.target.Endpoints = append(st.target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
 	}
+	st.profile = tg.Profiles()
+
+	runID := st.runID
 	env := &scenarios.Env{
 		RunID: runID, Capabilities: make([]string, 0, len(tg.Capabilities)),
 		EventTable: tg.Postgres.EventTable, EffectTable: tg.Postgres.EffectTable,
@@ -262,9 +379,26 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 			}
 		}
 	}
+	secrets = append(secrets, tg.EnvSecrets()...)
+	st.secrets = append(st.secrets, secrets...)
+
+	// The setup hook creates the receiver's schema before it starts, for
+	// receivers that do not migrate themselves. Its failure is the target's.
+	if tg.Setup != nil {
+		fmt.Fprintf(o.Stdout, "setup: %s\n", tg.Setup)
+		so := fixture.SetupOptionsFor(tg)
+		so.Secrets = secrets
+		if err := fixture.RunSetup(ctx, tg.Setup, so); errors.Is(err, fixture.ErrSetupFailed) {
+			return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
+		} else if err != nil {
+			return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
+		}
+	}
 
 	var proc *process.Process
-	if tg.Lifecycle != nil {
+	if o.NoStart {
+		// Left alone (hookcert validate --no-start).
+	} else if tg.Lifecycle != nil {
 		spec, err := process.SpecFor(tg)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
@@ -301,7 +435,7 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		env.Quiescent = obs.Quiescent
 	}
 	if len(tg.Fixtures) > 0 {
-		fo := fixture.TargetOptions(tg, configDir(o.ConfigPath))
+		fo := fixture.TargetOptions(tg, tg.Dir)
 		// The observer's sessions: the harness's own, bounded by its timeouts.
 		fo.Pool, fo.Secrets = obs.Pool(), secrets
 		fx, err := fixture.New(ctx, tg.Fixtures, fo)
@@ -328,7 +462,15 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		env.Failpoints = failpoints.New(tg.BaseURL, tg.FailpointsPath, &http.Client{Timeout: 5 * time.Second})
 	}
 	if tg.Has(target.Retention) && tg.Retention != nil {
-		tr, err := purge.FromTarget(ctx, tg)
+		if err := preparePurge(ctx, obs, tg.Retention.Purge); err != nil {
+			return nil, err
+		}
+		// A purge command runs in lifecycle.dir, else the file's directory.
+		po := purge.Options{BaseURL: tg.BaseURL, DatabaseURL: tg.Postgres.URL.Reveal(), Dir: tg.Dir}
+		if tg.Lifecycle != nil {
+			po.Dir, po.Env = tg.Lifecycle.Dir, tg.Lifecycle.Env
+		}
+		tr, err := purge.New(ctx, tg.Retention.Purge, po)
 		if err != nil {
 			return nil, fmt.Errorf("%w: purge trigger: %v", ErrUnreachable, err)
 		}
@@ -359,7 +501,7 @@ func Open(ctx context.Context, o Options) (_ *Harness, err error) {
 		}
 	}
 
-	hs.Env, hs.info, hs.secrets = env, info, secrets
+	hs.Env, hs.info, hs.secrets, hs.tg = env, info, secrets, tg
 	return hs, nil
 }
 
@@ -383,13 +525,47 @@ func AckTimeout(ep target.Endpoint, p profiles.Profile) (d time.Duration, model 
 	return ModelAckTimeout, true
 }
 
-// configDir is the target file's directory, where command fixtures run when
-// the target has no lifecycle.dir ("" when the file has no path).
-func configDir(path string) string {
-	if path == "" {
-		return ""
+// nameOf is a file's target.name when its YAML reads that far, else the
+// file's path: what a report of a file that does not load calls it.
+func nameOf(data []byte, path string) string {
+	var doc struct {
+		Target struct {
+			Name any `yaml:"name"`
+		} `yaml:"target"`
 	}
-	return filepath.Dir(path)
+	if err := yaml.Unmarshal(data, &doc); err == nil {
+		if n, ok := doc.Target.Name.(string); ok && n != "" {
+			return n
+		}
+	}
+	return path
+}
+
+// preparePurge checks a retention.purge.sql statement on the receiver's
+// database, as the observer checks its queries: SQL that does not prepare is a
+// configuration error naming the field.
+func preparePurge(ctx context.Context, obs *observe.Observer, p target.Purge) error {
+	if p.SQL == "" {
+		return nil
+	}
+	const field = "target.retention.purge.sql"
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := obs.Pool().Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: checking %s: %v", ErrUnreachable, field, err)
+	}
+	defer conn.Release()
+	sd, err := conn.Conn().Prepare(ctx, "hookcert_purge_check", p.SQL)
+	if err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57") && !strings.HasPrefix(pe.Code, "53") {
+			return fmt.Errorf("%w: %s: does not prepare: %s: %s (SQLSTATE %s)", ErrConfig, field, pe.Severity, pe.Message, pe.Code)
+		}
+		return fmt.Errorf("%w: checking %s: %v", ErrUnreachable, field, err)
+	}
+	_ = conn.Conn().Deallocate(ctx, sd.Name)
+	return nil
 }
 
 // NewRun starts a run of the suite against the harness's target.
@@ -449,6 +625,10 @@ func redactArgs(args []string, secrets []string) []string {
 func newRunID() string {
 	return strings.ToLower(fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffffff))
 }
+
+// Reachable checks that something accepts connections at base, as certify
+// does for a target without lifecycle.
+func Reachable(ctx context.Context, base string) error { return reachable(ctx, base) }
 
 // reachable checks that something accepts connections at base. How it answers
 // HTTP is what the suite judges, so a receiver that misbehaves is still
