@@ -72,8 +72,10 @@ func newCertifyCmd() *cobra.Command {
 		Long: `Certify runs the guarantee suite against the receiver described by a target file
 (docs/target.md) and writes the reports. Exit status: 0 every applicable guarantee
 passed, 1 some failed or could not be judged (or the run was interrupted), 2 usage or
-configuration error, 3 the target could not be reached or started, 4 nothing was
-judged (no guarantee selected, or every selected one is not applicable).`,
+configuration error (the file, a query that does not prepare, a failing setup hook),
+3 the target could not be reached or its receiver started, 4 nothing was judged (no
+guarantee selected, or every selected one is not applicable). Once the target file is
+read, every run writes results.json and summary.md, saying why when it stopped early.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if config == "" {
@@ -103,11 +105,17 @@ func runCertify(ctx context.Context, out io.Writer, opts certify.Options) error 
 		return usageErr("%v", err)
 	}
 	res, err := certify.Certify(ctx, opts)
+	if err != nil && res != nil && opts.ReportDir != "" {
+		// The run stopped before it judged anything; its reports say why.
+		fmt.Fprintf(out, "reports: %s/{results.json,summary.md} (outcome %s)\n", strings.TrimRight(opts.ReportDir, "/"), res.Outcome)
+	}
 	switch {
 	case errors.Is(err, certify.ErrConfig):
 		return &ExitError{Code: ExitUsage, Err: err}
 	case errors.Is(err, certify.ErrUnreachable):
 		return &ExitError{Code: ExitUnreachable, Err: err}
+	case errors.Is(err, certify.ErrNothing):
+		return &ExitError{Code: ExitNothing, Err: err}
 	case err != nil:
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
@@ -142,20 +150,22 @@ func verdictExit(out io.Writer, res *reports.Results, reportDir string, start ti
 }
 
 func printSummary(out io.Writer, res *reports.Results) {
+	p := painterFor(out)
 	fmt.Fprintln(out)
 	for _, g := range res.Guarantees {
-		line := fmt.Sprintf("  %-5s %-9s %s", g.Status.Label(), g.ID, g.Title)
+		line := fmt.Sprintf("  %s %-9s %s", p.status(fmt.Sprintf("%-5s", g.Status.Label())), g.ID, g.Title)
 		if g.Status != reports.StatusPassed && g.Reason != "" {
 			line += " — " + g.Reason
 		}
 		fmt.Fprintln(out, line)
 	}
 	s := res.Summary
-	fmt.Fprintf(out, "\n%s: %d passed, %d failed, %d not applicable, %d error\n", s.Verdict(), s.Passed, s.Failed, s.NotApplicable, s.Error)
+	fmt.Fprintf(out, "\n%s: %d passed, %d failed, %d not applicable, %d error\n", p.status(s.Verdict()), s.Passed, s.Failed, s.NotApplicable, s.Error)
 }
 
 // progress prints one line per scenario as it ends (and as it starts, verbose).
 func progress(w io.Writer, verbose bool) func(scenarios.ProgressEvent) {
+	p := painterFor(w)
 	return func(ev scenarios.ProgressEvent) {
 		if !ev.Done {
 			if verbose {
@@ -163,7 +173,7 @@ func progress(w io.Writer, verbose bool) func(scenarios.ProgressEvent) {
 			}
 			return
 		}
-		line := fmt.Sprintf("[%d/%d] %-14s %s (%s)", ev.Index, ev.Total, ev.State, ev.Guarantee, ev.Elapsed.Round(time.Millisecond))
+		line := fmt.Sprintf("[%d/%d] %s %s (%s)", ev.Index, ev.Total, p.status(fmt.Sprintf("%-14s", ev.State)), ev.Guarantee, ev.Elapsed.Round(time.Millisecond))
 		if ev.Reason != "" && (verbose || ev.State == "error") {
 			line += ": " + ev.Reason
 		}

@@ -58,6 +58,9 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
+	// Read by Main before parsing (setupColor); declared so every subcommand
+	// accepts it.
+	root.PersistentFlags().Bool(noColorFlag, false, "no colour in the output (also: NO_COLOR set to any value; colour is only ever used on a terminal)")
 	// Flag parse errors are usage errors (exit 2), as for any other bad input.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", c.CommandPath(), err)}
@@ -72,6 +75,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 func Main(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
+	stdout, stderr = setupColor(args, stdout, stderr)
 	root := NewRoot(stdout, stderr)
 	root.SetArgs(args)
 	err := root.ExecuteContext(ctx)

@@ -1,0 +1,247 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/scenarios/certify"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+func init() { register(newValidateCmd) }
+
+func newValidateCmd() *cobra.Command {
+	var config, databaseURL string
+	var noStart bool
+	cmd := &cobra.Command{
+		Use:   "validate --config TARGET.yaml",
+		Short: "Check a target file against its database and receiver, delivering nothing",
+		Long: `Validate loads a target file (docs/target.md) and does everything certify does
+before its first delivery: it provisions the run's database when the file uses
+{{.DatabaseURL}} (and drops it afterwards), runs the setup hook, starts the receiver
+when the file has a lifecycle (so a receiver that creates its own schema has done so),
+and prepares every query, fixture and purge statement against the database. Then it
+prints what the file declares: endpoints, capabilities, event roles, and which
+guarantees would be not applicable and why where that is known without a run.
+
+--no-start leaves the receiver alone: the schema must then exist already (a setup
+hook, or a database that holds it). A receiver without lifecycle is never started:
+validate says whether it answers, which is not an error of the file.
+
+Exit status: 0 the file is valid, 2 any error (the file, a query that does not
+prepare, a setup that fails, a receiver that does not start, an unreachable
+database).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if config == "" {
+				return usageErr("--config is required (a target file, see docs/target.md)")
+			}
+			return runValidate(cmd.Context(), cmd.OutOrStdout(), config, databaseURL, noStart)
+		},
+	}
+	cmd.Flags().StringVar(&config, "config", "", "target file (YAML, see docs/target.md)")
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "PostgreSQL for targets that use {{.DatabaseURL}} (default: $HOOKCERT_DATABASE_URL, else provisioned)")
+	cmd.Flags().BoolVar(&noStart, "no-start", false, "do not start the receiver (its schema must already exist)")
+	return cmd
+}
+
+func runValidate(ctx context.Context, out io.Writer, config, databaseURL string, noStart bool) error {
+	fail := func(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
+	data, err := target.ReadFile(config)
+	if err != nil {
+		return fail(err)
+	}
+	dir, err := target.BaseDir(config)
+	if err != nil {
+		return fail(err)
+	}
+	inspected, err := target.Inspect(data, profiles.IDs(), target.WithBaseDir(dir))
+	if err != nil {
+		return fail(fmt.Errorf("%s: %w", config, err))
+	}
+	hasLifecycle := inspected.Lifecycle != nil
+	start := time.Now()
+	hs, err := certify.Open(ctx, certify.Options{
+		ConfigPath: config, DatabaseURL: databaseURL, Stdout: out,
+		// A receiver without lifecycle is somebody else's to start.
+		NoStart: noStart || !hasLifecycle,
+		Logger:  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		return fail(err)
+	}
+	defer hs.Close()
+	tg := hs.Target()
+	var reach error
+	if !hasLifecycle {
+		reach = certify.Reachable(ctx, tg.BaseURL)
+	}
+	printValidation(out, config, hs, noStart, hasLifecycle, reach)
+	fmt.Fprintf(out, "valid (%s): nothing was delivered\n", time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// printValidation is validate's summary of what the file declares and what was
+// checked.
+func printValidation(out io.Writer, config string, hs *certify.Harness, noStart, hasLifecycle bool, reach error) {
+	tg := hs.Target()
+	p := painterFor(out)
+	fmt.Fprintf(out, "\n%s %s: target %q at %s\n", p.paint(ansiGreen, "valid"), config, tg.Name, tg.BaseURL)
+	if tg.Dir != "" {
+		fmt.Fprintf(out, "  paths relative to %s\n", tg.Dir)
+	}
+	fmt.Fprintln(out, "endpoints:")
+	for i, ep := range tg.Endpoints {
+		from := "inline"
+		if ep.SecretEnv != "" {
+			from = "$" + ep.SecretEnv
+		}
+		ack := ""
+		if i < len(hs.Env.Endpoints) {
+			e := hs.Env.Endpoints[i]
+			ack = e.AckTimeout.String()
+			if e.AckTimeoutModel {
+				ack += " (hookcert's model)"
+			}
+		}
+		fmt.Fprintf(out, "  %-18s source %s, account %s: %s (secret %s, ack timeout %s)\n", ep.Profile, ep.Source, ep.Account, tg.URL(ep.Path), from, ack)
+	}
+	dbURL, method := hs.Database()
+	if method != "" {
+		fmt.Fprintf(out, "database: the run's own (%s), dropped when validate ends\n", method)
+	} else {
+		fmt.Fprintf(out, "database: %s\n", dbURL)
+	}
+	if s := tg.Setup; s != nil {
+		fmt.Fprintf(out, "setup: ran %s\n", s)
+	}
+	switch {
+	case !hasLifecycle && reach == nil:
+		fmt.Fprintf(out, "receiver: no lifecycle; something accepts connections at %s\n", tg.BaseURL)
+	case !hasLifecycle:
+		fmt.Fprintf(out, "receiver: no lifecycle; %v (certify needs it running, exit 3 otherwise)\n", reach)
+	case noStart:
+		fmt.Fprintln(out, "receiver: not started (--no-start)")
+	default:
+		fmt.Fprintf(out, "receiver: started and ready at %s, stopped again\n", tg.URL(tg.Lifecycle.ReadyPath))
+	}
+	names := make([]string, 0)
+	for name := range tg.Postgres.Queries.Named() {
+		if from := tg.Postgres.Queries.From[name]; from != "" {
+			name = strings.TrimPrefix(from, "target.")
+		}
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fmt.Fprintf(out, "queries prepared: %s\n", strings.Join(names, ", "))
+	if len(tg.Fixtures) > 0 {
+		var fx []string
+		for name, f := range tg.Fixtures {
+			fx = append(fx, name+" ("+f.Kind()+")")
+		}
+		sort.Strings(fx)
+		fmt.Fprintf(out, "fixtures: %s\n", strings.Join(fx, ", "))
+	}
+	if r := tg.Retention; r != nil {
+		fmt.Fprintf(out, "retention: purge by %s\n", r.Purge.Kind())
+	}
+	caps := make([]string, len(tg.Capabilities))
+	for i, c := range tg.Capabilities {
+		caps[i] = string(c)
+	}
+	if len(caps) == 0 {
+		caps = []string{"none"}
+	}
+	fmt.Fprintf(out, "capabilities: %s\n", strings.Join(caps, ", "))
+	printRoles(out, hs.Env.Vocab)
+	printApplicability(out, hs.Env)
+}
+
+func printRoles(out io.Writer, v *scenarios.Vocabulary) {
+	if v == nil || !v.Declared {
+		fmt.Fprintln(out, "events: the built-in conformance vocabulary (docs/conformance-domain.md)")
+		return
+	}
+	fmt.Fprintln(out, "events (declared roles):")
+	role := func(name string, set bool, desc string) {
+		if set {
+			fmt.Fprintf(out, "  %-10s %s\n", name, desc)
+		} else {
+			fmt.Fprintf(out, "  %-10s not declared: the guarantees that send it are not applicable\n", name)
+		}
+	}
+	if r := v.Effect; r != nil {
+		role("effect", true, r.Type)
+	} else {
+		role("effect", false, "")
+	}
+	if l := v.Lifecycle; l != nil {
+		var types []string
+		for _, t := range l.Transitions {
+			types = append(types, t.Type)
+		}
+		created := "fixture " + l.Fixture
+		if l.Create != nil {
+			created = l.Create.Type
+		}
+		role("lifecycle", true, fmt.Sprintf("%s from %s (created by %s): %s", l.Object, l.Initial, created, strings.Join(types, ", ")))
+	} else {
+		role("lifecycle", false, "")
+	}
+	if o := v.Ordered; o != nil {
+		desc := fmt.Sprintf("%s ordered by %s", o.Type, o.Key)
+		if o.Delete != nil {
+			desc += ", deleted by " + o.Delete.Type
+		}
+		role("ordered", true, desc)
+	} else {
+		role("ordered", false, "")
+	}
+	if r := v.Unhandled; r != nil {
+		role("unhandled", true, r.Type)
+	} else {
+		role("unhandled", false, "")
+	}
+}
+
+// capabilityChecker is the suite's own decision whether a target has a
+// capability (declared or derived from its endpoints), where the scenarios
+// package exports it.
+type capabilityChecker interface {
+	Has(c scenarios.Capability) (bool, string)
+}
+
+// printApplicability lists the guarantees that would be not applicable, by the
+// suite's own capability logic when it is exported; without it, which ones
+// apply is only known once certify runs them.
+func printApplicability(out io.Writer, env *scenarios.Env) {
+	hc, ok := any(env).(capabilityChecker)
+	if !ok {
+		fmt.Fprintln(out, "not applicable: decided by each scenario when certify runs; the guarantees' needs are in `hookcert guarantees`")
+		return
+	}
+	var na []string
+	for _, g := range scenarios.Catalogue() {
+		for _, need := range g.Needs {
+			if has, why := hc.Has(need); !has {
+				na = append(na, fmt.Sprintf("  %-11s %s", g.ID, why))
+				break
+			}
+		}
+	}
+	if len(na) == 0 {
+		fmt.Fprintln(out, "not applicable: none by capability (a scenario may still find a role it needs missing)")
+		return
+	}
+	fmt.Fprintf(out, "not applicable (%d, by capability):\n%s\n", len(na), strings.Join(na, "\n"))
+}
