@@ -153,6 +153,10 @@ type Gate interface {
 	Release(ctx context.Context) error
 }
 
+// Has reports whether the target has a capability, declared or derived, and
+// why not when it does not: what makes a guarantee needing it not applicable.
+func (e *Env) Has(c Capability) (bool, string) { return e.has(c) }
+
 // has reports whether the target has a capability, declared or derived, and why
 // not when it does not.
 func (e *Env) has(c Capability) (bool, string) {

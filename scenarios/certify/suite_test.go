@@ -25,7 +25,11 @@ func TestSuite(t *testing.T) {
 	if cfg == "" {
 		t.Skip("no target: set HOOKCERT_CONFIG=target.yaml to certify a receiver (scenarios/selftest runs the suite against the reference)")
 	}
-	sc, _ := ginkgo.GinkgoConfiguration()
+	sc, rc := ginkgo.GinkgoConfiguration()
+	// Colour only on a terminal, and never with NO_COLOR (https://no-color.org).
+	if os.Getenv("NO_COLOR") != "" || !isTerminal(os.Stdout) {
+		rc.NoColor = true
+	}
 	hs, err := Open(context.Background(), Options{ConfigPath: cfg, ReportDir: os.Getenv("HOOKCERT_REPORT_DIR"), TimeScale: DefaultTimeScale,
 		Run: scenarios.RunOptions{Seed: sc.RandomSeed}})
 	if err != nil {
@@ -59,8 +63,15 @@ func TestSuite(t *testing.T) {
 			})
 		}
 	})
-	ginkgo.RunSpecs(t, "hookcert")
+	ginkgo.RunSpecs(t, "hookcert", rc)
 	if _, err := hs.Finish(context.Background(), run); err != nil {
 		t.Error(err)
 	}
+}
+
+// isTerminal reports whether f is a character device (a terminal), not a pipe
+// or a file.
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
