@@ -58,6 +58,9 @@ type Env struct {
 	// Fixtures create the business objects a receiver expects to exist before
 	// events about them arrive (nil when the target declares none).
 	Fixtures Fixtures
+	// CrashUnavailable says why the receiver cannot be killed on this platform
+	// ("" where it can): the crash capability is then not applicable.
+	CrashUnavailable string
 }
 
 // Fixtures create business objects in the receiver, the way its own
@@ -222,6 +225,8 @@ func (e *Env) has(c Capability) (bool, string) {
 			switch {
 			case c == "crash" && e.Controller == nil:
 				return false, "capability crash is declared but the target has no lifecycle"
+			case c == "crash" && e.CrashUnavailable != "":
+				return false, "capability crash is declared but unavailable here: " + e.CrashUnavailable
 			case c == "failpoints" && e.Failpoints == nil:
 				return false, "capability failpoints is declared but no failpoint client is configured"
 			case (c == "lock-gating" || c == "connection-loss") && e.DB == nil:

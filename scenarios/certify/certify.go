@@ -417,6 +417,10 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 			}
 		})
 		env.Controller = &controller{p: proc, ready: spec.ReadyURL}
+		if err := process.KillSupported(); err != nil {
+			// Started and stopped, but not crashable here (Windows).
+			env.CrashUnavailable = err.Error()
+		}
 	} else if err := reachable(ctx, tg.BaseURL); err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrUnreachable, err)
 	} else {

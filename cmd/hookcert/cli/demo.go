@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -270,7 +269,7 @@ func removeStaleDemoDirs(tmp string) int {
 		if err != nil {
 			continue
 		}
-		if st, ok := info.Sys().(*syscall.Stat_t); ok && int(st.Uid) != os.Getuid() {
+		if ownedByOther(info) {
 			continue
 		}
 		b, err := os.ReadFile(filepath.Join(dir, demoPIDFile))
@@ -302,7 +301,7 @@ func ownerAlive(pidFile []byte) bool {
 	if err != nil || pid <= 0 {
 		return true
 	}
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+	if processGone(pid) {
 		return false
 	}
 	if len(f) > 1 {
