@@ -104,8 +104,8 @@ var examples = []example{
 		env:       []string{"GATEWAY_WEBHOOK_SECRET=selftest-gateway-secret-01"},
 		defectEnv: "GATEWAY_DEFECT",
 		// It declares no lifecycle, ordering or retention, and has one endpoint.
-		maxNA: 15,
-		mustPass:  []string{"DEDUP-1", "DEDUP-2", "ATOMIC-1", "ATOMIC-3", "ACK-1", "ACK-6", "ACK-7"},
+		maxNA:    15,
+		mustPass: []string{"DEDUP-1", "DEDUP-2", "ATOMIC-1", "ATOMIC-3", "ACK-1", "ACK-6", "ACK-7"},
 		breaks: map[string]map[string][]string{
 			// The worker's check-then-insert race: the lock gate holds the
 			// workers' inserts, so every run sees it.
