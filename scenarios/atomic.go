@@ -49,50 +49,58 @@ func init() {
 	register("ATOMIC-2", "a failed precondition rolls back the key and is retried successfully", func(s *session) {
 		ep := s.primary()
 		l := s.lifecycle()
-		var pair Pair
-		found := false
+		// Every state with every event that can only come later from it.
+		type item struct {
+			pair         Pair
+			path, onward []Transition
+		}
+		var items []item
 		for _, p := range l.Forbidden() {
-			if !p.Stale {
-				pair, found = p, true
-				break
+			if p.Stale {
+				continue
+			}
+			path, _ := l.Path(p.State)
+			for _, from := range p.T.From {
+				if onward, ok := l.PathFrom(p.State, from); ok {
+					items = append(items, item{p, path, onward})
+					break
+				}
 			}
 		}
-		if !found {
+		if len(items) == 0 {
 			s.notApplicable("no event of %s can arrive before its precondition: every transition not allowed from a state is one the object is already past", l.Object)
 		}
-		path, _ := l.Path(pair.State)
-		onward, ok := l.PathFrom(pair.State, pair.T.From[0])
-		if !ok {
-			s.abort("the lifecycle has no path from %s to %s", pair.State, pair.T.From[0])
-		}
-		s.note("%s arrives while %s is %s (allowed from %v), before its precondition", pair.T.Type, l.Object, pair.State, pair.T.From)
-		obj := s.newObject(l)
-		s.create(ep, l, obj)
-		s.drive(ep, obj, path)
-		early := s.objectEvent(ep, pair.T.Type, obj)
-		k := s.key(ep, early)
-		a := s.send(ep, early, RolePremature, simulator.SendOptions{})
-		// A lifecycle event's effect is the object's state (and its effects),
-		// not the effect role's per-event count: its key rows are read.
-		s.rows(k, PhaseAfterRefusal)
-		s.drive(ep, obj, onward)
-		s.fact(FactWantState+obj, pair.T.To)
-		switch {
-		case acked(a) && s.async():
-			// Accepted before its precondition: the receiver must keep it and
-			// apply it once the precondition holds.
-		case acked(a):
-			s.note("the early %s was acknowledged, so the provider will not redeliver it", pair.T.Type)
-		default:
-			s.send(ep, early, RoleRedelivery, simulator.SendOptions{Attempt: 2})
-			s.settle(1, func() int { return s.rows(k, PhaseAfter) })
-		}
-		s.settle(1, func() int {
-			if st, found := s.lifecycleState(ep, obj, PhaseAfter); found && st == pair.T.To {
-				return 1
+		for _, it := range items {
+			pair := it.pair
+			s.note("%s arrives while %s is %s (allowed from %v), before its precondition", pair.T.Type, l.Object, pair.State, pair.T.From)
+			obj := s.newObject(l)
+			s.create(ep, l, obj)
+			s.drive(ep, obj, it.path)
+			early := s.objectEvent(ep, pair.T.Type, obj)
+			k := s.key(ep, early)
+			a := s.send(ep, early, RolePremature, simulator.SendOptions{})
+			// A lifecycle event's effect is the object's state (and its effects),
+			// not the effect role's per-event count: its key rows are read.
+			s.rows(k, PhaseAfterRefusal)
+			s.drive(ep, obj, it.onward)
+			s.fact(FactWantState+obj, pair.T.To)
+			switch {
+			case acked(a) && s.async():
+				// Accepted before its precondition: the receiver must keep it and
+				// apply it once the precondition holds.
+			case acked(a):
+				s.note("the early %s was acknowledged, so the provider will not redeliver it", pair.T.Type)
+			default:
+				s.send(ep, early, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+				s.settle(1, func() int { return s.rows(k, PhaseAfter) })
 			}
-			return 0
-		})
+			s.settle(1, func() int {
+				if st, found := s.lifecycleState(ep, obj, PhaseAfter); found && st == pair.T.To {
+					return 1
+				}
+				return 0
+			})
+		}
 	})
 
 	register("ATOMIC-5", "an event for an object that does not exist yet is never acknowledged and lost", func(s *session) {

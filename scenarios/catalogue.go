@@ -42,7 +42,7 @@ var sendsExpects = map[string][2]string{
 	"DEDUP-5":     {"two `effect` events with byte-identical bodies and different header event IDs", "both 2xx; 1 row and 1 effect each"},
 	"DEDUP-6":     {"a `lifecycle` object brought to an effect transition's from-state, then that transition twice under two event IDs: one after the other, then at once", "the object's effects are its path's plus one"},
 	"ATOMIC-1":    {"one `effect` event, crashed inside its transaction (failpoint, or SIGKILL while it waits on the locked effect table), then redelivered", "not acknowledged; 0 rows and 0 effects after the restart; the redelivery 2xx, 1 row, 1 effect (async acceptance: accepted, then applied once)"},
-	"ATOMIC-2":    {"a `lifecycle` event sent in a state it can only follow later, then again once its precondition holds", "the early one non-2xx with 0 event rows; the redelivery 2xx, 1 row, the object in the transition's state"},
+	"ATOMIC-2":    {"for every state, each `lifecycle` event that can only follow it later, sent early, then again once its precondition holds", "the early one non-2xx with 0 event rows; the redelivery 2xx, 1 row, the object in the transition's state"},
 	"ATOMIC-3":    {"one `effect` event whose database sessions are terminated while it waits on the locked effect table, then redelivered", "as ATOMIC-1"},
 	"ATOMIC-4":    {"one `effect` event crashed after commit, before its answer (failpoint), then redelivered", "1 row and 1 effect after the restart; the redelivery 2xx, still 1 and 1"},
 	"ATOMIC-5":    {"every `lifecycle` event type for an object that does not exist; then the object is created (its creating event or fixture) and brought to the event's precondition, and a refused event redelivered", "per the declared `missing`: retry: non-2xx and 0 rows, then applied once; create: 2xx and the object in the event's state; ignore: 2xx"},
@@ -133,7 +133,7 @@ var catalogue = []Guarantee{
 		Promise:   "A failed business precondition rolls back the key with the change and answers non-2xx; a later redelivery succeeds.",
 		Why:       "If the key survives the failed attempt, every redelivery is taken for a duplicate and the event is lost.",
 		Needs:     []Capability{"state-machine"},
-		Scenarios: []string{"an event that can come later in the lifecycle (a refund of a payment not yet succeeded) sent before its precondition, then after"},
+		Scenarios: []string{"from every state, every event that can only come later (a refund of a payment not yet succeeded) sent before its precondition, then after"},
 		Codes:     []string{"atomic.acked-uncommitted", "atomic.partial", "atomic.not-acked", "atomic.not-applied", "atomic.object-state"},
 	},
 	{
