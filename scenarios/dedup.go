@@ -101,8 +101,8 @@ func init() {
 		ev1 := s.effectEvent(ep)
 		ev2 := ev1
 		ev2.ID = s.newID("evt")
-		b1, err1 := ep.Profile.Body(s.render(ev1))
-		b2, err2 := ep.Profile.Body(s.render(ev2))
+		b1, err1 := ep.Profile.Body(s.render(ep, ev1))
+		b2, err2 := ep.Profile.Body(s.render(ep, ev2))
 		if err1 != nil || err2 != nil || !bytes.Equal(b1, b2) {
 			s.abort("profile %s did not render byte-identical bodies for two event IDs", ep.Profile.ID())
 		}

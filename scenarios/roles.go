@@ -72,9 +72,14 @@ func (s *session) unhandledRole() *EventRole {
 
 // render fills ev's declared business object from its role's template, from
 // ev's fields as they are when it is sent (scenarios adjust amounts, versions
-// and times after building an event).
-func (s *session) render(ev profiles.Event) profiles.Event {
+// and times after building an event). A declared role without a template gets
+// a plain object in the provider's shape, with no field the provider does not
+// send (the built-in fields carry a version real objects lack).
+func (s *session) render(ep Endpoint, ev profiles.Event) profiles.Event {
 	tpl, state := s.voc().template(ev.Type)
+	if tpl == nil && s.voc().Declared && ep.Profile.Facts().DeclaredObjectJSONPath != "" {
+		tpl = defaultObject(ep.Profile.ID())
+	}
 	if tpl == nil {
 		return ev
 	}
@@ -85,6 +90,21 @@ func (s *session) render(ev profiles.Event) profiles.Event {
 	}
 	ev.Object = obj
 	return ev
+}
+
+// defaultObject is the object a declared role without a template sends: the
+// object's ID, amount and currency, and for Stripe its resource name and empty
+// metadata, as Stripe's objects have.
+func defaultObject(profile string) *ObjectTemplate {
+	src := `{"id": "{{.ObjectID}}", "amount": {{.Amount}}, "currency": "{{.Currency}}"}`
+	if profile == "stripe" {
+		src = `{"id": "{{.ObjectID}}", "object": "{{stripeObject .Type}}", "amount": {{.Amount}}, "currency": "{{.Currency}}", "metadata": {}}`
+	}
+	t, err := ParseObjectTemplate(src)
+	if err != nil {
+		panic(err) // a constant template
+	}
+	return t
 }
 
 // objectEvent is an event about lifecycle object obj: every event about one

@@ -280,7 +280,7 @@ func (s *session) deliverPlan(ep Endpoint, role string, evs []profiles.Event, st
 	seed := int64(sh.Sum64() >> 1)
 	plan := &simulator.Plan{Name: name, Seed: seed}
 	for i, ev := range evs {
-		ev = s.render(ev)
+		ev = s.render(ep, ev)
 		en := fmt.Sprintf("e%d", i)
 		plan.Events = append(plan.Events, simulator.EventSpec{Name: en, ID: ev.ID, Source: ev.Source, Account: ev.Account,
 			Type: ev.Type, ObjectID: ev.ObjectID, Version: ev.Version, Amount: ev.Amount, Currency: ev.Currency, Status: ev.Status,

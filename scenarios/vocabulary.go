@@ -248,7 +248,8 @@ func Ref(prefix, objectID string) string {
 func ParseObjectTemplate(src string) (*ObjectTemplate, error) {
 	var data *ObjectData
 	t, err := template.New("object").Option("missingkey=error").Funcs(template.FuncMap{
-		"ref": func(prefix string) string { return Ref(prefix, data.ObjectID) },
+		"ref":          func(prefix string) string { return Ref(prefix, data.ObjectID) },
+		"stripeObject": stripeObject,
 	}).Parse(src)
 	if err != nil {
 		return nil, err
@@ -283,6 +284,21 @@ func (ot *ObjectTemplate) Render(d ObjectData) (json.RawMessage, error) {
 		return nil, err
 	}
 	return out.Bytes(), nil
+}
+
+// stripeObject is the resource name Stripe gives an event type's object:
+// "payment_intent.succeeded" → "payment_intent", "customer.subscription.updated"
+// → "subscription".
+func stripeObject(typ string) string {
+	i := strings.LastIndex(typ, ".")
+	if i <= 0 {
+		return typ
+	}
+	prefix := typ[:i]
+	if j := strings.LastIndex(prefix, "."); j >= 0 {
+		return prefix[j+1:]
+	}
+	return prefix
 }
 
 // Source returns the template text.
