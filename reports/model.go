@@ -78,6 +78,7 @@ type Results struct {
 	// are optional, so every earlier hookcert.results/v1 file stays valid.
 	Outcome string `json:"outcome,omitempty"`
 	Error   string `json:"error,omitempty"`
+	Soak    *Soak  `json:"soak,omitempty"`
 }
 
 // Outcomes of a run that stopped before it judged anything (Results.Outcome),

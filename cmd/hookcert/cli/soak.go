@@ -1,0 +1,351 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/adapters/scrub"
+	"github.com/hookcert/hookcert/reference"
+	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios/certify"
+	"github.com/hookcert/hookcert/scenarios/soak"
+)
+
+func init() { register(newSoakCmd) }
+
+type soakFlags struct {
+	config, reportDir, databaseURL, nemesis string
+	demo, keepDatabase                      bool
+	defects                                 []string
+	duration, pauseFor, settleBound         time.Duration
+	concurrency                             int
+	rate, dupRate, lostAckRate, timeScale   float64
+	seed                                    int64
+}
+
+func newSoakCmd() *cobra.Command {
+	var f soakFlags
+	cmd := &cobra.Command{
+		Use:   "soak (--config TARGET.yaml | --demo [--defect NAME]...)",
+		Short: "Send provider traffic under faults for a while, then reconcile every event",
+		Long: `Soak sends distinct events of the target's effect role for --duration at
+--concurrency workers (at most --rate deliveries per second), a share of them as two
+concurrent copies (--dup-rate) or with the acknowledgement lost (--lost-ack-rate), and
+redelivers every unacknowledged event on its profile's retry schedule, compressed by
+--time-scale. Meanwhile a nemesis applies faults on a schedule, e.g.
+--nemesis kill=5s,pg-terminate=7s,pause=9s: SIGKILL and restart of the receiver (each
+right after an acknowledgement), pg_terminate_backend of its database sessions, and
+SIGSTOP/SIGCONT pauses (--pause-for). Kill and pause need a target lifecycle.
+
+When traffic stops, every event whose last outcome was not an acknowledgement is
+redelivered until acknowledged or --settle-bound, the receiver is left to become
+quiescent, and every key's event rows and effects are read. Each key is judged from
+the history: lost (acknowledged, never stored), duplicated (more than one row or
+effect), unknown and recovered (unknown outcome, then stored once), never applied.
+
+Writes results.json (its soak section), soak.html and history.jsonl to --report-dir.
+Exit status: 0 no key lost or duplicated, 1 some were (their keys and the seed are
+printed) or the soak could not judge, 2 usage or configuration error, 3 the target
+could not be reached or started.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runSoak(cmd.Context(), cmd.OutOrStdout(), &f) },
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.config, "config", "", "target file (YAML, see docs/target.md)")
+	fl.BoolVar(&f.demo, "demo", false, "soak the reference receiver on a throwaway PostgreSQL instead of a target file")
+	fl.StringArrayVar(&f.defects, "defect", nil, "with --demo: start the reference with this defect (repeatable)")
+	fl.DurationVar(&f.duration, "duration", 30*time.Second, "how long to send traffic")
+	fl.IntVar(&f.concurrency, "concurrency", 8, "concurrent deliveries")
+	fl.Float64Var(&f.rate, "rate", 0, "at most this many deliveries per second (0: as fast as the receiver answers)")
+	fl.Float64Var(&f.dupRate, "dup-rate", 0.1, "share of events sent as two concurrent copies")
+	fl.Float64Var(&f.lostAckRate, "lost-ack-rate", 0.05, "share of events whose first acknowledgement is lost")
+	fl.StringVar(&f.nemesis, "nemesis", "", "faults and their intervals, e.g. kill=5s,pg-terminate=7s,pause=9s")
+	fl.DurationVar(&f.pauseFor, "pause-for", time.Second, "how long each pause lasts")
+	fl.DurationVar(&f.settleBound, "settle-bound", 30*time.Second, "bound on redelivering unacknowledged events and waiting for quiescence after traffic")
+	fl.Int64Var(&f.seed, "seed", 0, "seed for the generator's choices (0: random, printed)")
+	fl.Float64Var(&f.timeScale, "time-scale", certify.DefaultTimeScale, "provider seconds per real second for retry schedules")
+	fl.StringVar(&f.reportDir, "report-dir", "hookcert-soak", "where results.json, soak.html, history.jsonl and receiver.log go")
+	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL for targets that use {{.DatabaseURL}} (default: $HOOKCERT_DATABASE_URL, else provisioned)")
+	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
+	return cmd
+}
+
+func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
+	switch {
+	case f.demo == (f.config != ""):
+		return usageErr("give exactly one of --config TARGET.yaml and --demo")
+	case len(f.defects) > 0 && !f.demo:
+		return usageErr("--defect needs --demo")
+	case f.timeScale < 1:
+		return usageErr("--time-scale must be at least 1 (got %g)", f.timeScale)
+	}
+	if err := reference.ValidateDefects(f.defects); err != nil {
+		return usageErr("--defect: %v", err)
+	}
+	nem, err := soak.ParseNemesis(f.nemesis)
+	if err != nil {
+		return usageErr("--nemesis: %v", err)
+	}
+	if f.seed == 0 {
+		f.seed = time.Now().UnixNano() % 1_000_000
+	}
+	so := soak.Options{Duration: f.duration, Concurrency: f.concurrency, Rate: f.rate, DupRate: f.dupRate, LostAckRate: f.lostAckRate,
+		Nemesis: nem, PauseFor: f.pauseFor, Seed: f.seed, SettleBound: f.settleBound}
+	if err := so.Validate(soak.Hooks{Controller: nopController{}, Pause: func(bool) error { return nil }, Terminate: func(context.Context) ([]int, error) { return nil, nil }}); err != nil {
+		return usageErr("%v", err)
+	}
+	opts := certify.Options{ConfigPath: f.config, DatabaseURL: f.databaseURL, KeepDatabase: f.keepDatabase, ReportDir: f.reportDir,
+		TimeScale: f.timeScale, Stdout: out, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	repro := soakRepro(f)
+	if f.demo {
+		exe, err := os.Executable()
+		if err != nil {
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("locating the hookcert binary: %w", err)}
+		}
+		if n := removeStaleDemoDirs(os.TempDir()); n > 0 {
+			fmt.Fprintf(out, "removed %d stale demo %s left by a killed run\n", n, plural(n, "directory", "directories"))
+		}
+		dir, err := newDemoDir()
+		if err != nil {
+			return &ExitError{Code: ExitFailed, Err: err}
+		}
+		defer os.RemoveAll(dir)
+		targetYAML, secrets, err := demoTarget(exe, dir, f.defects, demoCapabilities)
+		if err != nil {
+			return &ExitError{Code: ExitFailed, Err: err}
+		}
+		dbURL := f.databaseURL
+		if dbURL == "" {
+			dbURL = pgprovision.URLFromEnv()
+		}
+		opts.ConfigPath, opts.ConfigData = "demo target", targetYAML
+		opts.Secrets = append(secrets, scrub.Password(dbURL))
+		if len(f.defects) > 0 {
+			fmt.Fprintf(out, "reference receiver with defect(s): %s\n", strings.Join(f.defects, ", "))
+		}
+	}
+	err = soakTarget(ctx, out, opts, so, repro)
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		ee.Err = scrub.New(opts.Secrets...).Error(ee.Err)
+	}
+	return err
+}
+
+// soakRepro is the command that reruns this soak with its seed.
+func soakRepro(f *soakFlags) string {
+	c := "hookcert soak"
+	if f.demo {
+		c += " --demo"
+		for _, d := range f.defects {
+			c += " --defect " + d
+		}
+	} else {
+		c += " --config " + f.config
+	}
+	c += fmt.Sprintf(" --seed %d --duration %s --concurrency %d --dup-rate %g --lost-ack-rate %g", f.seed, f.duration, f.concurrency, f.dupRate, f.lostAckRate)
+	if f.rate > 0 {
+		c += fmt.Sprintf(" --rate %g", f.rate)
+	}
+	if f.nemesis != "" {
+		c += " --nemesis " + f.nemesis
+	}
+	return c
+}
+
+func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soak.Options, repro string) error {
+	p := painterFor(out)
+	fmt.Fprintf(out, "seed %d\n", so.Seed)
+	started := time.Now()
+	hs, err := certify.Open(ctx, opts)
+	switch {
+	case errors.Is(err, certify.ErrConfig):
+		return &ExitError{Code: ExitUsage, Err: err}
+	case err != nil:
+		return &ExitError{Code: ExitUnreachable, Err: err}
+	}
+	defer hs.Close()
+	hooks := soak.Hooks{Terminate: hs.TerminateReceiverSessions}
+	if c := hs.Env.Controller; c != nil && hs.Env.CrashUnavailable == "" {
+		hooks.Controller = c
+		hooks.Pause = soak.PauseGroup(hs.ReceiverPID)
+	}
+	if err := so.Validate(hooks); err != nil {
+		return usageErr("%v", err)
+	}
+	tty := isColor(out)
+	so.Progress = func(pr soak.Progress) { fmt.Fprint(out, soakProgressLine(p, pr, tty)) }
+	fmt.Fprintf(out, "soaking %s for %s at concurrency %d\n", hs.Target().Name, so.Duration, so.Concurrency)
+	res, runErr := soak.Run(ctx, hs.Env, hooks, so)
+	if tty {
+		fmt.Fprint(out, "\r\x1b[K")
+	}
+	if res == nil {
+		if errors.Is(runErr, context.Canceled) || ctx.Err() != nil {
+			return &ExitError{Code: ExitFailed, Err: runErr}
+		}
+		return usageErr("%v", runErr)
+	}
+	sk := soak.Judge(res.History, res.TrafficNS)
+	sk.Faults, sk.Settle, sk.Repro = append(sk.Faults, res.Faults...), res.Settle, repro
+	sk.DurationMS = time.Since(started).Milliseconds()
+	sk.Options = reports.SoakRun{Duration: so.Duration.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
+		LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis)}
+	if runErr != nil {
+		sk.Passed = false
+	}
+	tg := hs.Target()
+	now := time.Now()
+	results := &reports.Results{
+		Schema: reports.Schema, Tool: reports.ToolInfo{Name: "hookcert", Version: certify.Version},
+		RunID: hs.Env.RunID, Seed: so.Seed, StartedAt: started.UTC(), FinishedAt: now.UTC(), DurationMS: now.Sub(started).Milliseconds(),
+		Target: reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities}, Profiles: tg.Profiles(),
+		Guarantees:  []reports.Guarantee{},
+		Environment: map[string]string{"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH, "time_scale": fmt.Sprint(hs.Env.TimeScale)},
+		Soak:        sk,
+	}
+	for _, ep := range tg.Endpoints {
+		results.Target.Endpoints = append(results.Target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
+	}
+	printSoak(out, p, sk)
+	if opts.ReportDir != "" {
+		if err := writeSoakReports(opts.ReportDir, results, res, hs.Secrets()); err != nil {
+			return &ExitError{Code: ExitFailed, Err: err}
+		}
+		fmt.Fprintf(out, "reports: %s/{results.json,soak.html,history.jsonl,receiver.log}\n", strings.TrimRight(opts.ReportDir, "/"))
+	}
+	if runErr != nil {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the soak could not judge: %v", runErr)}
+	}
+	if !sk.Passed {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("soak failed: %d lost, %d duplicated, %d unjudged of %d events (seed %d; rerun: %s)",
+			sk.Lost, sk.Duplicated, sk.Unjudged, sk.Keys, so.Seed, repro)}
+	}
+	return nil
+}
+
+func writeSoakReports(dir string, results *reports.Results, res *soak.Result, secrets []string) error {
+	if _, err := reports.WriteSoak(dir, results, reports.Options{Secrets: secrets}); err != nil {
+		return err
+	}
+	var b strings.Builder
+	if err := res.History.WriteJSONL(&b); err != nil {
+		return fmt.Errorf("writing history: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, certify.HistoryFile), []byte(scrub.New(secrets...).String(b.String())), 0o644); err != nil {
+		return fmt.Errorf("writing history: %w", err)
+	}
+	return nil
+}
+
+func nemesisString(ns []soak.Nemesis) string {
+	var parts []string
+	for _, n := range ns {
+		parts = append(parts, n.Kind+"="+n.Every.String())
+	}
+	return strings.Join(parts, ",")
+}
+
+// isColor reports whether out is a terminal where the progress line may
+// rewrite itself.
+func isColor(out io.Writer) bool {
+	_, ok := out.(colorWriter)
+	return ok
+}
+
+// soakProgressLine is the once-a-second status: rewritten in place on a
+// terminal, one line each second elsewhere (a CI log).
+func soakProgressLine(p painter, pr soak.Progress, tty bool) string {
+	elapsed := pr.Elapsed.Truncate(time.Second)
+	when := fmt.Sprintf("%s/%s", elapsed, pr.Duration)
+	if pr.Phase != "traffic" {
+		when = elapsed.String()
+	}
+	errs := fmt.Sprintf("errors %d", pr.Errors)
+	if pr.Errors > 0 {
+		errs = p.paint(ansiYellow, errs)
+	}
+	line := fmt.Sprintf("[%s] %-7s %5d deliveries/s  acknowledged %d  %s  faults %d", when, pr.Phase, pr.Rate, pr.Acknowledged, errs, pr.Faults)
+	if pr.Down != "" {
+		line += "  " + p.paint(ansiYellow, pr.Down+" now")
+	}
+	if tty {
+		return "\r\x1b[K" + line
+	}
+	return line + "\n"
+}
+
+func printSoak(out io.Writer, p painter, s *reports.Soak) {
+	verdict := "PASS"
+	if !s.Passed {
+		verdict = "FAIL"
+	}
+	fmt.Fprintf(out, "\n%s: %d events, %d acknowledged, %s lost, %s duplicated, %d unknown (%d recovered), %d never applied\n",
+		p.status(verdict), s.Keys, s.Acknowledged, soakCount(p, s.Lost), soakCount(p, s.Duplicated), s.Unknown, s.Recovered, s.NeverApplied)
+	if s.Unjudged > 0 {
+		fmt.Fprintf(out, "  %s\n", p.status("ERROR")+fmt.Sprintf(": %d key(s) could not be read", s.Unjudged))
+	}
+	fmt.Fprintf(out, "  %.1f acks/s (%.1f deliveries/s), latency p50 %.1f ms, p99 %.1f ms, max %.1f ms; %d attempts\n",
+		s.AcksPerS, s.DeliveriesPerS, s.Latency.P50MS, s.Latency.P99MS, s.Latency.MaxMS, s.Attempts)
+	kinds := map[string]int{}
+	var order []string
+	for _, f := range s.Faults {
+		if kinds[f.Kind] == 0 {
+			order = append(order, f.Kind)
+		}
+		kinds[f.Kind]++
+		if f.Error != "" {
+			fmt.Fprintf(out, "  %s %s at %.1fs: %s\n", p.status("ERROR"), f.Kind, float64(f.StartMS)/1000, f.Error)
+		}
+	}
+	var fs []string
+	for _, k := range order {
+		fs = append(fs, fmt.Sprintf("%d %s", kinds[k], k))
+	}
+	if len(fs) > 0 {
+		fmt.Fprintf(out, "  faults: %s\n", strings.Join(fs, ", "))
+	}
+	fmt.Fprintf(out, "  settled: %d redelivered, %d still unacknowledged, quiescent %v after %.1fs\n",
+		s.Settle.Redelivered, s.Settle.StillUnacknowledged, s.Settle.Quiescent, float64(s.Settle.DurationMS)/1000)
+	evidence := func(title string, n int, keys []string) {
+		if n == 0 {
+			return
+		}
+		fmt.Fprintf(out, "  %s (%d, first %d):\n", p.paint(ansiBold+ansiRed, title), n, len(keys))
+		for _, k := range keys {
+			fmt.Fprintf(out, "    %s\n", k)
+		}
+	}
+	evidence("lost: acknowledged, never stored", s.Lost, s.LostKeys)
+	evidence("duplicated: more than one row or effect", s.Duplicated, s.DuplicatedKeys)
+	if !s.Passed && s.Repro != "" {
+		fmt.Fprintf(out, "  reproduce: %s\n", s.Repro)
+	}
+}
+
+func soakCount(p painter, n int) string {
+	if n == 0 {
+		return "0"
+	}
+	return p.paint(ansiBold+ansiRed, fmt.Sprint(n))
+}
+
+// nopController stands in for the receiver's controller when the flags are
+// checked before anything starts.
+type nopController struct{}
+
+func (nopController) Kill() error                    { return nil }
+func (nopController) WaitExit(context.Context) error { return nil }
+func (nopController) Restart(context.Context) error  { return nil }
+func (nopController) Alive() (bool, string)          { return true, "" }
