@@ -222,6 +222,8 @@ func (s *Server) applyErr(log *slog.Logger, ev store.Event, err error) result {
 // early; only the ack-before-commit defect calls it.
 func (s *Server) process(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
 	switch {
+	case s.inbox != nil:
+		return s.processInbox(ctx, ev, log)
 	case s.defects.has(DefectMarkerSeparateTx):
 		return s.processMarkerFirst(ctx, ev, log)
 	case s.defects.has(DefectBusinessFirst):
@@ -338,6 +340,35 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
 	}
 	return res
+}
+
+// processInbox is inbox mode: the key and the stored event (pending) commit in one
+// transaction, the 202 follows the commit, and a worker applies the event later.
+// A duplicate of a stored event is answered 200 duplicate whatever its state.
+func (s *Server) processInbox(ctx context.Context, ev store.Event, log *slog.Logger) result {
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return s.transient(log, ev, "begin", err)
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	inserted, err := store.InsertInbox(ctx, tx, ev)
+	if err != nil {
+		return s.transient(log, ev, "insert inbox event", err)
+	}
+	if !inserted {
+		return duplicate
+	}
+	if err := s.fp.hit(fpAfterInsertBeforeCommit, ev.EventID); err != nil {
+		return s.injected(log, ev, fpAfterInsertBeforeCommit, err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return s.transient(log, ev, "commit", err)
+	}
+	s.inbox.Wake()
+	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
+		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
+	}
+	return result{http.StatusAccepted, response{Status: StatusAccepted}}
 }
 
 // processMarkerFirst is the marker-separate-tx defect: the key commits on its own,

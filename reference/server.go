@@ -63,6 +63,12 @@ type Options struct {
 	PurgeInterval time.Duration
 	// Purge shapes every purge (batch size, pause between batches).
 	Purge store.PurgeOptions
+	// Mode is ModeSync ("" too) or ModeInbox (docs/reference.md, "Inbox mode").
+	// Defects exist for the synchronous design only; inbox mode refuses them.
+	Mode string
+	// Inbox configures inbox mode's in-process workers (Inbox.Workers negative:
+	// none; run "hookcert reference worker" instead).
+	Inbox InboxOptions
 }
 
 // Server is a running reference receiver bound to one database.
@@ -90,6 +96,9 @@ type Server struct {
 	// each purge.
 	purgeEvery time.Duration
 	purgeOpts  store.PurgeOptions
+	// inbox is set in inbox mode: the handler stores events for workers and wakes
+	// them.
+	inbox *Workers
 }
 
 // New prepares a receiver on pool: it validates the options, applies the migrations
@@ -114,6 +123,15 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	}
 	if opts.Tolerance < 0 {
 		return nil, fmt.Errorf("reference: tolerance: must not be negative, got %s", opts.Tolerance)
+	}
+	switch opts.Mode {
+	case "", ModeSync:
+	case ModeInbox:
+		if len(opts.Defects) > 0 {
+			return nil, errors.New("reference: defects: the defects break the synchronous design; inbox mode runs without them")
+		}
+	default:
+		return nil, fmt.Errorf("reference: mode: must be %s or %s, got %q", ModeSync, ModeInbox, opts.Mode)
 	}
 	s := &Server{
 		pool:      pool,
@@ -179,6 +197,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 		s.log.Info("endpoint", "path", e.Path, "profile", e.Profile, "source", e.KeySource(), "account", e.Account)
 	}
 	s.logRetention()
+	if opts.Mode == ModeInbox {
+		if s.inbox, err = NewWorkers(pool, opts.Inbox, s.log); err != nil {
+			return nil, err
+		}
+		s.log.Info("inbox mode: deliveries are stored and answered 202; workers apply them",
+			"in_process_workers", max(s.inbox.opts.Workers, 0))
+	}
 
 	s.fp = noFailpoints{}
 	if opts.EnableFailpoints {
@@ -249,6 +274,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(purged); s.runPurger(pctx) }()
 		// The purger stops before Serve returns, so the caller may close the pool.
 		defer func() { stopPurger(); <-purged }()
+	}
+	if s.inbox != nil {
+		// Workers outlive the HTTP shutdown so that events accepted by in-flight
+		// deliveries are still picked up; they stop before Serve returns.
+		wctx, stopWorkers := context.WithCancel(context.WithoutCancel(ctx))
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); s.inbox.Run(wctx) }()
+		defer func() { stopWorkers(); <-stopped }()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -335,7 +368,7 @@ func newMetrics() *metrics {
 		reg: prometheus.NewRegistry(),
 		deliveries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookcert_reference_deliveries_total",
-			Help: "Deliveries by outcome: processed (accepted and applied), duplicate, ignored, rejected, retry.",
+			Help: "Deliveries by outcome: processed (accepted and applied), accepted (stored for inbox workers), duplicate, ignored, rejected, retry.",
 		}, []string{"outcome"}),
 		rejections: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "hookcert_reference_rejections_total",

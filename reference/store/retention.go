@@ -61,11 +61,13 @@ func (r *PurgeResult) Add(o PurgeResult) {
 // ages it touched so the next batch starts after them. FOR UPDATE SKIP LOCKED leaves
 // rows another transaction holds to a later run instead of waiting for them.
 // "processed_at IS NOT NULL" is the unfinished-work hook: a row whose work is
-// pending is never purged.
+// pending is never purged; the inbox_state guard says the same for inbox rows
+// (pending, claimed or dead-lettered rows stay, whatever their processed_at).
 const (
 	deleteKeysSQL = `DELETE FROM processed_webhook_events WHERE ctid = ANY (ARRAY(
 		SELECT ctid FROM processed_webhook_events
 		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND received_at >= $5 AND processed_at IS NOT NULL
+		  AND (inbox_state IS NULL OR inbox_state = 'done')
 		ORDER BY received_at
 		LIMIT $4 FOR UPDATE SKIP LOCKED))
 		RETURNING received_at`
@@ -74,6 +76,7 @@ const (
 		SELECT ctid FROM processed_webhook_events
 		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND received_at >= $5
 		  AND payload IS NOT NULL AND processed_at IS NOT NULL
+		  AND (inbox_state IS NULL OR inbox_state = 'done')
 		ORDER BY received_at
 		LIMIT $4 FOR UPDATE SKIP LOCKED))
 		RETURNING received_at`

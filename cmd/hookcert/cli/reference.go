@@ -25,7 +25,7 @@ func newReferenceCmd() *cobra.Command {
 		Short: "The reference webhook receiver (see docs/reference.md)",
 		Args:  cobra.NoArgs,
 	}
-	cmd.AddCommand(newReferenceServeCmd(), newReferenceDefectsCmd(), newReferencePurgeCmd())
+	cmd.AddCommand(newReferenceServeCmd(), newReferenceDefectsCmd(), newReferencePurgeCmd(), newReferenceWorkerCmd())
 	return cmd
 }
 
@@ -50,6 +50,8 @@ type referenceServeFlags struct {
 	enableAdmin                            bool
 	maxBodyBytes                           int64
 	tolerance, purgeInterval               time.Duration
+	mode                                   string
+	inbox                                  inboxFlags
 }
 
 func newReferenceServeCmd() *cobra.Command {
@@ -81,6 +83,8 @@ Defects (--defect, repeatable) break the receiver on purpose; see
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep an automatically provisioned database on exit")
 	fl.BoolVar(&f.enableAdmin, "enable-admin", false, "mount POST "+reference.AdminPurgePath+" (purge as of a given time; --enable-failpoints mounts it too)")
 	fl.DurationVar(&f.purgeInterval, "purge-interval", reference.DefaultPurgeInterval, "how often the in-process purger applies the endpoints' key and payload TTLs (negative: off)")
+	fl.StringVar(&f.mode, "mode", reference.ModeSync, "sync (apply before answering 200) or inbox (store, answer 202, workers apply)")
+	f.inbox.register(fl, "in-process inbox workers (0: none; run \"hookcert reference worker\" instead)")
 	return cmd
 }
 
@@ -96,6 +100,16 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 	}
 	if f.purgeInterval == 0 {
 		return usageErr("--purge-interval: must not be 0 (negative turns the purger off)")
+	}
+	if f.mode != reference.ModeSync && f.mode != reference.ModeInbox {
+		return usageErr("--mode: must be %s or %s, got %q", reference.ModeSync, reference.ModeInbox, f.mode)
+	}
+	if f.mode == reference.ModeInbox && len(f.defects) > 0 {
+		return usageErr("--defect: defects break the synchronous design; --mode inbox runs without them")
+	}
+	inboxOpts, err := f.inbox.options(true)
+	if err != nil {
+		return err
 	}
 	var logHandler slog.Handler
 	switch f.logFormat {
@@ -157,6 +171,8 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 		MaxBodyBytes:     f.maxBodyBytes,
 		Tolerance:        f.tolerance,
 		Logger:           log,
+		Mode:             f.mode,
+		Inbox:            inboxOpts,
 	})
 	if err != nil {
 		// A driver error may quote the password; Main prints this one.
