@@ -3,7 +3,9 @@ package reference
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -273,5 +275,39 @@ func TestInboxRefusesDefectsAndUnknownMode(t *testing.T) {
 	}
 	if _, err := New(context.Background(), pool, Options{Mode: "outbox-ish"}); err == nil || !strings.Contains(err.Error(), "mode") {
 		t.Fatalf("unknown mode: %v", err)
+	}
+}
+
+// Serve runs the in-process workers and stops them before it returns.
+func TestInboxServeRunsWorkers(t *testing.T) {
+	pool := testPool(t, testDatabase(t))
+	srv, err := New(context.Background(), pool, Options{Mode: ModeInbox, Inbox: fastInbox(2), PurgeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	e := &env{t: t, srv: srv, pool: pool, http: &httptest.Server{URL: "http://" + ln.Addr().String()}}
+	ep := srv.Endpoints()[0]
+	id := newID("evt_served")
+	e.expect(e.sendTo(http.DefaultClient, ep.Path, build(ep, id, store.TypeCashBalance, obj{ID: "cb_" + id, Amount: 3}, time.Now())),
+		http.StatusAccepted, StatusAccepted, "")
+	e.waitState(ep, id, store.InboxDone)
+	cancel()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Serve did not return")
+	}
+	if e.ledger(ep, id) != 1 {
+		t.Fatal("not applied once")
 	}
 }
