@@ -214,7 +214,13 @@ type soak struct {
 	nAttempts, nAcked, nErr, nFlt atomic.Int64
 	down                          atomic.Pointer[string]
 	killArmed                     atomic.Bool
-	killNow                       chan struct{}
+	killNow                       chan killed
+}
+
+// killed is a kill a worker made: when, and its error.
+type killed struct {
+	at  int64
+	err error
 }
 
 // Run soaks the receiver env describes.
@@ -228,7 +234,7 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 	if env.Vocab != nil && env.Vocab.Effect == nil {
 		return nil, scenarios.ErrNoEffectRole
 	}
-	s := &soak{env: env, hooks: hooks, o: o, start: time.Now(), clock: simulator.Clock{Scale: env.TimeScale}, killNow: make(chan struct{}, 1)}
+	s := &soak{env: env, hooks: hooks, o: o, start: time.Now(), clock: simulator.Clock{Scale: env.TimeScale}, killNow: make(chan killed, 1)}
 	for _, ep := range env.Endpoints {
 		r, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{})
 		if err != nil {
@@ -407,8 +413,11 @@ func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
 			s.nAcked.Add(1)
 			// A kill waits for an acknowledgement: a crash just after the
 			// answer is the one that tells whether it followed the commit.
+			// The worker that heard it kills at once: any hand-off to another
+			// goroutine widens the gap the crash must fall into.
 			if s.killArmed.CompareAndSwap(true, false) {
-				s.killNow <- struct{}{}
+				at := s.since()
+				s.killNow <- killed{at: at, err: s.hooks.Controller.Kill()}
 			}
 		} else {
 			s.nErr.Add(1)
@@ -470,22 +479,26 @@ func (s *soak) apply(ctx context.Context, kind string) reports.SoakFault {
 	case KindKill:
 		s.killArmed.Store(true)
 		how := "after an acknowledgement"
+		var k killed
 		select {
-		case <-s.killNow:
+		case k = <-s.killNow:
 		case <-time.After(time.Second):
 			if s.killArmed.CompareAndSwap(true, false) {
 				how = "no acknowledgement within 1s"
+				k = killed{at: s.since(), err: s.hooks.Controller.Kill()}
 			} else {
-				<-s.killNow
+				k = <-s.killNow
 			}
 		case <-ctx.Done():
-			s.killArmed.Store(false)
-			f.Error = ctx.Err().Error()
-			return f
+			if s.killArmed.CompareAndSwap(true, false) {
+				f.Error = ctx.Err().Error()
+				return f
+			}
+			k = <-s.killNow
 		}
-		f.StartMS = s.since() / 1e6
-		if err := s.hooks.Controller.Kill(); err != nil {
-			f.Error = "kill: " + err.Error()
+		f.StartMS = k.at / 1e6
+		if k.err != nil {
+			f.Error = "kill: " + k.err.Error()
 		} else if err := s.hooks.Controller.Restart(ctx); err != nil {
 			f.Error = "restart: " + err.Error()
 		}
