@@ -9,6 +9,12 @@
 // 2xx. The conformance domain it implements is docs/conformance-domain.md; the
 // design, config format, schema and defects are documented in docs/reference.md.
 //
+// In inbox mode (Options.Mode = ModeInbox) the transaction records the key with the
+// stored event as pending work and the answer is 202; workers (Workers, in-process
+// or "hookcert reference worker") claim events with FOR UPDATE SKIP LOCKED and a
+// lease, and apply each and mark it done in one transaction conditional on the
+// claim, with retries, dead-lettering and re-offered expired leases.
+//
 // The receiver can be started with named defects (see Defects), each a faithful copy
 // of a real-world mistake, so that the harness can prove each of its checks fails.
 //
