@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -270,7 +271,7 @@ func TestHeldCopyAnsweredBeforeRelease(t *testing.T) {
 	var rec AttemptRecord
 	r.finish(&rec, res.response, "", time.Now())
 	wantRecord(t, rec, OutcomeUnknown, ErrClassEarlyResponse, "answered 200 before the request was written in full")
-	if want := "(" + itoa(len(wire)-1) + " of " + itoa(len(wire)) + " bytes sent)"; !strings.Contains(rec.Error, want) {
+	if want := "(" + strconv.Itoa(len(wire)-1) + " of " + strconv.Itoa(len(wire)) + " bytes sent)"; !strings.Contains(rec.Error, want) {
 		t.Fatalf("error %q does not say %s", rec.Error, want)
 	}
 }
