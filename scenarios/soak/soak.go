@@ -267,25 +267,23 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 			s.nemesis(ctx, gen, n, &nemMu)
 		}()
 	}
-	progressDone := make(chan struct{})
-	go s.report(progressDone, "traffic")
+	stopReport := s.report("traffic")
 	workers.Wait()
 	nemeses.Wait()
 	trafficNS := s.since()
 	s.mu.Lock()
 	s.closed, s.queue = true, nil
 	s.mu.Unlock()
-	close(progressDone)
+	stopReport()
 
 	res := &Result{TrafficNS: trafficNS}
 	if ctx.Err() != nil {
 		res.History, res.Faults = s.history(nil), s.faults
 		return res, fmt.Errorf("interrupted: %w", context.Cause(ctx))
 	}
-	progressDone = make(chan struct{})
-	go s.report(progressDone, "settle")
+	stopReport = s.report("settle")
 	res.Settle = s.settle(ctx)
-	close(progressDone)
+	stopReport()
 	s.progress("read")
 	obs, err := s.read(ctx)
 	res.History, res.Faults = s.history(obs), s.faults
@@ -534,21 +532,27 @@ func (s *soak) apply(ctx context.Context, kind string) reports.SoakFault {
 	return f
 }
 
-// report calls Progress once a second until done closes.
-func (s *soak) report(done <-chan struct{}, phase string) {
+// report calls Progress once a second until the returned stop, which waits
+// for the last call to end: Progress is never called concurrently.
+func (s *soak) report(phase string) (stop func()) {
 	if s.o.Progress == nil {
-		return
+		return func() {}
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-done:
-			return
-		case <-t.C:
-			s.progress(phase)
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				s.progress(phase)
+			}
 		}
-	}
+	}()
+	return func() { close(done); <-exited }
 }
 
 func (s *soak) progress(phase string) {
