@@ -8,7 +8,9 @@ import (
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
-func key(id string) profiles.Key { return profiles.Key{Source: "stripe", Account: "acct_A", EventID: id} }
+func key(id string) profiles.Key {
+	return profiles.Key{Source: "stripe", Account: "acct_A", EventID: id}
+}
 
 func att(id string, o simulator.Outcome, startMS, endMS int64) simulator.AttemptRecord {
 	return simulator.AttemptRecord{Key: key(id), Outcome: o, StartNS: startMS * 1e6, EndNS: endMS * 1e6}
