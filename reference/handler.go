@@ -336,6 +336,9 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 		return s.transient(log, ev, "commit", err)
 	}
 	markCommitted()
+	if s.outbox != nil && applied.Applied && ev.Type == store.TypeChargeRefunded {
+		s.outbox.Wake()
+	}
 	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
 		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
 	}

@@ -126,6 +126,8 @@ type Workers struct {
 	// applyHook runs inside each apply transaction after the business change
 	// (tests only).
 	applyHook func(pgx.Tx, store.Task) error
+	// afterApply runs after each committed event (wakes the outbox dispatcher).
+	afterApply func()
 }
 
 // NewWorkers prepares workers on pool (whose schema must be migrated). A nil
@@ -252,6 +254,9 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 	switch {
 	case err == nil:
 		log.Info("inbox event done", "applied", res.Applied, "reason", res.Reason)
+		if w.afterApply != nil {
+			w.afterApply()
+		}
 		return
 	case errors.Is(err, store.ErrClaimLost):
 		log.Warn("inbox claim lost before apply (lease expired and re-offered?); nothing applied")
@@ -259,7 +264,7 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 	}
 	var perm *store.PermanentError
 	permanent := errors.As(err, &perm)
-	state, ferr := store.FailClaimed(tctx, w.pool, t, id, truncate(err.Error(), 1000), permanent, w.opts.MaxAttempts, w.backoff(t.Attempts))
+	state, ferr := store.FailClaimed(tctx, w.pool, t, id, truncate(err.Error(), 1000), permanent, w.opts.MaxAttempts, backoff(w.opts, t.Attempts))
 	switch {
 	case ferr != nil:
 		// The claim stays; the reconciler re-offers it after the lease.
@@ -274,12 +279,12 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 }
 
 // backoff is the delay after the given (1-based) attempt failed.
-func (w *Workers) backoff(attempt int) time.Duration {
-	d := w.opts.BackoffBase
-	for i := 1; i < attempt && d < w.opts.BackoffMax; i++ {
+func backoff(o InboxOptions, attempt int) time.Duration {
+	d := o.BackoffBase
+	for i := 1; i < attempt && d < o.BackoffMax; i++ {
 		d *= 2
 	}
-	d = min(d, w.opts.BackoffMax)
+	d = min(d, o.BackoffMax)
 	// Jitter spreads retries of events that failed together.
 	return d + time.Duration(rand.Int64N(int64(d)/10+1))
 }
@@ -292,18 +297,22 @@ func truncate(s string, n int) string {
 }
 
 // RunWorkers runs inbox workers without HTTP (hookcert reference worker): it
-// connects to url, applies the migrations, and runs until ctx ends. The pool holds
-// one connection per worker plus one for the reconciler.
-func RunWorkers(ctx context.Context, url string, opts InboxOptions, log *slog.Logger) error {
+// connects to url, applies the migrations, and runs until ctx ends; with
+// outbox.SinkURL set, refunds write outbox messages and dispatchers send them. The
+// pool holds one connection per worker and dispatcher plus one for reconciling.
+func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox OutboxOptions, log *slog.Logger) error {
 	if opts.Workers < 0 {
 		return errors.New("reference: workers: a worker process needs at least one")
+	}
+	if err := outbox.Validate(); err != nil {
+		return fmt.Errorf("reference: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		return errors.New("reference: database url: cannot be parsed as a PostgreSQL connection string")
 	}
 	if !strings.Contains(url, "pool_max_conns") {
-		cfg.MaxConns = int32(opts.withDefaults().Workers + 1)
+		cfg.MaxConns = int32(opts.withDefaults().Workers + max(outbox.Dispatchers, 1) + 2)
 	}
 	cfg.AfterConnect = checkClientConnection
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -321,7 +330,20 @@ func RunWorkers(ctx context.Context, url string, opts InboxOptions, log *slog.Lo
 	if err != nil {
 		return err
 	}
+	if outbox.SinkURL == "" {
+		w.Run(ctx)
+		return nil
+	}
+	d, err := NewDispatcher(pool, outbox, opts, log)
+	if err != nil {
+		return err
+	}
+	w.rules.Outbox = true
+	w.afterApply = d.Wake
+	var wg sync.WaitGroup
+	wg.Go(func() { d.Run(ctx) })
 	w.Run(ctx)
+	wg.Wait()
 	return nil
 }
 

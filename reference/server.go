@@ -67,8 +67,11 @@ type Options struct {
 	// Defects exist for the synchronous design only; inbox mode refuses them.
 	Mode string
 	// Inbox configures inbox mode's in-process workers (Inbox.Workers negative:
-	// none; run "hookcert reference worker" instead).
+	// none; run "hookcert reference worker" instead), and the outbox's retries.
 	Inbox InboxOptions
+	// Outbox, with SinkURL set, makes applied refunds write an outbox message in
+	// their business transaction and runs dispatchers that send them (either mode).
+	Outbox OutboxOptions
 }
 
 // Server is a running reference receiver bound to one database.
@@ -99,6 +102,8 @@ type Server struct {
 	// inbox is set in inbox mode: the handler stores events for workers and wakes
 	// them.
 	inbox *Workers
+	// outbox is set when a sink URL is configured.
+	outbox *Dispatcher
 }
 
 // New prepares a receiver on pool: it validates the options, applies the migrations
@@ -197,9 +202,22 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 		s.log.Info("endpoint", "path", e.Path, "profile", e.Profile, "source", e.KeySource(), "account", e.Account)
 	}
 	s.logRetention()
+	if opts.Outbox.SinkURL != "" {
+		if len(opts.Defects) > 0 {
+			return nil, errors.New("reference: defects: the outbox runs without defects")
+		}
+		if s.outbox, err = NewDispatcher(pool, opts.Outbox, opts.Inbox, s.log); err != nil {
+			return nil, err
+		}
+		s.rules.Outbox = true
+	}
 	if opts.Mode == ModeInbox {
 		if s.inbox, err = NewWorkers(pool, opts.Inbox, s.log); err != nil {
 			return nil, err
+		}
+		s.inbox.rules = s.rules
+		if s.outbox != nil {
+			s.inbox.afterApply = s.outbox.Wake
 		}
 		s.log.Info("inbox mode: deliveries are stored and answered 202; workers apply them",
 			"in_process_workers", max(s.inbox.opts.Workers, 0))
@@ -282,6 +300,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		stopped := make(chan struct{})
 		go func() { defer close(stopped); s.inbox.Run(wctx) }()
 		defer func() { stopWorkers(); <-stopped }()
+	}
+	if s.outbox != nil {
+		dctx, stopDispatch := context.WithCancel(context.WithoutCancel(ctx))
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); s.outbox.Run(dctx) }()
+		defer func() { stopDispatch(); <-stopped }()
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

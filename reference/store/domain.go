@@ -19,6 +19,9 @@ type Rules struct {
 	// ApplyUnknownTypes credits the ledger for every type Apply does not handle,
 	// as the cash credit would (the apply-unknown-types defect).
 	ApplyUnknownTypes bool
+	// Outbox makes an applied refund write its downstream message to
+	// outbox_messages in the same transaction.
+	Outbox bool
 }
 
 // Result says what Apply did.
@@ -163,6 +166,12 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result,
 	}
 	if _, err := addLedger(ctx, tx, ev, "refund", -ev.Amount, rules); err != nil {
 		return Result{}, err
+	}
+	if rules.Outbox {
+		if err := enqueueOutbox(ctx, tx, ev.Key, OutboxRefund, RefundMessage{ev.Source, ev.AccountID, ev.EventID,
+			ev.ObjectID, ev.Amount, ev.Currency}); err != nil {
+			return Result{}, err
+		}
 	}
 	return Result{Applied: true}, nil
 }

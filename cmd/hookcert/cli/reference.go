@@ -111,6 +111,13 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 	if err != nil {
 		return err
 	}
+	outboxOpts, err := f.inbox.outbox()
+	if err != nil {
+		return err
+	}
+	if outboxOpts.SinkURL != "" && len(f.defects) > 0 {
+		return usageErr("--defect: the outbox (--sink-url) runs without defects")
+	}
 	var logHandler slog.Handler
 	switch f.logFormat {
 	case "text":
@@ -173,6 +180,7 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 		Logger:           log,
 		Mode:             f.mode,
 		Inbox:            inboxOpts,
+		Outbox:           outboxOpts,
 	})
 	if err != nil {
 		// A driver error may quote the password; Main prints this one.

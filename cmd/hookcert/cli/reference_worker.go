@@ -19,15 +19,26 @@ type inboxFlags struct {
 	lease, pollInterval  time.Duration
 	backoffBase          time.Duration
 	backoffMax           time.Duration
+	sinkURL              string
 }
 
 func (f *inboxFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.IntVar(&f.workers, "workers", reference.DefaultWorkers, workersHelp)
-	fl.IntVar(&f.maxAttempts, "max-attempts", reference.DefaultMaxAttempts, "inbox: attempts of an event before it is dead-lettered")
+	fl.IntVar(&f.maxAttempts, "max-attempts", reference.DefaultMaxAttempts, "inbox and outbox: attempts of an event or message before it is dead-lettered")
 	fl.DurationVar(&f.lease, "lease", reference.DefaultLease, "inbox: how long a worker's claim lasts; a claim whose worker died is re-offered after it")
 	fl.DurationVar(&f.pollInterval, "poll-interval", reference.DefaultPollInterval, "inbox: how often an idle worker looks for work")
-	fl.DurationVar(&f.backoffBase, "backoff", reference.DefaultBackoffBase, "inbox: delay before the first retry of a failed event, doubled per attempt")
-	fl.DurationVar(&f.backoffMax, "backoff-max", reference.DefaultBackoffMax, "inbox: longest delay between retries")
+	fl.DurationVar(&f.backoffBase, "backoff", reference.DefaultBackoffBase, "inbox and outbox: delay before the first retry of a failed event or message, doubled per attempt")
+	fl.DurationVar(&f.backoffMax, "backoff-max", reference.DefaultBackoffMax, "inbox and outbox: longest delay between retries")
+	fl.StringVar(&f.sinkURL, "sink-url", "", "outbox: applied charge.refunded events write a message sent here (POST, Idempotency-Key from the event key); empty: no outbox")
+}
+
+// outbox returns the outbox options of the flags.
+func (f inboxFlags) outbox() (reference.OutboxOptions, error) {
+	o := reference.OutboxOptions{SinkURL: f.sinkURL}
+	if err := o.Validate(); err != nil {
+		return o, usageErr("--sink-url: %v", err)
+	}
+	return o, nil
 }
 
 // options checks the flags; zeroNone maps --workers 0 to no in-process worker.
@@ -71,7 +82,8 @@ process of their own, on the same database, so that a worker can crash alone. It
 claims pending events (FOR UPDATE SKIP LOCKED, with a lease), applies each and marks
 it done in one transaction, retries failures with backoff, dead-letters an event
 after --max-attempts, and re-offers claims whose lease expired. Any number of worker
-processes and in-process workers can share one database.
+processes and in-process workers can share one database. With --sink-url, applied
+refunds write outbox messages and this process also dispatches them.
 
 The database is --database-url, else $HOOKCERT_DATABASE_URL; it is never provisioned
 (the worker must share the receiver's). --config is checked as serve checks it.`,
@@ -119,7 +131,11 @@ func runReferenceWorker(cmd *cobra.Command, f referenceWorkerFlags) error {
 	default:
 		return usageErr("--database-url: required (or $%s): a worker must share the receiver's database", pgprovision.EnvDatabaseURL)
 	}
-	if err := reference.RunWorkers(cmd.Context(), dbURL, opts, log); err != nil {
+	outbox, err := f.inbox.outbox()
+	if err != nil {
+		return err
+	}
+	if err := reference.RunWorkers(cmd.Context(), dbURL, opts, outbox, log); err != nil {
 		err = scrub.New(scrub.Password(dbURL)).Error(err)
 		if errors.Is(err, reference.ErrUnreachable) {
 			return &ExitError{Code: ExitUnreachable, Err: err}

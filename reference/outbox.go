@@ -1,0 +1,232 @@
+package reference
+
+import (
+	"bytes"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookcert/hookcert/reference/store"
+)
+
+// DefaultSinkTimeout bounds one downstream call of the outbox dispatcher.
+const DefaultSinkTimeout = 10 * time.Second
+
+// OutboxOptions configure the outbox: with SinkURL set, an applied charge.refunded
+// writes a message in its business transaction and a dispatcher POSTs it to
+// SinkURL with an Idempotency-Key derived from the event key. Retries, attempts,
+// lease and backoff follow the InboxOptions given beside it.
+type OutboxOptions struct {
+	// SinkURL receives every message (POST, JSON); "" disables the outbox.
+	SinkURL string
+	// Dispatchers is how many dispatchers run in this process; 0 means 1,
+	// negative none.
+	Dispatchers int
+	// Timeout bounds one call; 0 means DefaultSinkTimeout.
+	Timeout time.Duration
+}
+
+// Validate checks the sink URL.
+func (o OutboxOptions) Validate() error {
+	if o.SinkURL == "" {
+		return nil
+	}
+	u, err := url.Parse(o.SinkURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return errors.New("sink url: must be an http or https URL")
+	}
+	if o.Timeout < 0 {
+		return fmt.Errorf("sink timeout: must not be negative, got %s", o.Timeout)
+	}
+	return nil
+}
+
+// Dispatcher sends outbox messages: it claims due messages (FOR UPDATE SKIP
+// LOCKED, with a lease), POSTs each, marks it sent on a 2xx, retries transient
+// failures with backoff, dead-letters after MaxAttempts (or at once on a 4xx other
+// than 408, 409 and 429), and re-offers messages whose lease expired.
+type Dispatcher struct {
+	pool   *pgxpool.Pool
+	opts   OutboxOptions
+	retry  InboxOptions
+	log    *slog.Logger
+	client *http.Client
+	wake   chan struct{}
+}
+
+// NewDispatcher prepares a dispatcher; retry supplies attempts, lease, poll
+// interval and backoff (zero fields: the inbox defaults).
+func NewDispatcher(pool *pgxpool.Pool, opts OutboxOptions, retry InboxOptions, log *slog.Logger) (*Dispatcher, error) {
+	if pool == nil {
+		return nil, errors.New("reference: pool: required")
+	}
+	if opts.SinkURL == "" {
+		return nil, errors.New("reference: sink url: required for the outbox")
+	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	if err := retry.Validate(); err != nil {
+		return nil, fmt.Errorf("reference: %w", err)
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if opts.Dispatchers == 0 {
+		opts.Dispatchers = 1
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = DefaultSinkTimeout
+	}
+	retry = retry.withDefaults()
+	b := make([]byte, 3)
+	_, _ = crand.Read(b)
+	retry.WorkerID += "-outbox-" + hex.EncodeToString(b)
+	return &Dispatcher{pool: pool, opts: opts, retry: retry, log: log, wake: make(chan struct{}, 1),
+		client: &http.Client{Timeout: opts.Timeout}}, nil
+}
+
+// Wake tells an idle dispatcher a message is waiting (never blocks).
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run dispatches until ctx ends; a send in progress finishes first.
+func (d *Dispatcher) Run(ctx context.Context) {
+	if d.opts.Dispatchers < 0 {
+		return
+	}
+	d.log.Info("outbox dispatchers started", "dispatchers", d.opts.Dispatchers, "sink", redactURL(d.opts.SinkURL))
+	var wg sync.WaitGroup
+	for i := range d.opts.Dispatchers {
+		id := fmt.Sprintf("%s/%d", d.retry.WorkerID, i)
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				n, err := d.Step(ctx, id)
+				if err != nil && ctx.Err() == nil {
+					d.log.Warn("outbox dispatcher", "dispatcher", id, "err", err)
+				}
+				if n > 0 {
+					continue
+				}
+				select {
+				case <-ctx.Done():
+				case <-d.wake:
+				case <-time.After(d.retry.PollInterval):
+				}
+			}
+		})
+	}
+	wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(d.retry.ReconcileInterval):
+			}
+			if n, err := store.ReclaimOutbox(ctx, d.pool, d.retry.MaxAttempts, 100); err != nil && ctx.Err() == nil {
+				d.log.Warn("outbox reconciler", "err", err)
+			} else if n > 0 {
+				d.log.Warn("outbox: re-offered messages whose lease expired", "messages", n)
+				d.Wake()
+			}
+		}
+	})
+	wg.Wait()
+}
+
+// Step claims and sends one due message as dispatcher id; it returns how many it
+// sent or failed (0 when none was due).
+func (d *Dispatcher) Step(ctx context.Context, id string) (int, error) {
+	msgs, err := store.ClaimOutbox(ctx, d.pool, id, d.retry.Lease, 1)
+	if err != nil {
+		return 0, fmt.Errorf("reference: %w", err)
+	}
+	for _, m := range msgs {
+		d.send(ctx, id, m)
+	}
+	return len(msgs), nil
+}
+
+func (d *Dispatcher) send(ctx context.Context, id string, m store.OutboxMessage) {
+	// The call and its bookkeeping finish even during shutdown (bounded by the
+	// timeout), so a sent message is not left to be resent needlessly.
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d.opts.Timeout+5*time.Second)
+	defer cancel()
+	log := d.log.With("dispatcher", id, "event_id", m.EventID, "kind", m.Kind, "attempt", m.Attempts)
+	status, err := d.post(cctx, m)
+	if err == nil && status/100 == 2 {
+		ok, err := store.MarkSent(cctx, d.pool, m.ID, id, status)
+		switch {
+		case err != nil:
+			log.Error("outbox message sent but not recorded; it will be resent with the same key", "err", err)
+		case !ok:
+			log.Warn("outbox message sent after its claim was lost; the downstream deduplicates the resend")
+		default:
+			log.Info("outbox message sent", "status", status)
+		}
+		return
+	}
+	msg := ""
+	if err != nil {
+		msg = err.Error()
+	} else {
+		msg = fmt.Sprintf("sink answered %d", status)
+	}
+	permanent := err == nil && status/100 == 4 && status != http.StatusRequestTimeout &&
+		status != http.StatusConflict && status != http.StatusTooManyRequests
+	state, ferr := store.FailOutbox(cctx, d.pool, m.ID, id, status, truncate(msg, 1000), permanent, d.retry.MaxAttempts, backoff(d.retry, m.Attempts))
+	switch {
+	case ferr != nil:
+		log.Error("outbox send failed and could not be recorded", "err", msg, "record_err", ferr)
+	case state == store.OutboxDead:
+		log.Error("outbox message DEAD-LETTERED", "err", msg, "max_attempts", d.retry.MaxAttempts)
+	default:
+		log.Warn("outbox send failed; will retry", "err", msg)
+	}
+}
+
+// post sends one message; a transport error (no answer, or the connection closed
+// before one) returns err, any answer its status.
+func (d *Dispatcher) post(ctx context.Context, m store.OutboxMessage) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.opts.SinkURL, bytes.NewReader(m.Body))
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", m.IdempotencyKey)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err // the URL is in the log already, without credentials
+		}
+		return 0, fmt.Errorf("call sink: %w", err)
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, nil
+}
+
+// redactURL drops userinfo and query from a URL for logs.
+func redactURL(s string) string {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "(unparsable)"
+	}
+	u.User, u.RawQuery = nil, ""
+	return u.String()
+}
