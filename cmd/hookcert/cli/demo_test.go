@@ -428,7 +428,9 @@ func running(pid int) bool {
 
 func killReceivers(dir string) {
 	for _, pid := range receivers(dir) {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+		if p, err := os.FindProcess(pid); err == nil {
+			_ = p.Kill()
+		}
 	}
 }
 
