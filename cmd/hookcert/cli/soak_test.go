@@ -64,10 +64,13 @@ func TestSoakDemoPasses(t *testing.T) {
 	t.Logf("%.1f acks/s, p99 %.1f ms, %d events", s.AcksPerS, s.Latency.P99MS, s.Keys)
 }
 
-// A receiver that answers before it commits loses the events a crash catches
-// between the two; the soak names them and exits 1.
+// A receiver that answers before it commits loses the events a fault catches
+// between the two; the soak names them and exits 1. The gap is microseconds
+// long: a kill lands in it now and then (about one kill in five here), the
+// termination of every session far more often (a session is idle in its
+// transaction while the answer goes out), so both run.
 func TestSoakDemoAckBeforeCommitLoses(t *testing.T) {
-	code, out, s := soakDemo(t, "--defect", "ack-before-commit", "--duration", "8s", "--concurrency", "32", "--nemesis", "kill=500ms", "--seed", "12")
+	code, out, s := soakDemo(t, "--defect", "ack-before-commit", "--duration", "6s", "--concurrency", "32", "--nemesis", "kill=1s,pg-terminate=700ms", "--seed", "12")
 	if code != ExitFailed {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
 	}
