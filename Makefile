@@ -61,6 +61,10 @@ bench: ## Benchmarks that print side-by-side figures measured in one run
 	./reference/benchmark/bench.sh
 
 FLAKE_RUNS ?= 20
+.PHONY: soak
+soak: ## 30 s soak of the reference receiver under kills, session terminations and pauses (docs/soak.md)
+	$(GO) run ./cmd/hookcert soak --demo --duration 30s --nemesis kill=5s,pg-terminate=7s,pause=9s
+
 .PHONY: flake-check
 flake-check: build ## Certify the clean reference FLAKE_RUNS times in a row; stop at the first failure
 	@for i in $$(seq 1 $(FLAKE_RUNS)); do \
