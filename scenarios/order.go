@@ -161,7 +161,15 @@ func init() {
 		del.Status = "deleted"
 		s.send(ep, del, RoleDelete, simulator.SendOptions{})
 		s.settledNow()
-		s.object(ep, sub, PhaseAfterDelete)
+		// The deletion's effect, once it shows: a receiver may commit a moment
+		// after its 2xx.
+		bv, bs, bf := s.lastObject(ep, sub, PhaseBeforeDelete)
+		s.settle(1, func() int {
+			if v, st, f := s.object(ep, sub, PhaseAfterDelete); v != bv || st != bs || f != bf {
+				return 1
+			}
+			return 0
+		})
 		stale := s.orderedEvent(ep, o, sub, 2, base)
 		s.send(ep, stale, RoleLate, simulator.SendOptions{})
 		s.fact(FactStaleKey, orderValue(o, stale))

@@ -552,3 +552,15 @@ func (r *Run) attemptsOf(index int) []simulator.AttemptRecord {
 	}
 	return out
 }
+
+func (r *Run) observationsOf(index int) []simulator.Observation {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []simulator.Observation
+	for _, o := range r.hist.Observations {
+		if o.Scenario == index {
+			out = append(out, o)
+		}
+	}
+	return out
+}

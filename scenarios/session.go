@@ -474,6 +474,17 @@ func (s *session) states(phase string, hint int, keys ...profiles.Key) {
 	}
 }
 
+// lastObject is the last object read of objectID in phase.
+func (s *session) lastObject(ep Endpoint, objectID, phase string) (int64, string, bool) {
+	var last simulator.Observation
+	for _, o := range s.run.observationsOf(s.index) {
+		if o.Query == "object" && o.Phase == phase && len(o.Params) == 4 && o.Params[3] == objectID {
+			last = o
+		}
+	}
+	return last.Version, last.Status, last.Found
+}
+
 func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bool) {
 	o := s.read("object", phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *simulator.Observation) error {
 		var err error
