@@ -1,0 +1,302 @@
+// Command pgbench compares the reference receiver with pgbench running the
+// reference's own transaction for one credit event, on one database, measured
+// in one run: for each client count, rounds alternate between signed deliveries
+// over loopback HTTP to an in-process receiver (closed loop, one delivery in
+// flight per client) and pgbench -M prepared with the same transaction as a
+// custom script (random keys, same account, so the same balance row is hot on
+// both sides). Every round is printed, then the medians and their ratio.
+//
+//	go run ./reference/benchmark/pgbench -clients 1,8,32 -rounds 3 -duration 4s
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/hookcert/hookcert/reference"
+)
+
+// target is the share of pgbench's transaction rate the receiver must reach.
+const target = 0.8
+
+func main() {
+	server := flag.String("database-url", envOr("HOOKCERT_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"PostgreSQL server URL; the benchmark creates and drops a database of its own there")
+	clients := flag.String("clients", "1,8,32", "client counts, comma-separated")
+	rounds := flag.Int("rounds", 3, "rounds per client count and side")
+	dur := flag.Duration("duration", 4*time.Second, "length of one round")
+	pgbench := flag.String("pgbench", "/usr/bin/pgbench", "pgbench binary")
+	flag.Parse()
+	var cs []int
+	for _, f := range strings.Split(*clients, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			fmt.Fprintln(os.Stderr, "pgbench benchmark: bad -clients", *clients)
+			os.Exit(2)
+		}
+		cs = append(cs, n)
+	}
+	if err := run(*server, *pgbench, cs, *rounds, *dur); err != nil {
+		fmt.Fprintln(os.Stderr, "pgbench benchmark:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+// script is the reference's transaction for customer_cash_balance_transaction.created
+// on the clean path (reference.processOneTx: store.InsertKey, then store.Apply ->
+// applyCash -> addLedger), statement for statement, with a random event key and a
+// payload of the size the receiver stores.
+const script = `\set k random(1, 1000000000000)
+BEGIN;
+INSERT INTO processed_webhook_events (source, account_id, event_id, event_type, payload)
+	VALUES (:src, :acct, 'evt_pgb_' || :client_id || '_' || :k, 'customer_cash_balance_transaction.created', convert_to(:body, 'UTF8'))
+	ON CONFLICT (source, account_id, event_id) DO NOTHING
+	RETURNING 1;
+INSERT INTO ledger_entries (source, account_id, event_id, object_id, kind, amount)
+	VALUES (:src, :acct, 'evt_pgb_' || :client_id || '_' || :k, 'ccsbtxn_' || :k, 'cash', 100)
+	ON CONFLICT (source, account_id, object_id, kind) WHERE kind IN ('payment', 'refund') DO NOTHING
+	RETURNING 1;
+INSERT INTO account_balances (source, account_id, balance) VALUES (:src, :acct, 100)
+	ON CONFLICT (source, account_id) DO UPDATE
+	SET balance = account_balances.balance + EXCLUDED.balance, updated_at = now();
+COMMIT;
+`
+
+func run(server, pgbench string, clients []int, rounds int, dur time.Duration) error {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer admin.Close(ctx)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "hookcert_pgbench_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	defer func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") }()
+	u, err := url.Parse(server)
+	if err != nil {
+		return fmt.Errorf("database url: cannot be parsed")
+	}
+	u.Path = "/" + name
+
+	eps := reference.DefaultEndpoints()
+	srv, err := reference.Open(ctx, u.String(), reference.Options{Endpoints: eps, PurgeInterval: -1})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+	ep := eps[0]
+	hs := httptest.NewServer(srv.Handler())
+	defer hs.Close()
+	maxC := slices.Max(clients)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxC * 2}, Timeout: 30 * time.Second}
+	load := &loader{client: client, url: hs.URL + ep.Path, secret: ep.Secret}
+
+	tmp, err := os.MkdirTemp("", "hookcert-pgbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	sp := filepath.Join(tmp, "credit.sql")
+	if err := os.WriteFile(sp, []byte(script), 0o600); err != nil {
+		return err
+	}
+	body, _ := load.event("evt_pgb_size_probe_000000000000")
+	pg := &pgb{bin: pgbench, script: sp, url: u.String(), src: ep.KeySource(), acct: ep.Account, body: string(body)}
+
+	fmt.Printf("reference receiver (in-process, loopback HTTP, signed Stripe cash credits) vs pgbench -M prepared (%s), same database; %d CPUs\n",
+		"the reference's credit transaction", numCPU())
+	// Warm-up of both sides: connections, prepared plans, the balance row.
+	if _, err := load.closed(maxC, time.Second); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	if _, err := pg.run(maxC, time.Second); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
+	}
+	type row struct {
+		c        int
+		ref, pgb []float64
+	}
+	var rows []row
+	for _, c := range clients {
+		r := row{c: c}
+		for i := 0; i < rounds; i++ {
+			// Alternate which side goes first so drift favours neither.
+			sides := []string{"reference", "pgbench"}
+			if i%2 == 1 {
+				sides = []string{"pgbench", "reference"}
+			}
+			for _, s := range sides {
+				var v float64
+				var err error
+				if s == "reference" {
+					v, err = load.closed(c, dur)
+					r.ref = append(r.ref, v)
+				} else {
+					v, err = pg.run(c, dur)
+					r.pgb = append(r.pgb, v)
+				}
+				if err != nil {
+					return fmt.Errorf("%s, %d clients: %w", s, c, err)
+				}
+				fmt.Printf("  clients %2d round %d %-9s %9.0f /s\n", c, i+1, s, v)
+			}
+		}
+		rows = append(rows, r)
+	}
+	fmt.Printf("\n%-8s %16s %16s %8s %8s\n", "clients", "deliveries/s", "pgbench tps", "ratio", "target")
+	ok := true
+	for _, r := range rows {
+		ref, pgt := median(r.ref), median(r.pgb)
+		ratio := ref / pgt
+		mark := "ok"
+		if ratio < target {
+			mark, ok = "BELOW", false
+		}
+		fmt.Printf("%-8d %16.0f %16.0f %7.2fx %7.1fx %s\n", r.c, ref, pgt, ratio, target, mark)
+	}
+	if !ok {
+		fmt.Printf("(medians of %d rounds of %s; the ratio is the reference's deliveries/s over pgbench's transactions/s)\n", rounds, dur)
+	}
+	return nil
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+type pgb struct {
+	bin, script, url, src, acct, body string
+}
+
+var tpsRe = regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)
+
+// run runs pgbench for d with c clients and returns its transactions per second.
+func (p *pgb) run(c int, d time.Duration) (float64, error) {
+	secs := max(1, int(d.Round(time.Second)/time.Second))
+	cmd := exec.Command(p.bin, "-n", "-M", "prepared", "-c", strconv.Itoa(c), "-j", strconv.Itoa(min(c, 2)),
+		"-T", strconv.Itoa(secs), "-f", p.script, "-D", "src="+p.src, "-D", "acct="+p.acct, "-D", "body="+p.body, p.url)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return 0, fmt.Errorf("pgbench: %v: %s", err, lastLines(string(out), 5))
+	}
+	m := tpsRe.FindStringSubmatch(string(out))
+	if m == nil {
+		return 0, fmt.Errorf("pgbench printed no tps: %s", lastLines(string(out), 5))
+	}
+	if strings.Contains(string(out), "number of failed transactions: ") && !strings.Contains(string(out), "number of failed transactions: 0 ") {
+		return 0, fmt.Errorf("pgbench transactions failed: %s", lastLines(string(out), 8))
+	}
+	return strconv.ParseFloat(m[1], 64)
+}
+
+func lastLines(s string, n int) string {
+	l := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.Join(l[max(0, len(l)-n):], " | ")
+}
+
+type loader struct {
+	client *http.Client
+	url    string
+	secret string
+	n      atomic.Int64
+}
+
+// closed keeps c deliveries in flight for d (each client sends its next as soon
+// as the previous is answered, as pgbench's clients do) and returns processed
+// deliveries per second; any other answer is an error.
+func (l *loader) closed(c int, d time.Duration) (float64, error) {
+	var done atomic.Int64
+	var firstErr atomic.Value
+	var wg sync.WaitGroup
+	deadline := time.Now().Add(d)
+	start := time.Now()
+	for i := 0; i < c; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for time.Now().Before(deadline) {
+				if err := l.send(); err != nil {
+					firstErr.CompareAndSwap(nil, err)
+					return
+				}
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := firstErr.Load().(error); err != nil {
+		return 0, err
+	}
+	return float64(done.Load()) / time.Since(start).Seconds(), nil
+}
+
+// event is one fresh Stripe cash credit and its Stripe-Signature header
+// (docs.stripe.com/webhooks: HMAC-SHA256 of "{t}.{body}", header t=...,v1=...).
+func (l *loader) event(id string) ([]byte, string) {
+	body, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": "customer_cash_balance_transaction.created",
+		"data": map[string]any{"object": map[string]any{"id": "ccsbtxn_" + id, "amount": 100, "currency": "usd"}}})
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	m := hmac.New(sha256.New, []byte(l.secret))
+	m.Write([]byte(ts + "." + string(body)))
+	return body, "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
+}
+
+func (l *loader) send() error {
+	id := fmt.Sprintf("evt_bench_%d_%d", time.Now().UnixNano(), l.n.Add(1))
+	body, sig := l.event(id)
+	req, _ := http.NewRequest(http.MethodPost, l.url, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Stripe-Signature", sig)
+	resp, err := l.client.Do(req)
+	if err != nil {
+		return err
+	}
+	rb, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !bytes.Contains(rb, []byte(`"processed"`)) {
+		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(rb))
+	}
+	return nil
+}
+
+func numCPU() int { return runtime.NumCPU() }
