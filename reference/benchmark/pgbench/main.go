@@ -114,17 +114,36 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 	u.Path = "/" + name
 
 	eps := reference.DefaultEndpoints()
-	srv, err := reference.Open(ctx, u.String(), reference.Options{Endpoints: eps, PurgeInterval: -1})
-	if err != nil {
-		return err
-	}
-	defer srv.Close()
 	ep := eps[0]
-	hs := httptest.NewServer(srv.Handler())
-	defer hs.Close()
 	maxC := slices.Max(clients)
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxC * 2}, Timeout: 30 * time.Second}
-	load := &loader{client: client, url: hs.URL + ep.Path, secret: ep.Secret}
+	load := &loader{client: client, secret: ep.Secret}
+	// The receiver is opened for each of its rounds with a pool of c connections
+	// and closed after it, so that its idle sessions and pgbench's c never add up
+	// beyond the shared server's max_connections; each opening is warmed up first.
+	refRound := func(c int, d time.Duration) (float64, error) {
+		q := u.Query()
+		q.Set("pool_max_conns", strconv.Itoa(c))
+		ru := *u
+		ru.RawQuery = q.Encode()
+		srv, err := reference.Open(ctx, ru.String(), reference.Options{Endpoints: eps, PurgeInterval: -1})
+		if err != nil {
+			return 0, err
+		}
+		defer srv.Close()
+		hs := httptest.NewServer(srv.Handler())
+		defer hs.Close()
+		defer client.CloseIdleConnections()
+		load.url = hs.URL + ep.Path
+		if _, err := load.closed(c, 500*time.Millisecond); err != nil {
+			return 0, fmt.Errorf("warm-up: %w", err)
+		}
+		return load.closed(c, d)
+	}
+	// Migrate the schema before pgbench needs it.
+	if _, err := refRound(1, 100*time.Millisecond); err != nil {
+		return err
+	}
 
 	tmp, err := os.MkdirTemp("", "hookcert-pgbench-")
 	if err != nil {
@@ -140,10 +159,7 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 
 	fmt.Printf("reference receiver (in-process, loopback HTTP, signed Stripe cash credits) vs pgbench -M prepared (%s), same database; %d CPUs\n",
 		"the reference's credit transaction", numCPU())
-	// Warm-up of both sides: connections, prepared plans, the balance row.
-	if _, err := load.closed(maxC, time.Second); err != nil {
-		return fmt.Errorf("warm-up: %w", err)
-	}
+	// Warm-up of pgbench: the balance row, the indexes' pages.
 	if _, err := pg.run(maxC, time.Second); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
@@ -164,7 +180,7 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 				var v float64
 				var err error
 				if s == "reference" {
-					v, err = load.closed(c, dur)
+					v, err = refRound(c, dur)
 					r.ref = append(r.ref, v)
 				} else {
 					v, err = pg.run(c, dur)
