@@ -203,7 +203,7 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 		if ratio < target {
 			mark, ok = "BELOW", false
 		}
-		fmt.Printf("%-8d %16.0f %16.0f %7.2fx %7.1fx %s\n", r.c, ref, pgt, ratio, target, mark)
+		fmt.Printf("%-8d %16.0f %16.0f %7.3fx %7.1fx %s\n", r.c, ref, pgt, ratio, target, mark)
 	}
 	if !ok {
 		fmt.Printf("(medians of %d rounds of %s; the ratio is the reference's deliveries/s over pgbench's transactions/s)\n", rounds, dur)
