@@ -1,0 +1,285 @@
+// Command soakoverhead measures what hookcert soak itself costs: the soak runs
+// in this process (traffic, recording, the final reads of every key and Judge)
+// against the reference receiver in a separate process on a fresh database, so
+// getrusage of this process is the harness alone. It prints, per run, the
+// requested and achieved deliveries/s, whether the rate was sustained, and the
+// harness's CPU (user+sys) per delivery beside the receiver's; the rate is
+// stepped up until it is no longer sustained, then one unthrottled run shows
+// the most the machine reaches while recording and checking.
+//
+//	go run ./bench/soakoverhead -rates 250,500,1000,1250,1500,2000 -duration 5s
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/reference"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/scenarios/soak"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// sustained is the share of the requested rate a run must achieve to count as
+// sustained.
+const sustained = 0.95
+
+func main() {
+	server := flag.String("database-url", envOr(pgprovision.EnvDatabaseURL, "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
+		"PostgreSQL server URL; the benchmark creates and drops a database of its own there")
+	rates := flag.String("rates", "250,500,1000,1250,1500,2000", "--rate steps, ascending; stepping stops at the first not sustained")
+	dur := flag.Duration("duration", 5*time.Second, "traffic per run")
+	conc := flag.Int("concurrency", 8, "soak --concurrency")
+	flag.Parse()
+	var rs []float64
+	for _, f := range strings.Split(*rates, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		v, err := strconv.ParseFloat(f, 64)
+		if err != nil || v <= 0 {
+			fmt.Fprintln(os.Stderr, "soak overhead: bad -rates", *rates)
+			os.Exit(2)
+		}
+		rs = append(rs, v)
+	}
+	if err := run(*server, rs, *dur, *conc); err != nil {
+		fmt.Fprintln(os.Stderr, "soak overhead:", err)
+		os.Exit(1)
+	}
+}
+
+func envOr(k, d string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return d
+}
+
+func run(server string, rates []float64, dur time.Duration, conc int) error {
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, server)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer admin.Close(ctx)
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "hookcert_soakbench_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return fmt.Errorf("create database: %w", err)
+	}
+	defer func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") }()
+	u, err := url.Parse(server)
+	if err != nil {
+		return fmt.Errorf("database url: cannot be parsed")
+	}
+	u.Path = "/" + name
+
+	tmp, err := os.MkdirTemp("", "hookcert-soakbench-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	exe := filepath.Join(tmp, "hookcert")
+	if out, err := exec.Command("go", "build", "-o", exe, "./cmd/hookcert").CombinedOutput(); err != nil {
+		return fmt.Errorf("build hookcert: %v: %s", err, out)
+	}
+	addr, err := freeAddr()
+	if err != nil {
+		return err
+	}
+	// The reference in its own process, on its default (public test) endpoints;
+	// the database URL goes in its environment, not on its command line.
+	recv := exec.Command(exe, "reference", "serve", "--listen", addr)
+	recv.Env = append(os.Environ(), pgprovision.EnvDatabaseURL+"="+u.String())
+	if err := recv.Start(); err != nil {
+		return fmt.Errorf("start the reference: %w", err)
+	}
+	defer func() { _ = recv.Process.Kill(); _ = recv.Wait() }()
+	base := "http://" + addr
+	if err := waitReady(base+"/healthz", 30*time.Second); err != nil {
+		return err
+	}
+	q := u.Query()
+	q.Set("pool_max_conns", "8")
+	pu := *u
+	pu.RawQuery = q.Encode()
+	pool, err := pgxpool.New(ctx, pu.String())
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	ep := reference.DefaultEndpoints()[0]
+	p, err := profiles.Lookup(ep.Profile)
+	if err != nil {
+		return err
+	}
+	env := &scenarios.Env{RunID: "soakbench", TimeScale: 3600, Observer: pgObserver{pool},
+		Endpoints: []scenarios.Endpoint{{Profile: p, Account: ep.Account, URL: base + ep.Path, Secrets: []string{ep.Secret}}}}
+
+	fmt.Printf("hookcert soak (in this process: traffic, history, final reads, judge) against the reference receiver (separate process), "+
+		"concurrency %d, dup-rate 0.1, lost-ack-rate 0.05, no nemesis, %s of traffic per run; %d CPUs\n\n", conc, dur, runtime.NumCPU())
+	fmt.Printf("%-12s %12s %9s %11s %10s %20s %20s %8s\n", "--rate", "deliveries/s", "of rate", "sustained", "attempts",
+		"harness CPU/delivery", "receiver CPU/delivery", "judged")
+	bestSustained := 0.0
+	var seed int64
+	one := func(rate float64) (float64, error) {
+		seed++
+		r, err := soakOnce(ctx, env, recv.Process.Pid, soak.Options{Duration: dur, Concurrency: conc, Rate: rate, DupRate: 0.1,
+			LostAckRate: 0.05, Seed: seed, SettleBound: 30 * time.Second})
+		if err != nil {
+			return 0, err
+		}
+		label, share, sus := "unthrottled", "", ""
+		if rate > 0 {
+			label = fmt.Sprintf("%.0f", rate)
+			share = fmt.Sprintf("%.2f", r.rate/rate)
+			sus = "no"
+			if r.rate >= sustained*rate {
+				sus = "yes"
+				bestSustained = max(bestSustained, rate)
+			}
+		}
+		verdict := "PASS"
+		if !r.passed {
+			verdict = "FAIL"
+		}
+		fmt.Printf("%-12s %12.0f %9s %11s %10d %17.1f µs %17.1f µs %8s\n", label, r.rate, share, sus, r.attempts,
+			r.harnessCPU.Seconds()*1e6/float64(r.attempts), r.receiverCPU.Seconds()*1e6/float64(r.attempts), verdict)
+		if !r.passed {
+			return r.rate, errors.New("the soak did not pass: the figures above are not of a clean run")
+		}
+		return r.rate, nil
+	}
+	for _, rate := range rates {
+		got, err := one(rate)
+		if err != nil {
+			return err
+		}
+		if got < sustained*rate {
+			break
+		}
+	}
+	top, err := one(0)
+	if err != nil {
+		return err
+	}
+	fmt.Printf("\nhighest --rate step sustained (>= %.0f%% of it achieved): %.0f deliveries/s; unthrottled: %.0f deliveries/s, recorded and judged\n",
+		sustained*100, bestSustained, top)
+	return nil
+}
+
+type result struct {
+	rate                    float64
+	attempts                int
+	harnessCPU, receiverCPU time.Duration
+	passed                  bool
+}
+
+// soakOnce runs one soak and Judge, and measures this process's CPU and the
+// receiver's over it (the settling and the final reads included: they are part
+// of what the harness does for every delivery).
+func soakOnce(ctx context.Context, env *scenarios.Env, pid int, o soak.Options) (result, error) {
+	r0, err := procCPU(pid)
+	if err != nil {
+		return result{}, err
+	}
+	h0 := selfCPU()
+	res, err := soak.Run(ctx, env, soak.Hooks{}, o)
+	if err != nil {
+		return result{}, err
+	}
+	s := soak.Judge(res.History, res.TrafficNS)
+	h1 := selfCPU()
+	r1, err := procCPU(pid)
+	if err != nil {
+		return result{}, err
+	}
+	return result{rate: s.DeliveriesPerS, attempts: s.Attempts, harnessCPU: h1 - h0, receiverCPU: r1 - r0, passed: s.Passed}, nil
+}
+
+// selfCPU is this process's user+sys CPU time (getrusage RUSAGE_SELF).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// procCPU is another process's user+sys CPU time from /proc/PID/stat (fields
+// 14 and 15, in clock ticks of 100 Hz on Linux).
+func procCPU(pid int) (time.Duration, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	s := string(b)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * 10 * time.Millisecond, nil
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func waitReady(u string, bound time.Duration) error {
+	deadline := time.Now().Add(bound)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(u); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the reference was not ready at %s within %s", u, bound)
+}
+
+// pgObserver reads the reference receiver's tables: its event rows and ledger
+// entries per key, the two reads the soak judges a credit by.
+type pgObserver struct{ pool *pgxpool.Pool }
+
+func (o pgObserver) EventRows(ctx context.Context, k profiles.Key) (int, error) {
+	var n int
+	err := o.pool.QueryRow(ctx, "SELECT count(*) FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3", k.Source, k.Account, k.EventID).Scan(&n)
+	return n, err
+}
+func (o pgObserver) Effects(ctx context.Context, k profiles.Key, _ string) (int, error) {
+	var n int
+	err := o.pool.QueryRow(ctx, "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND event_id=$3", k.Source, k.Account, k.EventID).Scan(&n)
+	return n, err
+}
+func (pgObserver) ObjectEffects(context.Context, string, string, string) (int, error) { return 0, nil }
+func (pgObserver) Object(context.Context, string, string, string) (int64, string, bool, error) {
+	return 0, "", false, nil
+}
+func (pgObserver) Payment(context.Context, string, string, string) (string, bool, error) {
+	return "", false, nil
+}
