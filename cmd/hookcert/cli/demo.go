@@ -34,15 +34,21 @@ var demoEndpoints = []struct{ profile, account string }{
 func newDemoCmd() *cobra.Command {
 	var f suiteFlags
 	var defects, caps []string
+	var mode string
 	cmd := &cobra.Command{
-		Use:   "demo [--defect NAME]...",
+		Use:   "demo [--mode sync|inbox] [--defect NAME]...",
 		Short: "Start the reference receiver on a throwaway PostgreSQL and certify it",
 		Long: `Demo provisions PostgreSQL (--database-url, $HOOKCERT_DATABASE_URL, a container, or
 local binaries), starts the reference receiver with fresh random secrets (and the
 named defects, which break it on purpose), certifies it and writes the reports.
-Exit status as for certify.`,
+With --mode inbox the reference stores each event and answers 202, and 4 workers
+apply it later; the target declares asynchronous acceptance (defects are refused:
+they break the synchronous design). Exit status as for certify.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validDemoMode(mode, defects); err != nil {
+				return err
+			}
 			if err := reference.ValidateDefects(defects); err != nil {
 				return usageErr("--defect: %v", err)
 			}
@@ -68,7 +74,7 @@ Exit status as for certify.`,
 				return &ExitError{Code: ExitFailed, Err: err}
 			}
 			defer os.RemoveAll(dir)
-			targetYAML, secrets, err := demoTarget(exe, dir, defects, caps)
+			targetYAML, secrets, err := demoTarget(exe, dir, mode, defects, caps)
 			if err != nil {
 				return &ExitError{Code: ExitFailed, Err: err}
 			}
@@ -83,6 +89,10 @@ Exit status as for certify.`,
 				fmt.Fprintf(out, "reference receiver with defect(s): %s\n", strings.Join(defects, ", "))
 			}
 			opts := f.options(out, func(id string) string {
+				if mode == reference.ModeInbox {
+					// repro knows no --mode; the demo filtered to the guarantee is the same run.
+					return fmt.Sprintf("hookcert demo --mode inbox --label-filter %s --seed %d", id, f.seed)
+				}
 				c := fmt.Sprintf("hookcert repro %s --seed %d --demo", id, f.seed)
 				for _, d := range defects {
 					c += " --defect " + d
@@ -101,6 +111,7 @@ Exit status as for certify.`,
 			return err
 		},
 	}
+	cmd.Flags().StringVar(&mode, "mode", reference.ModeSync, "reference receiver design: sync (apply, then 200) or inbox (store, 202, workers apply)")
 	cmd.Flags().StringSliceVar(&caps, "capabilities", demoCapabilities,
 		"capabilities the demo target declares (a subset, to see the verdicts a receiver without test hooks gets; \"none\" for none)")
 	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with this defect (repeatable; see `hookcert reference serve --help`)")
@@ -110,7 +121,9 @@ Exit status as for certify.`,
 
 // demoTarget writes the reference receiver's endpoint file into dir and returns a
 // target file that starts, observes and certifies it, and the secrets it holds.
-func demoTarget(exe, dir string, defects, caps []string) ([]byte, []string, error) {
+// In inbox mode the receiver runs inbox workers and the target declares
+// asynchronous acceptance; caps lose what the inbox design does not offer.
+func demoTarget(exe, dir, mode string, defects, caps []string) ([]byte, []string, error) {
 	var cfg reference.Config
 	var secrets []string
 	type tEndpoint struct {
@@ -156,7 +169,16 @@ func demoTarget(exe, dir string, defects, caps []string) ([]byte, []string, erro
 	for _, d := range defects {
 		command = append(command, "--defect", d)
 	}
+	inbox := mode == reference.ModeInbox
+	if inbox {
+		command = append(command, "--mode", reference.ModeInbox, "--workers", strconv.Itoa(demoInboxWorkers),
+			"--lease", demoInboxLease.String())
+		caps = demoInboxCapabilities(caps)
+	}
 	name := "hookcert reference receiver"
+	if inbox {
+		name += " (inbox mode)"
+	}
 	if len(defects) > 0 {
 		name += " (defects: " + strings.Join(defects, ", ") + ")"
 	}
@@ -192,6 +214,10 @@ func demoTarget(exe, dir string, defects, caps []string) ([]byte, []string, erro
 	if !slices.Contains(caps, "failpoints") {
 		delete(doc["target"].(map[string]any), "failpoints")
 	}
+	if inbox {
+		doc["target"].(map[string]any)["acceptance"] = map[string]any{
+			"mode": "async", "settle": "5s", "quiescent": demoInboxQuiescent}
+	}
 	out, err := yaml.Marshal(doc)
 	return out, secrets, err
 }
@@ -215,6 +241,46 @@ func demoHasDefect(defects []string, name string) bool {
 
 // demoCapabilities is everything the reference receiver offers the harness.
 var demoCapabilities = []string{"crash", "lock-gating", "connection-loss", "failpoints", "ordering", "state-machine", "domain-constraint", "deletion", "retention"}
+
+// demoInboxWorkers is how many in-process workers the inbox demo runs.
+const demoInboxWorkers = 4
+
+// demoInboxLease is the inbox workers' lease. An event whose worker was killed
+// stays claimed until its lease runs out and the reconciler (every half lease)
+// re-offers it: the reference's 30s default would outlast the 5s settle the
+// target declares, so the demo's lease keeps re-offer plus apply inside it.
+const demoInboxLease = 2 * time.Second
+
+// demoInboxQuiescent is true when no accepted event waits for a worker: pending
+// (due or backing off) or claimed. Dead-lettered events are finished work.
+const demoInboxQuiescent = "SELECT count(*) = 0 FROM processed_webhook_events WHERE inbox_state IN ('pending','claimed')"
+
+// demoInboxCapabilities is caps without what the reference's inbox mode lacks.
+func demoInboxCapabilities(caps []string) []string {
+	return slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return slices.Contains(demoInboxUnsupported, c) })
+}
+
+// demoInboxUnsupported are the capabilities the inbox design does not offer. The
+// reference's failpoints sit in the accept transaction, which writes no business
+// change (docs/failpoints.md places after-insert-before-commit after it) and its
+// workers' apply transaction has none; the crash guarantees then stop the
+// workers inside that transaction by locking the effect table and SIGKILL.
+var demoInboxUnsupported = []string{"failpoints"}
+
+// validDemoMode checks --mode and refuses defects in inbox mode, as the
+// reference does, before anything starts.
+func validDemoMode(mode string, defects []string) error {
+	switch mode {
+	case reference.ModeSync:
+	case reference.ModeInbox:
+		if len(defects) > 0 {
+			return usageErr("--defect: the defects break the synchronous design; --mode inbox runs the reference without them")
+		}
+	default:
+		return usageErr("--mode: must be %s or %s, got %q", reference.ModeSync, reference.ModeInbox, mode)
+	}
+	return nil
+}
 
 func validDemoCapabilities(caps []string) error {
 	for _, c := range caps {

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -19,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/adapters/target"
 	"github.com/hookcert/hookcert/reference"
 	"go.yaml.in/yaml/v3"
 )
@@ -467,5 +469,81 @@ func TestReferenceServeDatabaseURLSources(t *testing.T) {
 	}
 	if strings.Contains(out.String(), pw) {
 		t.Errorf("the password was logged:\n%s", out)
+	}
+}
+
+// parseDemoTarget builds the demo target in mode and parses it as certify does.
+func parseDemoTarget(t *testing.T, mode string, caps []string) *target.Target {
+	t.Helper()
+	data, _, err := demoTarget("/bin/hookcert", t.TempDir(), mode, nil, caps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := target.Parse(data, target.Vars{DatabaseURL: "postgres://127.0.0.1/x", ListenAddr: "127.0.0.1:9"})
+	if err != nil {
+		t.Fatalf("the demo target does not parse: %v\n%s", err, data)
+	}
+	return tg
+}
+
+// In inbox mode the demo target starts the reference with inbox workers and a
+// lease that fits the declared settle, declares asynchronous acceptance with a
+// quiescence query over the inbox states, and offers no failpoints: the
+// reference has none in its workers' apply transaction.
+func TestDemoTargetInboxMode(t *testing.T) {
+	tg := parseDemoTarget(t, "inbox", demoCapabilities)
+	cmd := strings.Join(tg.Lifecycle.Command, " ")
+	for _, want := range []string{"--mode inbox", "--workers 4", "--lease 2s"} {
+		if !strings.Contains(cmd, want) {
+			t.Errorf("command %q lacks %q", cmd, want)
+		}
+	}
+	if !tg.Acceptance.Async || tg.Acceptance.Settle != 5*time.Second {
+		t.Errorf("acceptance %+v, want async with settle 5s", tg.Acceptance)
+	}
+	if q := tg.Postgres.Queries.Quiescent; !strings.Contains(q, "inbox_state IN ('pending','claimed')") {
+		t.Errorf("quiescent query %q", q)
+	}
+	if slices.Contains(tg.Capabilities, target.Failpoints) || tg.FailpointsPath != "" {
+		t.Errorf("inbox target declares failpoints: %v, path %q", tg.Capabilities, tg.FailpointsPath)
+	}
+	if !slices.Contains(tg.Capabilities, target.Crash) || !slices.Contains(tg.Capabilities, target.LockGating) {
+		t.Errorf("inbox target lost crash or lock-gating: %v", tg.Capabilities)
+	}
+	if demoInboxLease+demoInboxLease/2 >= tg.Acceptance.Settle {
+		t.Errorf("lease %s plus its reconcile interval does not fit the settle %s", demoInboxLease, tg.Acceptance.Settle)
+	}
+}
+
+// The default stays the synchronous design, failpoints included.
+func TestDemoTargetSyncMode(t *testing.T) {
+	tg := parseDemoTarget(t, "sync", demoCapabilities)
+	if cmd := strings.Join(tg.Lifecycle.Command, " "); strings.Contains(cmd, "--mode") || strings.Contains(cmd, "--workers") {
+		t.Errorf("sync command %q names inbox flags", cmd)
+	}
+	if tg.Acceptance.Async || tg.Postgres.Queries.Quiescent != "" {
+		t.Errorf("sync acceptance %+v, quiescent %q", tg.Acceptance, tg.Postgres.Queries.Quiescent)
+	}
+	if !slices.Contains(tg.Capabilities, target.Failpoints) || tg.FailpointsPath == "" {
+		t.Errorf("sync target lacks failpoints: %v", tg.Capabilities)
+	}
+}
+
+// Defects with --mode inbox, an unknown mode, and --mode without --demo are
+// usage errors before anything starts, with a message that says why.
+func TestDemoModeUsage(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"demo", "--mode", "inbox", "--defect", "check-then-insert"}, "--mode inbox runs the reference without them"},
+		{[]string{"demo", "--mode", "queue"}, "--mode: must be sync or inbox"},
+		{[]string{"soak", "--demo", "--mode", "inbox", "--defect", "ack-before-commit"}, "--mode inbox runs the reference without them"},
+		{[]string{"soak", "--config", "x.yaml", "--mode", "inbox"}, "--mode needs --demo"},
+	} {
+		code, out := runChild(t, c.args...)
+		if code != ExitUsage || !strings.Contains(out, c.want) {
+			t.Errorf("%v: exit %d, want %d and %q:\n%s", c.args, code, ExitUsage, c.want, out)
+		}
 	}
 }

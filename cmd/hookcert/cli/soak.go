@@ -26,6 +26,7 @@ func init() { register(newSoakCmd) }
 
 type soakFlags struct {
 	config, reportDir, databaseURL, nemesis string
+	mode                                    string
 	demo, keepDatabase                      bool
 	defects                                 []string
 	duration, pauseFor, settleBound         time.Duration
@@ -65,6 +66,7 @@ could not be reached or started.`,
 	fl.StringVar(&f.config, "config", "", "target file (YAML, see docs/target.md)")
 	fl.BoolVar(&f.demo, "demo", false, "soak the reference receiver on a throwaway PostgreSQL instead of a target file")
 	fl.StringArrayVar(&f.defects, "defect", nil, "with --demo: start the reference with this defect (repeatable)")
+	fl.StringVar(&f.mode, "mode", reference.ModeSync, "with --demo: reference receiver design, sync or inbox (store, 202, workers apply)")
 	fl.DurationVar(&f.duration, "duration", 30*time.Second, "how long to send traffic")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "concurrent deliveries")
 	fl.Float64Var(&f.rate, "rate", 0, "at most this many deliveries per second (0: as fast as the receiver answers)")
@@ -87,8 +89,13 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 		return usageErr("give exactly one of --config TARGET.yaml and --demo")
 	case len(f.defects) > 0 && !f.demo:
 		return usageErr("--defect needs --demo")
+	case f.mode != reference.ModeSync && !f.demo:
+		return usageErr("--mode needs --demo")
 	case f.timeScale < 1:
 		return usageErr("--time-scale must be at least 1 (got %g)", f.timeScale)
+	}
+	if err := validDemoMode(f.mode, f.defects); err != nil {
+		return err
 	}
 	if err := reference.ValidateDefects(f.defects); err != nil {
 		return usageErr("--defect: %v", err)
@@ -121,7 +128,7 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 			return &ExitError{Code: ExitFailed, Err: err}
 		}
 		defer os.RemoveAll(dir)
-		targetYAML, secrets, err := demoTarget(exe, dir, f.defects, demoCapabilities)
+		targetYAML, secrets, err := demoTarget(exe, dir, f.mode, f.defects, demoCapabilities)
 		if err != nil {
 			return &ExitError{Code: ExitFailed, Err: err}
 		}
@@ -148,6 +155,9 @@ func soakRepro(f *soakFlags) string {
 	c := "hookcert soak"
 	if f.demo {
 		c += " --demo"
+		if f.mode != reference.ModeSync {
+			c += " --mode " + f.mode
+		}
 		for _, d := range f.defects {
 			c += " --defect " + d
 		}
