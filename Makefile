@@ -59,6 +59,9 @@ demo: build ## Start the reference receiver on a throwaway PostgreSQL and certif
 bench: ## Benchmarks that print side-by-side figures measured in one run
 	./simulator/benchmark/bench.sh
 	./reference/benchmark/bench.sh
+	./reference/benchmark/pgbench.sh
+	./bench/soak-overhead.sh
+	./bench/judge.sh
 
 FLAKE_RUNS ?= 20
 .PHONY: soak
