@@ -27,7 +27,7 @@ func init() { register(newSoakCmd) }
 type soakFlags struct {
 	config, reportDir, databaseURL, nemesis string
 	mode                                    string
-	demo, keepDatabase                      bool
+	demo, keepDatabase, settleBoundSet      bool
 	defects                                 []string
 	duration, pauseFor, settleBound         time.Duration
 	concurrency                             int
@@ -60,7 +60,10 @@ Exit status: 0 no key lost or duplicated, 1 some were (their keys and the seed a
 printed) or the soak could not judge, 2 usage or configuration error, 3 the target
 could not be reached or started.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runSoak(cmd.Context(), cmd.OutOrStdout(), &f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.settleBoundSet = cmd.Flags().Changed("settle-bound")
+			return runSoak(cmd.Context(), cmd.OutOrStdout(), &f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "target file (YAML, see docs/target.md)")
@@ -74,7 +77,7 @@ could not be reached or started.`,
 	fl.Float64Var(&f.lostAckRate, "lost-ack-rate", 0.05, "share of events whose first acknowledgement is lost")
 	fl.StringVar(&f.nemesis, "nemesis", "", "faults and their intervals, e.g. kill=5s,pg-terminate=7s,pause=9s")
 	fl.DurationVar(&f.pauseFor, "pause-for", time.Second, "how long each pause lasts")
-	fl.DurationVar(&f.settleBound, "settle-bound", 30*time.Second, "bound on redelivering unacknowledged events and waiting for quiescence after traffic")
+	fl.DurationVar(&f.settleBound, "settle-bound", 30*time.Second, "bound on redelivering unacknowledged events and waiting for quiescence after traffic (--demo --mode inbox: at least 10 x --duration unless given)")
 	fl.Int64Var(&f.seed, "seed", 0, "seed for the generator's choices (0: random, printed)")
 	fl.Float64Var(&f.timeScale, "time-scale", certify.DefaultTimeScale, "provider seconds per real second for retry schedules")
 	fl.StringVar(&f.reportDir, "report-dir", "hookcert-soak", "where results.json, soak.html, history.jsonl and receiver.log go")
@@ -106,6 +109,12 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 	}
 	if f.seed == 0 {
 		f.seed = time.Now().UnixNano() % 1_000_000
+	}
+	if f.mode == reference.ModeInbox && !f.settleBoundSet {
+		// Workers share the machine with the traffic and fall behind while it
+		// lasts; the backlog drains after it, taking up to several times the
+		// traffic's duration. Keys judged before it has drained count as lost.
+		f.settleBound = max(f.settleBound, demoInboxDrainFactor*f.duration)
 	}
 	so := soak.Options{Duration: f.duration, Concurrency: f.concurrency, Rate: f.rate, DupRate: f.dupRate, LostAckRate: f.lostAckRate,
 		Nemesis: nem, PauseFor: f.pauseFor, Seed: f.seed, SettleBound: f.settleBound}
@@ -149,6 +158,10 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 	}
 	return err
 }
+
+// demoInboxDrainFactor bounds the inbox demo's post-traffic wait for its
+// workers, in multiples of the traffic's duration.
+const demoInboxDrainFactor = 10
 
 // soakRepro is the command that reruns this soak with its seed.
 func soakRepro(f *soakFlags) string {

@@ -64,6 +64,38 @@ func TestSoakDemoPasses(t *testing.T) {
 	t.Logf("%.1f acks/s, p99 %.1f ms, %d events", s.AcksPerS, s.Latency.P99MS, s.Keys)
 }
 
+// The reference in inbox mode keeps every event through kills of the receiver
+// (and of its workers inside their apply transactions) and of its database
+// sessions: every acknowledged (202) event is applied once when its workers have
+// caught up.
+func TestSoakDemoInboxPasses(t *testing.T) {
+	code, out, s := soakDemo(t, "--mode", "inbox", "--duration", "8s", "--concurrency", "32", "--rate", "400",
+		"--nemesis", "kill=3s,pg-terminate=4s", "--seed", "13")
+	if code != ExitOK {
+		t.Fatalf("exit %d, want 0:\n%s", code, out)
+	}
+	if s.Lost != 0 || s.Duplicated != 0 || !s.Passed || !s.Settle.Quiescent {
+		t.Fatalf("lost %d, duplicated %d, passed %v, quiescent %v:\n%s", s.Lost, s.Duplicated, s.Passed, s.Settle.Quiescent, out)
+	}
+	if s.Acknowledged < 1000 {
+		t.Errorf("%d events acknowledged, want at least 1000:\n%s", s.Acknowledged, out)
+	}
+	kinds := map[string]int{}
+	for _, f := range s.Faults {
+		if f.Error != "" {
+			t.Errorf("fault %s at %d ms: %s", f.Kind, f.StartMS, f.Error)
+		}
+		kinds[f.Kind]++
+	}
+	if kinds["kill"] < 2 || kinds["pg-terminate"] < 1 {
+		t.Errorf("faults applied %v, want at least 2 kills and 1 pg-terminate", kinds)
+	}
+	if !strings.Contains(out, "--mode inbox --workers 4") || !strings.Contains(out, "(inbox mode)") {
+		t.Errorf("the receiver was not started in inbox mode:\n%s", out)
+	}
+	t.Logf("%.1f acks/s, p99 %.1f ms, %d events, quiescent after %.1fs", s.AcksPerS, s.Latency.P99MS, s.Keys, float64(s.Settle.DurationMS)/1000)
+}
+
 // A receiver that answers before it commits loses the events a fault catches
 // between the two; the soak names them and exits 1. The gap is microseconds
 // long: a kill lands in it now and then (about one kill in five here), the
