@@ -65,8 +65,9 @@ bench: ## Benchmarks that print side-by-side figures measured in one run
 
 FLAKE_RUNS ?= 20
 .PHONY: soak
-soak: ## 30 s soak of the reference receiver under kills, session terminations and pauses (docs/soak.md)
-	$(GO) run ./cmd/hookcert soak --demo --duration 30s --nemesis kill=5s,pg-terminate=7s,pause=9s
+soak: ## 60 s, 64-way soaks of the reference receiver, sync and inbox modes, under kills and session terminations (docs/soak.md)
+	$(GO) run ./cmd/hookcert soak --demo --duration 60s --concurrency 64 --nemesis kill=5s,pg-terminate=7s --report-dir hookcert-soak/sync
+	$(GO) run ./cmd/hookcert soak --demo --mode inbox --duration 60s --concurrency 64 --nemesis kill=5s,pg-terminate=7s --report-dir hookcert-soak/inbox
 
 .PHONY: flake-check
 flake-check: build ## Certify the clean reference FLAKE_RUNS times in a row; stop at the first failure

@@ -80,8 +80,11 @@ func init() {
 			k := s.key(ep, early)
 			a := s.send(ep, early, RolePremature, simulator.SendOptions{})
 			// A lifecycle event's effect is the object's state (and its effects),
-			// not the effect role's per-event count: its key rows are read.
-			s.rows(k, PhaseAfterRefusal)
+			// not the effect role's per-event count: its key rows are read. An
+			// accepted one (async) keeps its key, rightly, until it applies.
+			if !acked(a) {
+				s.rows(k, PhaseAfterRefusal)
+			}
 			s.drive(ep, obj, it.onward)
 			s.fact(FactWantState+obj, pair.T.To)
 			switch {
