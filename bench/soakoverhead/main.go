@@ -1,3 +1,5 @@
+//go:build linux
+
 // Command soakoverhead measures what hookcert soak itself costs: the soak runs
 // in this process (traffic, recording, the final reads of every key and Judge)
 // against the reference receiver in a separate process on a fresh database, so
