@@ -155,7 +155,15 @@ func init() {
 		first := s.orderedEvent(ep, o, sub, 1, base)
 		s.send(ep, first, RoleUpdate, simulator.SendOptions{})
 		s.settledNow()
-		s.object(ep, sub, PhaseBeforeDelete)
+		// The update's effect, once it shows: a receiver may commit a moment
+		// after its 2xx.
+		want := orderValue(o, first)
+		s.settle(1, func() int {
+			if v, _, f := s.object(ep, sub, PhaseBeforeDelete); f && v == want {
+				return 1
+			}
+			return 0
+		})
 		del := s.orderedEvent(ep, o, sub, 3, base)
 		del.Type = o.Delete.Type
 		del.Status = "deleted"
