@@ -15,7 +15,7 @@ import (
 func soakDemo(t *testing.T, args ...string) (int, string, *reports.Soak) {
 	t.Helper()
 	if testing.Short() {
-		t.Skip("soaks the reference receiver for seconds")
+		t.Skip("-short: soaks the reference receiver for seconds")
 	}
 	dir := t.TempDir()
 	code, out := runChild(t, append([]string{"soak", "--demo", "--database-url", pgtest.ServerURL(), "--report-dir", dir, "--no-color"}, args...)...)
