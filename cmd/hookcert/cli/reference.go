@@ -142,17 +142,8 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 	}
 
 	ctx := cmd.Context()
-	dbURL := f.databaseURL
-	switch {
-	case dbURL != "":
-		log.Info("database from --database-url", "url", pgprovision.Redact(dbURL))
-		if scrub.Password(dbURL) != "" {
-			log.Warn("--database-url carries a password, which every user of this machine can read in the process list; pass it in $" + pgprovision.EnvDatabaseURL + " instead")
-		}
-	case pgprovision.URLFromEnv() != "":
-		dbURL = pgprovision.URLFromEnv()
-		log.Info("database from $"+pgprovision.EnvDatabaseURL, "url", pgprovision.Redact(dbURL))
-	default:
+	dbURL := givenDatabaseURL(log, f.databaseURL)
+	if dbURL == "" {
 		db, cleanup, err := pgprovision.Provision(ctx, pgprovision.Options{KeepDatabase: f.keepDatabase, NamePrefix: "hookcert_ref", Logger: log})
 		if err != nil {
 			return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("no database: %w", err)}
@@ -209,4 +200,23 @@ func printDefaultEndpoints(w io.Writer, eps []reference.Endpoint) {
 	for _, e := range eps {
 		fmt.Fprintf(w, "  %-36s profile=%-17s account=%-7s secret=%s\n", e.Path, e.Profile, e.Account, e.Secret)
 	}
+}
+
+// givenDatabaseURL is the database the reference was given: --database-url
+// (warned about when it carries a password, which ps shows), else
+// $HOOKCERT_DATABASE_URL; "" when neither is set.
+func givenDatabaseURL(log *slog.Logger, flag string) string {
+	switch {
+	case flag != "":
+		log.Info("database from --database-url", "url", pgprovision.Redact(flag))
+		if scrub.Password(flag) != "" {
+			log.Warn("--database-url carries a password, which every user of this machine can read in the process list; pass it in $" + pgprovision.EnvDatabaseURL + " instead")
+		}
+		return flag
+	case pgprovision.URLFromEnv() != "":
+		u := pgprovision.URLFromEnv()
+		log.Info("database from $"+pgprovision.EnvDatabaseURL, "url", pgprovision.Redact(u))
+		return u
+	}
+	return ""
 }

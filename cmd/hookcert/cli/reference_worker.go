@@ -118,17 +118,8 @@ func runReferenceWorker(cmd *cobra.Command, f referenceWorkerFlags) error {
 			return usageErr("--config: %v", err)
 		}
 	}
-	dbURL := f.databaseURL
-	switch {
-	case dbURL != "":
-		log.Info("database from --database-url", "url", pgprovision.Redact(dbURL))
-		if scrub.Password(dbURL) != "" {
-			log.Warn("--database-url carries a password, which every user of this machine can read in the process list; pass it in $" + pgprovision.EnvDatabaseURL + " instead")
-		}
-	case pgprovision.URLFromEnv() != "":
-		dbURL = pgprovision.URLFromEnv()
-		log.Info("database from $"+pgprovision.EnvDatabaseURL, "url", pgprovision.Redact(dbURL))
-	default:
+	dbURL := givenDatabaseURL(log, f.databaseURL)
+	if dbURL == "" {
 		return usageErr("--database-url: required (or $%s): a worker must share the receiver's database", pgprovision.EnvDatabaseURL)
 	}
 	outbox, err := f.inbox.outbox()
