@@ -61,6 +61,16 @@ var sendsExpects = map[string][2]string{
 	"RETENTION-2": {"one `effect` event, a purge as of the key TTL minus an hour, a replay", "the replay 2xx and no second effect"},
 	"RETENTION-3": {"one `effect` event, purges just past the payload TTL and inside the key TTL", "the payload gone, the key kept; a replay harmless"},
 	"RETENTION-4": {"one `effect` event, a ladder of purges past the key TTL", "the key gone past its TTL; no payload outlives its key"},
+	"INBOX-1":     {"8 concurrent `effect` events while the harness locks the event table (no key can be stored) and the effect table (no worker can apply); SIGKILL once they are answered, or at once if one is answered while nothing could be stored; restart", "every acknowledged event in the inbox after the restart, then applied once; the unacknowledged redelivered and applied once"},
+	"INBOX-2":     {"8 concurrent `effect` events accepted while the effect table is locked, so every worker stands at its business change; then released together", "each event applied once and done"},
+	"INBOX-3":     {"one `effect` event accepted; its worker stopped at the locked effect table and the receiver SIGKILLed; restart; wait past the declared lease", "the event claimed again and done, applied once"},
+	"INBOX-4":     {"one `effect` event accepted; its worker let through its business change and stopped at the inbox table before marking the event done; SIGKILL; restart; wait past the lease", "the event dispatched again and done, applied once in all"},
+	"INBOX-5":     {"one `effect` event accepted; its worker's session terminated at the locked effect table", "the event retried and done, applied once, with at least 2 attempts recorded"},
+	"INBOX-6":     {"one `effect` event accepted; every attempt's session terminated at the locked effect table, up to the declared max_attempts", "the event dead-lettered (state dead), still stored, never applied"},
+	"OUTBOX-1":    {"4 concurrent copies of one `effect` event; the sink applies the first downstream call and drops its response, then fails the second with 503", "calls retried with one operation key; applied once downstream"},
+	"OUTBOX-2":    {"one `effect` event; the sink applies its first downstream call and withholds the answer while the harness SIGKILLs the receiver; restart", "the call resent with the same operation key and answered 2xx; applied once downstream"},
+	"OUTBOX-3":    {"one `effect` event whose transaction is cut by SIGKILL while it waits on the locked effect table; restart; then as ATOMIC-1", "no downstream call before the restart; then applied once downstream"},
+	"OUTBOX-4":    {"one `effect` event; the sink answers every downstream call 503", "at least 2 calls, one operation key, then the message dead-lettered (state dead), not marked sent"},
 }
 
 func init() {
@@ -70,8 +80,8 @@ func init() {
 	}
 }
 
-// Families in report order. INBOX and OUTBOX are reserved.
-var Families = []string{"DEDUP", "ATOMIC", "ACK", "ORDER", "RETENTION"}
+// Families in report order.
+var Families = []string{"DEDUP", "ATOMIC", "ACK", "ORDER", "RETENTION", "INBOX", "OUTBOX"}
 
 var catalogue = []Guarantee{
 	{
@@ -277,6 +287,86 @@ var catalogue = []Guarantee{
 		Scenarios: []string{"deliver, purge as of a ladder of times up to 10 × key TTL, report when the key disappeared"},
 		Codes:     []string{"retention.key-kept", "retention.payload-orphaned"},
 	},
+	{
+		ID: "INBOX-1", Family: "INBOX", Title: "Durable acceptance",
+		Promise:   "An event is acknowledged only once it is durably accepted: after a crash before any worker ran, every acknowledged event is still there and is applied once.",
+		Why:       "A receiver that answers 202 before its inbox row commits (or from an in-memory queue) loses acknowledged events in every deploy or crash; the provider will not resend them.",
+		Needs:     []Capability{"inbox", "crash", "lock-gating"},
+		Scenarios: []string{"event and effect tables locked, 8 concurrent deliveries, SIGKILL, restart"},
+		Codes:     []string{"inbox.lost", "inbox.not-applied", "inbox.effects"},
+	},
+	{
+		ID: "INBOX-2", Family: "INBOX", Title: "Competing workers",
+		Promise:   "Competing workers apply each accepted event exactly once.",
+		Why:       "Workers that poll for unprocessed rows without claiming them (FOR UPDATE SKIP LOCKED, or a conditional claim) all pick the same event and apply it once each.",
+		Needs:     []Capability{"inbox", "lock-gating"},
+		Scenarios: []string{"8 events accepted while the effect table is locked; workers released together"},
+		Codes:     []string{"inbox.effects", "inbox.not-applied"},
+	},
+	{
+		ID: "INBOX-3", Family: "INBOX", Title: "Worker crash, lease expiry",
+		Promise:   "A worker that dies holding a claim leaves the event to be claimed again after its lease and applied once.",
+		Why:       "Without lease expiry a claim outlives its worker, and the event stays claimed, acknowledged and never applied.",
+		Needs:     []Capability{"inbox", "crash", "stop-in-transaction"},
+		Scenarios: []string{"worker stopped at the locked effect table, SIGKILL, restart, wait past the lease"},
+		Codes:     []string{"inbox.stuck", "inbox.not-applied", "inbox.effects"},
+	},
+	{
+		ID: "INBOX-4", Family: "INBOX", Title: "Duplicate dispatch",
+		Promise:   "An event dispatched again after its worker died mid-apply is applied only once: the change and the mark of completion commit together.",
+		Why:       "A worker that commits the business change and marks the event done in a second transaction applies it twice when it dies in between and the event is dispatched again.",
+		Needs:     []Capability{"inbox", "crash", "lock-gating", "stop-in-transaction"},
+		Scenarios: []string{"worker stopped after its change, before marking done (inbox table locked), SIGKILL, restart, wait past the lease"},
+		Codes:     []string{"inbox.effects", "inbox.stuck", "inbox.not-applied"},
+	},
+	{
+		ID: "INBOX-5", Family: "INBOX", Title: "Transient failure retried",
+		Promise:   "A transient failure in a worker is retried, and the attempt is recorded.",
+		Why:       "Retries without attempt records can neither back off nor ever dead-letter: a poison event is retried forever and nobody can see why.",
+		Needs:     []Capability{"inbox", "connection-loss"},
+		Scenarios: []string{"worker's session terminated at the locked effect table"},
+		Codes:     []string{"inbox.attempts-unrecorded", "inbox.stuck", "inbox.not-applied", "inbox.effects"},
+	},
+	{
+		ID: "INBOX-6", Family: "INBOX", Title: "Dead letters kept",
+		Promise:   "An event that keeps failing is dead-lettered after the declared attempts: kept, visible and not applied, never deleted.",
+		Why:       "An acknowledged event that is dropped when it fails too often is lost without a trace; one retried forever blocks nothing but hides the failure.",
+		Needs:     []Capability{"inbox-dead-letter", "connection-loss"},
+		Scenarios: []string{"every attempt's session terminated at the locked effect table, up to max_attempts"},
+		Codes:     []string{"inbox.dead-letter-lost", "inbox.not-dead-lettered", "inbox.dead-applied"},
+	},
+	{
+		ID: "OUTBOX-1", Family: "OUTBOX", Title: "Lost downstream response",
+		Promise:   "A downstream call whose response was lost is sent again with the same operation key and is applied once downstream.",
+		Why:       "A fresh idempotency key per attempt turns every lost response into a second charge, refund or e-mail downstream.",
+		Needs:     []Capability{"outbox"},
+		Scenarios: []string{"sink drops the first response and fails the second; 4 concurrent copies of the event"},
+		Codes:     []string{"outbox.not-sent", "outbox.no-key", "outbox.key-changed", "outbox.applied-twice"},
+	},
+	{
+		ID: "OUTBOX-2", Family: "OUTBOX", Title: "Crash after sending",
+		Promise:   "A crash after the downstream call, before it was recorded as sent, resends it with the same operation key, and it is applied once downstream.",
+		Why:       "The outbox cannot know whether a call it never saw answered was applied: only a stable operation key makes the resend harmless.",
+		Needs:     []Capability{"outbox", "crash"},
+		Scenarios: []string{"sink withholds the first answer, SIGKILL, restart"},
+		Codes:     []string{"outbox.not-sent", "outbox.no-key", "outbox.key-changed", "outbox.applied-twice"},
+	},
+	{
+		ID: "OUTBOX-3", Family: "OUTBOX", Title: "No call for a rolled-back change",
+		Promise:   "No downstream call is made for an event whose transaction rolled back; once it commits, the call is made once.",
+		Why:       "A call made inline, before the commit, cannot be taken back when the transaction fails: the downstream acts on a change that never happened.",
+		Needs:     []Capability{"outbox", "crash", "stop-in-transaction"},
+		Scenarios: []string{"SIGKILL while the transaction waits on the locked effect table, restart, redeliver"},
+		Codes:     []string{"outbox.sent-uncommitted", "outbox.not-sent", "outbox.applied-twice"},
+	},
+	{
+		ID: "OUTBOX-4", Family: "OUTBOX", Title: "Downstream failures dead-lettered",
+		Promise:   "A downstream call that keeps failing is retried, then dead-lettered and kept, never dropped or marked sent.",
+		Why:       "An outbox that gives up silently, or records a failed call as sent, loses the effect while every dashboard stays green.",
+		Needs:     []Capability{"outbox-dead-letter"},
+		Scenarios: []string{"sink answers every call 503"},
+		Codes:     []string{"outbox.not-retried", "outbox.key-changed", "outbox.dropped", "outbox.not-dead-lettered"},
+	},
 }
 
 // Catalogue returns every guarantee in report order.
@@ -346,6 +436,22 @@ var codeDocs = map[string]string{
 	"retention.payload-kept":      "a payload is still stored after a purge past its payload TTL",
 	"retention.payload-orphaned":  "a payload is still stored after its key was purged",
 	"retention.key-kept":          "a key survived a purge past its declared key TTL",
+	"inbox.lost":                  "an acknowledged event is not in the inbox after a crash before its worker ran: it was acknowledged before it was durably accepted",
+	"inbox.not-applied":           "an accepted event was not applied",
+	"inbox.effects":               "an accepted event was applied more than once (by competing workers, or again after a re-dispatch)",
+	"inbox.stuck":                 "an event whose worker died is still pending or claimed well past its lease",
+	"inbox.attempts-unrecorded":   "a failed attempt was retried without being recorded (attempts below 2 after an injected failure)",
+	"inbox.dead-letter-lost":      "an event that exhausted its attempts is gone, or marked done without being applied, instead of dead-lettered",
+	"inbox.not-dead-lettered":     "an event that failed the declared number of attempts is not dead-lettered",
+	"inbox.dead-applied":          "a dead-lettered event changed the receiver's state",
+	"outbox.not-sent":             "no downstream call for the event was answered 2xx",
+	"outbox.no-key":               "a downstream call carried no operation key",
+	"outbox.key-changed":          "the downstream calls for one event carried different operation keys",
+	"outbox.applied-twice":        "the downstream applied one event's operation more than once",
+	"outbox.sent-uncommitted":     "a downstream call was made for an event whose transaction had not committed",
+	"outbox.not-retried":          "a failed downstream call was not retried",
+	"outbox.dropped":              "a downstream message that never succeeded was dropped or recorded as sent",
+	"outbox.not-dead-lettered":    "a downstream message that failed its declared attempts is not dead-lettered",
 	"reconcile.lost":              "an acknowledged event has no event row",
 	"reconcile.duplicated":        "an event key has more than one event row",
 	"reconcile.applied-twice":     "a credit-like event was applied more than once",

@@ -61,6 +61,77 @@ type Env struct {
 	// CrashUnavailable says why the receiver cannot be killed on this platform
 	// ("" where it can): the crash capability is then not applicable.
 	CrashUnavailable string
+	// Queue reads each event's accepted work and downstream message
+	// (capabilities inbox and outbox); nil when the target declares neither.
+	Queue QueueObserver
+	// Inbox is the declared inbox (capability inbox).
+	Inbox InboxSpec
+	// Outbox is the declared outbox (capability outbox).
+	Outbox OutboxSpec
+	// Sink is the harness's downstream service the receiver calls (capability
+	// outbox); nil when the run has none.
+	Sink Sink
+}
+
+// InboxSpec is what a target declares of its inbox workers.
+type InboxSpec struct {
+	// Lease is how long a worker's claim lasts before the event is offered again.
+	Lease time.Duration
+	// MaxAttempts is how many attempts an event gets before it is dead-lettered
+	// (0: not declared).
+	MaxAttempts int
+	// Table is the table the workers claim in and mark done (the event table
+	// when not declared); the harness may lock it.
+	Table string
+}
+
+// OutboxSpec is what a target declares of its outbox.
+type OutboxSpec struct {
+	// MaxAttempts is how many calls a message gets before it is dead-lettered
+	// (0: not declared).
+	MaxAttempts int
+	// HasState says the target gives the outbox state query.
+	HasState bool
+}
+
+// QueueState is one event's row in the receiver's inbox or outbox.
+type QueueState struct {
+	// State is one of pending, processing, done (sent for the outbox), dead.
+	State    string
+	Attempts int
+	Found    bool
+}
+
+// QueueObserver reads the receiver's inbox and outbox by event key.
+type QueueObserver interface {
+	InboxState(ctx context.Context, k profiles.Key) (QueueState, error)
+	OutboxState(ctx context.Context, k profiles.Key) (QueueState, error)
+}
+
+// Sink is the downstream service the receiver's outbox calls. Calls are
+// attributed to events by the event ID their body carries.
+type Sink interface {
+	// Calls returns the calls whose body carries eventID, in arrival order.
+	Calls(eventID string) []SinkCall
+	// Fail answers status, applying nothing, to the next n calls for eventID.
+	Fail(eventID string, n, status int)
+	// Lose applies the next n calls for eventID and drops their responses.
+	Lose(eventID string, n int)
+	// HoldAfterApply applies the next call for eventID and withholds its
+	// response for d, or until the caller goes away.
+	HoldAfterApply(eventID string, d time.Duration)
+}
+
+// SinkCall is one downstream call.
+type SinkCall struct {
+	Seq int
+	At  time.Time
+	// Key is the call's operation key ("" when absent).
+	Key string
+	// Status answered (0: lost or withheld) and Outcome (applied, replayed,
+	// failed, lost, key_reused, bad_request; "" while it is being answered).
+	Status  int
+	Outcome string
 }
 
 // Fixtures create business objects in the receiver, the way its own
@@ -189,6 +260,42 @@ func (e *Env) has(c Capability) (bool, string) {
 			return true, ""
 		}
 		return false, "no failpoints capability, and no effect table (observe.postgres.effect_table) the harness may lock (lock-gating or connection-loss) to stop the receiver inside its transaction"
+	case "inbox":
+		switch {
+		case !e.declares("inbox"):
+			return false, "the target does not declare capability inbox"
+		case e.Queue == nil:
+			return false, "capability inbox is declared but no inbox state query is configured (target.inbox.state)"
+		case !e.Acceptance.Async:
+			return false, "capability inbox needs acceptance.mode async"
+		case e.Inbox.Lease <= 0:
+			return false, "capability inbox needs target.inbox.lease"
+		}
+		return true, ""
+	case "inbox-dead-letter":
+		if ok, why := e.has("inbox"); !ok {
+			return false, why
+		}
+		if e.Inbox.MaxAttempts <= 0 {
+			return false, "the target declares no target.inbox.max_attempts, so when an event must be dead-lettered is unknown"
+		}
+		return true, ""
+	case "outbox":
+		switch {
+		case !e.declares("outbox"):
+			return false, "the target does not declare capability outbox"
+		case e.Sink == nil:
+			return false, "capability outbox is declared but the run has no downstream sink"
+		}
+		return true, ""
+	case "outbox-dead-letter":
+		if ok, why := e.has("outbox"); !ok {
+			return false, why
+		}
+		if e.Outbox.MaxAttempts <= 0 || !e.Outbox.HasState || e.Queue == nil {
+			return false, "the target declares no target.outbox.max_attempts and target.outbox.state, so a dead letter cannot be seen"
+		}
+		return true, ""
 	case "signed-timestamp":
 		if _, ok := e.endpointWhere(signsTimestamp); ok {
 			return true, ""
@@ -238,6 +345,24 @@ func (e *Env) has(c Capability) (bool, string) {
 		}
 	}
 	return false, "the target does not declare capability " + c
+}
+
+// declares reports whether the target file lists capability c.
+func (e *Env) declares(c Capability) bool {
+	for _, d := range e.Capabilities {
+		if d == c {
+			return true
+		}
+	}
+	return false
+}
+
+// inboxTable is the table inbox workers claim in and mark done.
+func (e *Env) inboxTable() string {
+	if e.Inbox.Table != "" {
+		return e.Inbox.Table
+	}
+	return e.EventTable
 }
 
 func signsTimestamp(ep Endpoint) bool {

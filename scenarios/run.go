@@ -188,6 +188,7 @@ func (r *Run) History() *simulator.History {
 	sort.SliceStable(h.Attempts, func(i, j int) bool { return h.Attempts[i].StartNS < h.Attempts[j].StartNS })
 	h.Releases = append([]simulator.ReleaseRecord(nil), r.hist.Releases...)
 	h.Observations = append([]simulator.Observation(nil), r.hist.Observations...)
+	h.Sink = append([]simulator.SinkRecord(nil), r.hist.Sink...)
 	if h.Meta.Finished.IsZero() {
 		h.Meta.Finished = time.Now().UTC()
 	}
@@ -529,6 +530,12 @@ func (r *Run) addRelease(rel simulator.ReleaseRecord) {
 func (r *Run) addObservation(o simulator.Observation) {
 	r.mu.Lock()
 	r.hist.Observations = append(r.hist.Observations, o)
+	r.mu.Unlock()
+}
+
+func (r *Run) addSink(c simulator.SinkRecord) {
+	r.mu.Lock()
+	r.hist.Sink = append(r.hist.Sink, c)
 	r.mu.Unlock()
 }
 

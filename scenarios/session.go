@@ -81,6 +81,8 @@ type session struct {
 	// bgAbort is the first abort raised there.
 	bg      sync.WaitGroup
 	bgAbort *abortSignal
+	// sinkSeen maps each downstream call recorded to its outcome then.
+	sinkSeen map[int]string
 }
 
 // scenarioRand is the random source of one scenario: a function of the seed and
@@ -389,6 +391,12 @@ func KeyString(k profiles.Key) string {
 // scenario (the harness could not judge).
 func (s *session) read(query, phase string, params []string, fn func(ctx context.Context, o *simulator.Observation) error) simulator.Observation {
 	s.settled()
+	return s.readNow(query, phase, params, fn)
+}
+
+// readNow reads without waiting for an asynchronous receiver to settle: for
+// reads made while the harness itself holds the receiver's work back.
+func (s *session) readNow(query, phase string, params []string, fn func(ctx context.Context, o *simulator.Observation) error) simulator.Observation {
 	o := simulator.Observation{Scenario: s.index, Query: query, Params: params, Phase: phase}
 	err := fn(s.ctx, &o)
 	o.AtNS = int64(time.Since(s.run.start))

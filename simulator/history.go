@@ -197,6 +197,24 @@ type ScenarioRecord struct {
 	Facts map[string]string `json:"facts,omitempty"`
 }
 
+// SinkRecord is one call the harness's downstream sink received from the
+// receiver, attributed to the event whose ID its body carried.
+type SinkRecord struct {
+	Scenario int `json:"scenario,omitempty"`
+	// EventID is the event the call was attributed to.
+	EventID string `json:"event_id"`
+	// Seq numbers the sink's calls from 1 in arrival order.
+	Seq int `json:"seq"`
+	// Key is the call's operation key ("" when it carried none).
+	Key string `json:"key,omitempty"`
+	// Status answered (0 when the response was lost or withheld) and Outcome:
+	// applied, replayed, failed, lost, key_reused, bad_request.
+	Status  int    `json:"status"`
+	Outcome string `json:"outcome"`
+	// AtNS is when the call arrived, nanoseconds since the run started.
+	AtNS int64 `json:"at_ns"`
+}
+
 // History is everything that happened in a run.
 type History struct {
 	Meta         RunMeta          `json:"meta"`
@@ -204,6 +222,8 @@ type History struct {
 	Attempts     []AttemptRecord  `json:"attempts"`
 	Releases     []ReleaseRecord  `json:"releases"`
 	Observations []Observation    `json:"observations,omitempty"`
+	// Sink holds the downstream calls the receiver made (capability outbox).
+	Sink []SinkRecord `json:"sink,omitempty"`
 }
 
 // recorder appends records from concurrent goroutines. Attempts are kept in
@@ -354,6 +374,7 @@ type jsonLine struct {
 	Attempt     *AttemptRecord  `json:"attempt,omitempty"`
 	Release     *ReleaseRecord  `json:"release,omitempty"`
 	Observation *Observation    `json:"observation,omitempty"`
+	Sink        *SinkRecord     `json:"sink,omitempty"`
 }
 
 // WriteJSONL writes the history as JSON Lines: one "meta" line (schema
@@ -384,6 +405,11 @@ func (h *History) WriteJSONL(w io.Writer) error {
 	for i := range h.Observations {
 		if err := enc.Encode(jsonLine{Kind: "observation", Observation: &h.Observations[i]}); err != nil {
 			return fmt.Errorf("write history observation %d: %w", i, err)
+		}
+	}
+	for i := range h.Sink {
+		if err := enc.Encode(jsonLine{Kind: "sink", Sink: &h.Sink[i]}); err != nil {
+			return fmt.Errorf("write history sink call %d: %w", i, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -439,8 +465,13 @@ func ReadJSONL(r io.Reader) (*History, error) {
 				return nil, fmt.Errorf("history line %d: kind release without a release object", line)
 			}
 			h.Releases = append(h.Releases, *l.Release)
+		case "sink":
+			if l.Sink == nil {
+				return nil, fmt.Errorf("history line %d: kind sink without a sink object", line)
+			}
+			h.Sink = append(h.Sink, *l.Sink)
 		default:
-			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, scenario, attempt, release, observation", line, l.Kind)
+			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, scenario, attempt, release, observation, sink", line, l.Kind)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -89,16 +90,21 @@ const (
 	QPayloadPresent = target.QueryPayloadPresent
 	// QQuiescent reads whether the receiver has accepted work pending.
 	QQuiescent = target.QueryQuiescent
+	// QInboxState and QOutboxState read (state, attempts) of one event's accepted
+	// work and downstream message.
+	QInboxState  = target.QueryInboxState
+	QOutboxState = target.QueryOutboxState
 )
 
 // queryOrder is the order the observer checks and snapshots its queries in.
-var queryOrder = []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QPayloadPresent, QQuiescent}
+var queryOrder = []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QPayloadPresent, QQuiescent, QInboxState, QOutboxState}
 
 // columns is what each query must return; object may leave out its status
 // (an ordered object's state is its ordering key alone).
 var columns = map[string]string{
 	QEventRows: "count", QEffects: "count", QObjectEffects: "count",
 	QObject: "version, status", QPayment: "status", QPayloadPresent: "present", QQuiescent: "quiescent",
+	QInboxState: "state, attempts", QOutboxState: "state, attempts",
 }
 
 // PostgreSQL type OIDs the column checks name.
@@ -308,6 +314,13 @@ func checkColumns(name string, declared bool, fields []pgconn.FieldDescription, 
 		}
 		if declared && !isInt(fields[0].DataTypeOID) {
 			return fmt.Sprintf("must return an integer first column (smallint, integer, bigint; cast with ::bigint), returns %s", typeName(fields[0].DataTypeOID))
+		}
+	case QInboxState, QOutboxState:
+		if len(fields) != 2 {
+			return fmt.Sprintf("must return 2 columns (state text, attempts integer), returns %d", len(fields))
+		}
+		if !isInt(fields[1].DataTypeOID) {
+			return fmt.Sprintf("must return an integer second column (attempts; cast with ::bigint), returns %s", typeName(fields[1].DataTypeOID))
 		}
 	case QQuiescent:
 		if len(fields) != 1 {
@@ -653,4 +666,65 @@ func (o *Observer) Snapshot(ctx context.Context, k Key) []Result {
 		out = append(out, r)
 	}
 	return out
+}
+
+// QueueState is one event's row in the receiver's inbox or outbox, its state
+// mapped by the target's query onto target.InboxStates or target.OutboxStates.
+type QueueState struct {
+	State    string
+	Attempts int
+	Found    bool
+}
+
+// InboxState reads the accepted work of one event (target.inbox.state).
+func (o *Observer) InboxState(ctx context.Context, k Key) (QueueState, error) {
+	return o.queueState(ctx, QInboxState, k, target.InboxStates)
+}
+
+// OutboxState reads the downstream message of one event (target.outbox.state).
+func (o *Observer) OutboxState(ctx context.Context, k Key) (QueueState, error) {
+	return o.queueState(ctx, QOutboxState, k, target.OutboxStates)
+}
+
+func (o *Observer) queueState(ctx context.Context, name string, k Key, valid []string) (QueueState, error) {
+	q, err := o.get(name)
+	if err != nil {
+		return QueueState{}, err
+	}
+	qctx, cancel := o.queryContext(ctx)
+	defer cancel()
+	rows, err := o.pool.Query(qctx, q.compact, o.args(q, k)...)
+	if err != nil {
+		return QueueState{}, o.queryError(ctx, name, err)
+	}
+	type row struct {
+		s *string
+		n *int64
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		return x, r.Scan(&x.s, &x.n)
+	})
+	if err != nil {
+		return QueueState{}, o.queryError(ctx, name, err)
+	}
+	switch len(got) {
+	case 0:
+		return QueueState{}, nil
+	case 1:
+	default:
+		return QueueState{}, fmt.Errorf("observe: query %s: %d rows for event %q (want at most 1)", name, len(got), k.EventID)
+	}
+	st := QueueState{Found: true}
+	if got[0].s != nil {
+		st.State = *got[0].s
+	}
+	if got[0].n != nil {
+		st.Attempts = int(*got[0].n)
+	}
+	if !slices.Contains(valid, st.State) {
+		return QueueState{}, fmt.Errorf("observe: query %s: state %q for event %q is not one of %s (map the receiver's states onto them in the query)",
+			name, st.State, k.EventID, strings.Join(valid, ", "))
+	}
+	return st, nil
 }

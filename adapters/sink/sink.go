@@ -12,6 +12,7 @@
 package sink
 
 import (
+	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -20,6 +21,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -84,6 +86,9 @@ type Record struct {
 type Fault struct {
 	// Key restricts the fault to calls with this Idempotency-Key; "" matches any call.
 	Key string
+	// Match restricts the fault to calls whose body contains it (a harness
+	// knows its events' IDs, not the operation keys a receiver derives).
+	Match string
 	// Times is how many matching calls it affects (at least 1).
 	Times int
 	// Delay is slept before the call is handled.
@@ -92,6 +97,10 @@ type Fault struct {
 	Status int
 	// Lose applies the operation, then closes the connection without answering.
 	Lose bool
+	// HoldAfterApply applies the operation, then holds the response this long
+	// (or until the caller goes away): the window in which a harness kills a
+	// receiver that has sent but not yet recorded the call.
+	HoldAfterApply time.Duration
 }
 
 type stored struct {
@@ -112,15 +121,34 @@ type Sink struct {
 	keys    map[string]*stored
 	faults  []*Fault
 	ops     int
+	keyHeader string
+	// bodies holds each call's body (up to maxKeptBody), by Seq-1, for Matching.
+	bodies [][]byte
 }
 
+// maxKeptBody bounds the body kept per call for attribution.
+const maxKeptBody = 64 << 10
+
 // New starts a sink on a free loopback port.
-func New() (*Sink, error) {
+func New() (*Sink, error) { return NewWith(Options{}) }
+
+// Options configure a sink.
+type Options struct {
+	// KeyHeader is the request header carrying the operation key
+	// (HeaderIdempotencyKey when empty).
+	KeyHeader string
+}
+
+// NewWith starts a sink on a free loopback port with options.
+func NewWith(o Options) (*Sink, error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, fmt.Errorf("sink: listen: %w", err)
 	}
-	s := &Sink{ln: ln, url: "http://" + ln.Addr().String(), applied: map[string]int{}, keys: map[string]*stored{}}
+	if o.KeyHeader == "" {
+		o.KeyHeader = HeaderIdempotencyKey
+	}
+	s := &Sink{ln: ln, url: "http://" + ln.Addr().String(), applied: map[string]int{}, keys: map[string]*stored{}, keyHeader: o.KeyHeader}
 	s.srv = &http.Server{Handler: http.HandlerFunc(s.serve), ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -171,6 +199,20 @@ func (s *Sink) Calls() []Call {
 	return append([]Call(nil), s.calls...)
 }
 
+// Matching returns the calls whose body (its first 64 KiB) or operation key
+// contains sub, in arrival order.
+func (s *Sink) Matching(sub string) []Call {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Call
+	for i, c := range s.calls {
+		if strings.Contains(c.IdempotencyKey, sub) || bytes.Contains(s.bodies[i], []byte(sub)) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Applied is how many times the operation of key was applied (1 at most for a
 // non-empty key; every call without a key counts under "").
 func (s *Sink) Applied(key string) int {
@@ -190,12 +232,15 @@ func (s *Sink) Record() Record {
 	return r
 }
 
-// takeFault consumes one use of the first fault matching key.
-func (s *Sink) takeFault(key string) Fault {
+// takeFault consumes one use of the first fault matching key and body.
+func (s *Sink) takeFault(key string, body []byte) Fault {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for i, f := range s.faults {
 		if f.Key != "" && f.Key != key {
+			continue
+		}
+		if f.Match != "" && !bytes.Contains(body, []byte(f.Match)) {
 			continue
 		}
 		got := *f
@@ -212,11 +257,12 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	body, readErr := io.ReadAll(io.LimitReader(r.Body, 16<<20))
 	sum := sha256.Sum256(body)
-	c := Call{Time: start, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get(HeaderIdempotencyKey),
+	c := Call{Time: start, Method: r.Method, Path: r.URL.Path, IdempotencyKey: r.Header.Get(s.keyHeader),
 		BodySHA256: hex.EncodeToString(sum[:]), BodyBytes: len(body)}
 	s.mu.Lock()
 	c.Seq = len(s.calls) + 1
 	s.calls = append(s.calls, c) // placeholder, completed by finish
+	s.bodies = append(s.bodies, bytes.Clone(body[:min(len(body), maxKeptBody)]))
 	s.mu.Unlock()
 	finish := func(status int, outcome string) {
 		s.mu.Lock()
@@ -230,7 +276,7 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	f := s.takeFault(c.IdempotencyKey)
+	f := s.takeFault(c.IdempotencyKey, body)
 	if f.Delay > 0 {
 		select {
 		case <-time.After(f.Delay):
@@ -274,6 +320,14 @@ func (s *Sink) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Unlock()
 
+	if f.HoldAfterApply > 0 {
+		select {
+		case <-time.After(f.HoldAfterApply):
+		case <-r.Context().Done():
+			finish(0, OutcomeLost)
+			return
+		}
+	}
 	if f.Lose {
 		loseResponse(w)
 		finish(0, OutcomeLost)

@@ -31,6 +31,9 @@ type rawTarget struct {
 	Acceptance *rawAcceptance        `yaml:"acceptance"`
 	// Setup prepares the receiver's database before it starts (setup.go).
 	Setup *rawSetup `yaml:"setup"`
+	// Inbox and Outbox declare the receiver's asynchronous work (queue.go).
+	Inbox  *rawInbox  `yaml:"inbox"`
+	Outbox *rawOutbox `yaml:"outbox"`
 }
 
 type rawLimits struct {

@@ -50,8 +50,11 @@ const (
 	// harness can trigger as of a chosen time (needs target.retention and
 	// observe.postgres.queries.payload_present).
 	Retention Capability = "retention"
-	// Inbox and Outbox are reserved for later versions of the suite.
-	Inbox  Capability = "inbox"
+	// Inbox: the receiver accepts events durably, answers, and applies them in
+	// workers (needs acceptance.mode async and target.inbox).
+	Inbox Capability = "inbox"
+	// Outbox: the receiver's downstream calls go to the harness's sink,
+	// {{.SinkURL}}, with an operation key (needs target.outbox).
 	Outbox Capability = "outbox"
 )
 
@@ -60,8 +63,8 @@ var Capabilities = []Capability{Crash, LockGating, ConnectionLoss, Failpoints, O
 	StateMachine, DomainConstraint, Deletion, Retention, Inbox, Outbox}
 
 // Reserved reports whether c is accepted in a target file but not yet checked by
-// any scenario.
-func Reserved(c Capability) bool { return c == Inbox || c == Outbox }
+// any scenario (none is, today).
+func Reserved(Capability) bool { return false }
 
 // Default values applied when a field is omitted.
 const (
@@ -122,6 +125,9 @@ type Target struct {
 	// Setup is the hook that prepares the receiver's database before it starts
 	// (nil when the file declares none).
 	Setup *Setup
+	// Inbox and Outbox are the declared asynchronous work (nil when absent).
+	Inbox  *InboxSpec
+	Outbox *OutboxSpec
 	// vars are the template variables the file uses.
 	vars map[string]bool
 	// envValues are the values {{env}} read (EnvSecrets).
@@ -232,6 +238,9 @@ type Queries struct {
 	// Quiescent returns one boolean row, true when the receiver has no accepted
 	// work pending (acceptance.quiescent); it takes no parameters.
 	Quiescent string
+	// InboxState and OutboxState return (state, attempts) of one event's
+	// accepted work and downstream message (target.inbox.state, target.outbox.state).
+	InboxState, OutboxState string
 	// From maps a query name to the file field it was read from, for queries not
 	// read from observe.postgres.queries.<name> (see FieldPath).
 	From map[string]string
@@ -279,6 +288,8 @@ func (q Queries) list() []namedQuery {
 		{QueryObject, q.Object, []int{4}},
 		{QueryPayment, q.Payment, []int{4}},
 		{QueryPayloadPresent, q.PayloadPresent, []int{3}},
+		{QueryInboxState, q.InboxState, []int{3}},
+		{QueryOutboxState, q.OutboxState, []int{3}},
 	}
 }
 
@@ -292,6 +303,8 @@ type Vars struct {
 	Port string
 	// BaseURL defaults to the rendered base_url, so lifecycle env can use it.
 	BaseURL string
+	// SinkURL is the harness's downstream sink (capability outbox).
+	SinkURL string
 }
 
 // Has reports whether the target declares c.
@@ -397,6 +410,7 @@ func WithProfiles(known []string) Option {
 var PlaceholderVars = Vars{
 	DatabaseURL: "postgres://hookcert@127.0.0.1:5432/hookcert",
 	ListenAddr:  "127.0.0.1:65535",
+	SinkURL:     "http://127.0.0.1:65534",
 	Port:        "65535",
 }
 

@@ -29,7 +29,7 @@ var (
 )
 
 // varNames are the template variables, sorted, for error messages.
-var varNames = []string{"BaseURL", "DatabaseURL", "ListenAddr", "Port"}
+var varNames = []string{"BaseURL", "DatabaseURL", "ListenAddr", "Port", "SinkURL"}
 
 type validator struct {
 	root *yaml.Node
@@ -154,7 +154,7 @@ func (v *validator) renderTemplate(segs []any, s string, allowEnv bool) (string,
 	templateVars(tpl.Tree.Root, v.used)
 	data := map[string]string{}
 	for k, val := range map[string]string{"BaseURL": v.vars.BaseURL, "DatabaseURL": v.vars.DatabaseURL,
-		"ListenAddr": v.vars.ListenAddr, "Port": v.vars.Port} {
+		"ListenAddr": v.vars.ListenAddr, "Port": v.vars.Port, "SinkURL": v.vars.SinkURL} {
 		if val != "" {
 			data[k] = val
 		}
@@ -307,6 +307,7 @@ func (v *validator) build(doc *rawDoc) *Target {
 	v.fixtures(t, rt.Fixtures)
 	v.events(t, rt)
 	v.acceptance(t, rt.Acceptance)
+	v.queues(t, rt)
 	v.capabilities(t, rt)
 	t.MaxBodyBytes = DefaultMaxBodyBytes
 	if rt.Limits != nil && rt.Limits.MaxBodyBytes != 0 {
@@ -615,6 +616,20 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 				}
 			} else if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
 				missing = "target.observe.postgres.queries.object_effects"
+			}
+		case Inbox:
+			switch {
+			case rt.Inbox == nil:
+				missing = "target.inbox"
+			case rt.Acceptance == nil || rt.Acceptance.Mode != AcceptAsync:
+				v.fail(p, "capability %q needs target.acceptance.mode async (an inbox receiver answers before its workers apply)", s)
+			}
+		case Outbox:
+			switch {
+			case rt.Outbox == nil:
+				missing = "target.outbox"
+			case !v.used["SinkURL"]:
+				v.fail(p, "capability %q needs the receiver to be given {{.SinkURL}} (in target.lifecycle.command or target.lifecycle.env), where the harness's sink listens", s)
 			}
 		case Retention:
 			switch {

@@ -34,6 +34,7 @@ import (
 	"github.com/hookcert/hookcert/adapters/process"
 	"github.com/hookcert/hookcert/adapters/purge"
 	secretscrub "github.com/hookcert/hookcert/adapters/scrub"
+	"github.com/hookcert/hookcert/adapters/sink"
 	"github.com/hookcert/hookcert/adapters/target"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
@@ -314,6 +315,21 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 		return nil, fmt.Errorf("%w: choosing a port for the receiver: %v", ErrUnreachable, err)
 	}
 	vars.ListenAddr = addr
+	// The downstream sink listens before the receiver starts: its URL is part
+	// of the receiver's command line or environment.
+	var downstreamSink *sink.Sink
+	if inspected.Uses("SinkURL") || inspected.Has(target.Outbox) {
+		kh := ""
+		if inspected.Outbox != nil {
+			kh = inspected.Outbox.KeyHeader
+		}
+		if downstreamSink, err = sink.NewWith(sink.Options{KeyHeader: kh}); err != nil {
+			return nil, fmt.Errorf("%w: starting the downstream sink: %v", ErrUnreachable, err)
+		}
+		hs.closers = append(hs.closers, func() { _ = downstreamSink.Close() })
+		vars.SinkURL = downstreamSink.URL()
+		fmt.Fprintf(o.Stdout, "sink: %s\n", vars.SinkURL)
+	}
 	var provisioned *pgprovision.Database
 	if inspected.Uses("DatabaseURL") {
 		dbURL := o.DatabaseURL
@@ -438,6 +454,7 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 	if obs.Has(observe.QQuiescent) {
 		env.Quiescent = obs.Quiescent
 	}
+	wireQueues(env, tg, obs, downstreamSink)
 	if len(tg.Fixtures) > 0 {
 		fo := fixture.TargetOptions(tg, tg.Dir)
 		// The observer's sessions: the harness's own, bounded by its timeouts.

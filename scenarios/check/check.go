@@ -142,6 +142,7 @@ type Part struct {
 	attempts []simulator.AttemptRecord
 	obs      []simulator.Observation
 	releases []simulator.ReleaseRecord
+	sink     []simulator.SinkRecord
 }
 
 func split(h *simulator.History) map[int]*Part {
@@ -163,6 +164,9 @@ func split(h *simulator.History) map[int]*Part {
 	for _, r := range h.Releases {
 		get(r.Scenario).releases = append(get(r.Scenario).releases, r)
 	}
+	for _, c := range h.Sink {
+		get(c.Scenario).sink = append(get(c.Scenario).sink, c)
+	}
 	return m
 }
 
@@ -171,7 +175,7 @@ func Scenario(g scenarios.Guarantee, sc simulator.ScenarioRecord, p *Part) Verdi
 	if p == nil {
 		p = &Part{}
 	}
-	v := &view{sc: sc, g: g, attempts: p.attempts, obs: p.obs}
+	v := &view{sc: sc, g: g, attempts: p.attempts, obs: p.obs, sink: p.sink}
 	switch sc.State {
 	case simulator.ScenarioNotApplicable:
 		return Verdict{Status: reports.StatusNotApplicable, Reason: sc.Reason, Notes: sc.Notes}

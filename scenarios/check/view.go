@@ -15,6 +15,7 @@ type view struct {
 	g        scenarios.Guarantee
 	attempts []simulator.AttemptRecord
 	obs      []simulator.Observation
+	sink     []simulator.SinkRecord
 
 	devs      []Deviation
 	notes     []string

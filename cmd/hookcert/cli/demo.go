@@ -2,9 +2,11 @@ package cli
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -36,14 +38,18 @@ func newDemoCmd() *cobra.Command {
 	var defects, caps []string
 	var mode string
 	cmd := &cobra.Command{
-		Use:   "demo [--mode sync|inbox] [--defect NAME]...",
+		Use:   "demo [--mode sync|inbox|both] [--defect NAME]...",
 		Short: "Start the reference receiver on a throwaway PostgreSQL and certify it",
 		Long: `Demo provisions PostgreSQL (--database-url, $HOOKCERT_DATABASE_URL, a container, or
 local binaries), starts the reference receiver with fresh random secrets (and the
 named defects, which break it on purpose), certifies it and writes the reports.
-With --mode inbox the reference stores each event and answers 202, and 4 workers
-apply it later; the target declares asynchronous acceptance (defects are refused:
-they break the synchronous design). Exit status as for certify.`,
+With --mode inbox the reference stores each event and answers 202, 4 workers apply
+it later, and credits and refunds reach a downstream sink the harness runs through
+an outbox; the target declares asynchronous acceptance, its inbox and its outbox,
+and the INBOX and OUTBOX guarantees apply. --mode both runs sync, then inbox, with
+reports in <report-dir>/sync and <report-dir>/inbox and a summary.md over both.
+Defects belong to one design (hookcert reference serve --help). Exit status as
+for certify; with both, the worse of the two.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validDemoMode(mode, defects); err != nil {
@@ -66,52 +72,39 @@ they break the synchronous design). Exit status as for certify.`,
 			if n := removeStaleDemoDirs(os.TempDir()); n > 0 {
 				fmt.Fprintf(out, "removed %d stale demo %s left by a killed run\n", n, plural(n, "directory", "directories"))
 			}
-			// The directory holds the endpoints file with the run's secrets. It is
-			// removed on return, which SIGINT and SIGTERM reach (they cancel the
-			// run's context); after SIGKILL its pid file lets the next demo remove it.
-			dir, err := newDemoDir()
-			if err != nil {
-				return &ExitError{Code: ExitFailed, Err: err}
+			if mode != demoModeBoth {
+				return runDemo(cmd.Context(), out, exe, mode, f, defects, caps)
 			}
-			defer os.RemoveAll(dir)
-			targetYAML, secrets, err := demoTarget(exe, dir, mode, defects, caps)
-			if err != nil {
-				return &ExitError{Code: ExitFailed, Err: err}
-			}
-			// The database password is a secret of the run too: a driver error
-			// or the receiver's output may quote it without its URL.
-			dbURL := f.databaseURL
-			if dbURL == "" {
-				dbURL = pgprovision.URLFromEnv()
-			}
-			secrets = append(secrets, scrub.Password(dbURL))
-			if len(defects) > 0 {
-				fmt.Fprintf(out, "reference receiver with defect(s): %s\n", strings.Join(defects, ", "))
-			}
-			opts := f.options(out, func(id string) string {
-				if mode == reference.ModeInbox {
-					// repro knows no --mode; the demo filtered to the guarantee is the same run.
-					return fmt.Sprintf("hookcert demo --mode inbox --label-filter %s --seed %d", id, f.seed)
+			// Both designs, one after the other, reported side by side.
+			var worst error
+			base := f.reportDir
+			var lines []string
+			for _, m := range []string{reference.ModeSync, reference.ModeInbox} {
+				fmt.Fprintf(out, "\n== reference receiver, %s mode ==\n", m)
+				mf := f
+				if base != "" {
+					mf.reportDir = filepath.Join(base, m)
 				}
-				c := fmt.Sprintf("hookcert repro %s --seed %d --demo", id, f.seed)
-				for _, d := range defects {
-					c += " --defect " + d
+				err := runDemo(cmd.Context(), out, exe, m, mf, defects, caps)
+				lines = append(lines, fmt.Sprintf("%s mode: %s", m, demoOutcome(err, mf.reportDir)))
+				worst = worseExit(worst, err)
+				if cmd.Context().Err() != nil {
+					break
 				}
-				return c
-			})
-			opts.ConfigPath = "demo target"
-			opts.ConfigData = targetYAML
-			opts.Secrets = secrets
-			err = runCertify(cmd.Context(), out, opts)
-			var ee *ExitError
-			if errors.As(err, &ee) {
-				// Printed by Main: scrubbed like everything else the run prints.
-				ee.Err = scrub.New(secrets...).Error(ee.Err)
 			}
-			return err
+			fmt.Fprintln(out, "\n== both designs ==")
+			for _, l := range lines {
+				fmt.Fprintln(out, l)
+			}
+			if base != "" {
+				if err := writeBothSummary(base, lines); err != nil {
+					return worseExit(worst, &ExitError{Code: ExitFailed, Err: err})
+				}
+			}
+			return worst
 		},
 	}
-	cmd.Flags().StringVar(&mode, "mode", reference.ModeSync, "reference receiver design: sync (apply, then 200) or inbox (store, 202, workers apply)")
+	cmd.Flags().StringVar(&mode, "mode", reference.ModeSync, "reference receiver design: sync (apply, then 200), inbox (store, 202, workers apply, outbox) or both")
 	cmd.Flags().StringSliceVar(&caps, "capabilities", demoCapabilities,
 		"capabilities the demo target declares (a subset, to see the verdicts a receiver without test hooks gets; \"none\" for none)")
 	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with this defect (repeatable; see `hookcert reference serve --help`)")
@@ -172,7 +165,8 @@ func demoTarget(exe, dir, mode string, defects, caps []string) ([]byte, []string
 	inbox := mode == reference.ModeInbox
 	if inbox {
 		command = append(command, "--mode", reference.ModeInbox, "--workers", strconv.Itoa(demoInboxWorkers),
-			"--lease", demoInboxLease.String())
+			"--lease", demoInboxLease.String(), "--max-attempts", strconv.Itoa(demoMaxAttempts),
+			"--backoff", "250ms", "--backoff-max", "1s", "--sink-url", "{{.SinkURL}}")
 		caps = demoInboxCapabilities(caps)
 	}
 	name := "hookcert reference receiver"
@@ -215,8 +209,10 @@ func demoTarget(exe, dir, mode string, defects, caps []string) ([]byte, []string
 		delete(doc["target"].(map[string]any), "failpoints")
 	}
 	if inbox {
-		doc["target"].(map[string]any)["acceptance"] = map[string]any{
-			"mode": "async", "settle": "5s", "quiescent": demoInboxQuiescent}
+		t := doc["target"].(map[string]any)
+		t["acceptance"] = map[string]any{"mode": "async", "settle": "5s", "quiescent": demoInboxQuiescent}
+		t["inbox"] = map[string]any{"lease": demoInboxLease.String(), "max_attempts": demoMaxAttempts, "state": demoInboxState}
+		t["outbox"] = map[string]any{"max_attempts": demoMaxAttempts, "state": demoOutboxState}
 	}
 	out, err := yaml.Marshal(doc)
 	return out, secrets, err
@@ -251,13 +247,32 @@ const demoInboxWorkers = 4
 // target declares, so the demo's lease keeps re-offer plus apply inside it.
 const demoInboxLease = 2 * time.Second
 
-// demoInboxQuiescent is true when no accepted event waits for a worker: pending
-// (due or backing off) or claimed. Dead-lettered events are finished work.
-const demoInboxQuiescent = "SELECT count(*) = 0 FROM processed_webhook_events WHERE inbox_state IN ('pending','claimed')"
+// demoInboxQuiescent is true when no accepted event waits for a worker: none is
+// claimed and none pending is due. An event backing off after a failed attempt
+// (an event before its object) is waiting for the world, not for a worker;
+// dead-lettered events are finished work.
+const demoInboxQuiescent = "SELECT count(*) = 0 FROM processed_webhook_events WHERE inbox_state = 'claimed' OR (inbox_state = 'pending' AND next_attempt_at <= now())"
+
+// demoMaxAttempts is how many attempts an inbox event or outbox message gets.
+const demoMaxAttempts = 5
+
+// demoInboxState and demoOutboxState map the reference's inbox and outbox
+// columns onto the states the harness reads (claimed is processing).
+const (
+	demoInboxState = "SELECT CASE inbox_state WHEN 'claimed' THEN 'processing' ELSE inbox_state END, attempts " +
+		"FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3"
+	demoOutboxState = "SELECT CASE state WHEN 'claimed' THEN 'processing' ELSE state END, attempts " +
+		"FROM outbox_messages WHERE source=$1 AND account_id=$2 AND event_id=$3 AND kind='credit'"
+)
 
 // demoInboxCapabilities is caps without what the reference's inbox mode lacks.
 func demoInboxCapabilities(caps []string) []string {
-	return slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return slices.Contains(demoInboxUnsupported, c) })
+	out := slices.DeleteFunc(slices.Clone(caps), func(c string) bool { return slices.Contains(demoInboxUnsupported, c) })
+	if slices.Equal(caps, demoCapabilities) {
+		// The full demo: the inbox design adds its workers and its outbox.
+		out = append(out, "inbox", "outbox")
+	}
+	return out
 }
 
 // demoInboxUnsupported are the capabilities the inbox design does not offer. The
@@ -267,17 +282,20 @@ func demoInboxCapabilities(caps []string) []string {
 // workers inside that transaction by locking the effect table and SIGKILL.
 var demoInboxUnsupported = []string{"failpoints"}
 
-// validDemoMode checks --mode and refuses defects in inbox mode, as the
-// reference does, before anything starts.
+// validDemoMode checks --mode and, as the reference does, that each defect
+// belongs to that design, before anything starts.
 func validDemoMode(mode string, defects []string) error {
 	switch mode {
-	case reference.ModeSync:
-	case reference.ModeInbox:
+	case reference.ModeSync, reference.ModeInbox:
+		if err := reference.ValidateDefectsFor(defects, mode, mode == reference.ModeInbox); err != nil {
+			return usageErr("--defect: %v", err)
+		}
+	case demoModeBoth:
 		if len(defects) > 0 {
-			return usageErr("--defect: the defects break the synchronous design; --mode inbox runs the reference without them")
+			return usageErr("--defect: defects belong to one design; with --mode both give none, or choose --mode sync or inbox")
 		}
 	default:
-		return usageErr("--mode: must be %s or %s, got %q", reference.ModeSync, reference.ModeInbox, mode)
+		return usageErr("--mode: must be %s, %s or %s, got %q", reference.ModeSync, reference.ModeInbox, demoModeBoth, mode)
 	}
 	return nil
 }
@@ -414,4 +432,109 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// demoModeBoth runs the demo in sync mode, then in inbox mode (with the outbox).
+const demoModeBoth = "both"
+
+// runDemo certifies the reference receiver in one mode.
+func runDemo(ctx context.Context, out io.Writer, exe, mode string, f suiteFlags, defects, caps []string) error {
+	// The directory holds the endpoints file with the run's secrets. It is
+	// removed on return, which SIGINT and SIGTERM reach (they cancel the
+	// run's context); after SIGKILL its pid file lets the next demo remove it.
+	dir, err := newDemoDir()
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	defer os.RemoveAll(dir)
+	targetYAML, secrets, err := demoTarget(exe, dir, mode, defects, caps)
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	// The database password is a secret of the run too: a driver error
+	// or the receiver's output may quote it without its URL.
+	dbURL := f.databaseURL
+	if dbURL == "" {
+		dbURL = pgprovision.URLFromEnv()
+	}
+	secrets = append(secrets, scrub.Password(dbURL))
+	if len(defects) > 0 {
+		fmt.Fprintf(out, "reference receiver with defect(s): %s\n", strings.Join(defects, ", "))
+	}
+	opts := f.options(out, func(id string) string {
+		if mode == reference.ModeInbox {
+			// repro knows no --mode; the demo filtered to the guarantee is the same run.
+			c := fmt.Sprintf("hookcert demo --mode inbox --label-filter %s --seed %d", id, f.seed)
+			for _, d := range defects {
+				c += " --defect " + d
+			}
+			return c
+		}
+		c := fmt.Sprintf("hookcert repro %s --seed %d --demo", id, f.seed)
+		for _, d := range defects {
+			c += " --defect " + d
+		}
+		return c
+	})
+	opts.ConfigPath = "demo target"
+	opts.ConfigData = targetYAML
+	opts.Secrets = secrets
+	err = runCertify(ctx, out, opts)
+	var ee *ExitError
+	if errors.As(err, &ee) {
+		// Printed by Main: scrubbed like everything else the run prints.
+		ee.Err = scrub.New(secrets...).Error(ee.Err)
+	}
+	return err
+}
+
+// demoOutcome is one line on how a mode's run ended.
+func demoOutcome(err error, reportDir string) string {
+	where := ""
+	if reportDir != "" {
+		where = " (reports in " + reportDir + ")"
+	}
+	var ee *ExitError
+	switch {
+	case err == nil:
+		return "every guarantee judged passed or not applicable" + where
+	case errors.As(err, &ee) && ee.Code == ExitFailed:
+		return "FAILED" + where
+	default:
+		return "ERROR: " + err.Error() + where
+	}
+}
+
+// worseExit keeps the more serious of two outcomes: a harness or usage error
+// over a failed verdict, a failed verdict over a pass.
+func worseExit(a, b error) error {
+	code := func(err error) int {
+		var ee *ExitError
+		switch {
+		case err == nil:
+			return 0
+		case errors.As(err, &ee) && ee.Code == ExitFailed:
+			return 1
+		default:
+			return 2
+		}
+	}
+	if code(b) > code(a) {
+		return b
+	}
+	return a
+}
+
+// writeBothSummary writes summary.md over the two modes' reports.
+func writeBothSummary(dir string, lines []string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	var b strings.Builder
+	b.WriteString("# hookcert demo: the reference receiver in both designs\n\n")
+	for _, l := range lines {
+		b.WriteString("- " + l + "\n")
+	}
+	b.WriteString("\nEach mode has its own results.json, junit.xml, summary.md, index.html and history.jsonl in sync/ and inbox/.\n")
+	return os.WriteFile(filepath.Join(dir, "summary.md"), []byte(b.String()), 0o644)
 }
