@@ -115,12 +115,12 @@ type Sink struct {
 	ln  net.Listener
 	url string
 
-	mu      sync.Mutex
-	calls   []Call
-	applied map[string]int
-	keys    map[string]*stored
-	faults  []*Fault
-	ops     int
+	mu        sync.Mutex
+	calls     []Call
+	applied   map[string]int
+	keys      map[string]*stored
+	faults    []*Fault
+	ops       int
 	keyHeader string
 	// bodies holds each call's body (up to maxKeptBody), by Seq-1, for Matching.
 	bodies [][]byte
