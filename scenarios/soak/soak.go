@@ -736,7 +736,7 @@ func (s *soak) history(obs []simulator.Observation) *simulator.History {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	h := &simulator.History{
-		Meta:         simulator.RunMeta{RunID: s.env.RunID, Seed: s.o.Seed, TimeScale: s.env.TimeScale, Started: s.start.UTC(), Finished: time.Now().UTC(), Plan: "soak"},
+		Meta:         simulator.RunMeta{RunID: s.env.RunID, Seed: s.o.Seed, TimeScale: s.env.TimeScale, Started: s.start.UTC(), Finished: time.Now().UTC(), Plan: Plan},
 		Attempts:     append([]simulator.AttemptRecord(nil), s.attempts...),
 		Releases:     []simulator.ReleaseRecord{},
 		Observations: obs,

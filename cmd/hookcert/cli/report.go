@@ -1,9 +1,12 @@
 package cli
 
 import (
+	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -11,6 +14,7 @@ import (
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios/certify"
 	"github.com/hookcert/hookcert/scenarios/check"
+	"github.com/hookcert/hookcert/scenarios/soak"
 	"github.com/hookcert/hookcert/simulator"
 )
 
@@ -62,8 +66,10 @@ func newCheckCmd() *cobra.Command {
 		Short: "Re-judge a stored run from its history.jsonl and write the reports",
 		Long: "check reads REPORT_DIR/" + certify.HistoryFile + " (schema " + simulator.HistorySchema + "), " +
 			"judges every scenario from the attempts and observations it holds, and writes results.json, " +
-			"junit.xml, summary.md and index.html into --out (default: REPORT_DIR). The receiver is not " +
-			"contacted. Exit status as for certify; 2 when the history cannot be read.",
+			"junit.xml, summary.md and index.html into --out (default: REPORT_DIR). A soak's history " +
+			"(hookcert soak) is reconciled per event key as the soak does, into results.json and soak.html. " +
+			"The receiver is not contacted. Exit status as for certify (or soak); 2 when the history " +
+			"cannot be read.",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" {
@@ -81,6 +87,9 @@ func newCheckCmd() *cobra.Command {
 			if err != nil {
 				return usageErr("check: --from %s: %v", f.Name(), err)
 			}
+			if soak.IsSoak(h) {
+				return recheckSoak(cmd.OutOrStdout(), h, f.Name(), out)
+			}
 			res, err := check.Judge(h)
 			if err != nil {
 				return usageErr("check: --from %s: %v", f.Name(), err)
@@ -94,4 +103,21 @@ func newCheckCmd() *cobra.Command {
 	cmd.Flags().StringVar(&from, "from", "hookcert-report", "report directory holding "+certify.HistoryFile)
 	cmd.Flags().StringVar(&out, "out", "", "directory to write the reports into (default: --from)")
 	return cmd
+}
+
+// recheckSoak re-judges a soak's history as hookcert soak judged it: the same
+// soak section, the same exit status.
+func recheckSoak(w io.Writer, h *simulator.History, name, out string) error {
+	res, err := soak.Results(h)
+	if err != nil {
+		return usageErr("check: --from %s: %v", name, err)
+	}
+	if _, err := reports.WriteSoak(out, res, reports.Options{}); err != nil {
+		return usageErr("check: --out %s: %v", out, err)
+	}
+	printSoak(w, painterFor(w), res.Soak)
+	fmt.Fprintf(w, "reports: %s/{results.json,soak.html}\n", strings.TrimRight(out, "/"))
+	var info soak.RunInfo
+	_ = json.Unmarshal(h.Meta.Run, &info) // soak.Results read it already
+	return soakExit(res.Soak, info.Error, res.Seed)
 }

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -220,27 +221,33 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		}
 		return usageErr("%v", runErr)
 	}
-	sk := soak.Judge(res.History, res.TrafficNS)
-	sk.Faults, sk.Settle, sk.Repro = append(sk.Faults, res.Faults...), res.Settle, repro
-	sk.DurationMS = time.Since(started).Milliseconds()
-	sk.Options = reports.SoakRun{Duration: so.Duration.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
-		LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis)}
-	if runErr != nil {
-		sk.Passed = false
-	}
+	// The verdict and the figures come from the history alone, its meta
+	// holding what the soak did besides delivering (hookcert check --from
+	// rebuilds the same results from it).
 	tg := hs.Target()
-	now := time.Now()
-	results := &reports.Results{
-		Schema: reports.Schema, Tool: reports.ToolInfo{Name: "hookcert", Version: certify.Version},
-		RunID: hs.Env.RunID, Seed: so.Seed, StartedAt: started.UTC(), FinishedAt: now.UTC(), DurationMS: now.Sub(started).Milliseconds(),
-		Target: reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities}, Profiles: tg.Profiles(),
-		Guarantees:  []reports.Guarantee{},
+	info := soak.RunInfo{
+		Tool: reports.ToolInfo{Name: "hookcert", Version: certify.Version}, Profiles: tg.Profiles(),
+		Target:      reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities},
 		Environment: map[string]string{"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH, "time_scale": fmt.Sprint(hs.Env.TimeScale)},
-		Soak:        sk,
+		Options: reports.SoakRun{Duration: so.Duration.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
+			LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis)},
+		TrafficNS: res.TrafficNS, Faults: res.Faults, Settle: res.Settle, Repro: repro,
+		DurationMS: time.Since(started).Milliseconds(),
 	}
 	for _, ep := range tg.Endpoints {
-		results.Target.Endpoints = append(results.Target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
+		info.Target.Endpoints = append(info.Target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
 	}
+	if runErr != nil {
+		info.Error = runErr.Error()
+	}
+	if res.History.Meta.Run, err = json.Marshal(info); err != nil {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("recording the soak: %w", err)}
+	}
+	results, err := soak.Results(res.History)
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	sk := results.Soak
 	printSoak(out, p, sk)
 	if opts.ReportDir != "" {
 		if err := writeSoakReports(opts.ReportDir, results, res, hs.Secrets()); err != nil {
@@ -248,12 +255,18 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		}
 		fmt.Fprintf(out, "reports: %s/{results.json,soak.html,history.jsonl,receiver.log}\n", strings.TrimRight(opts.ReportDir, "/"))
 	}
-	if runErr != nil {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the soak could not judge: %v", runErr)}
+	return soakExit(sk, info.Error, so.Seed)
+}
+
+// soakExit is the soak's exit status: 1 when it could not judge (runErr) or
+// some key was lost, duplicated or not read.
+func soakExit(sk *reports.Soak, runErr string, seed int64) error {
+	if runErr != "" {
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the soak could not judge: %s", runErr)}
 	}
 	if !sk.Passed {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("soak failed: %d lost, %d duplicated, %d unjudged of %d events (seed %d; rerun: %s)",
-			sk.Lost, sk.Duplicated, sk.Unjudged, sk.Keys, so.Seed, repro)}
+			sk.Lost, sk.Duplicated, sk.Unjudged, sk.Keys, seed, sk.Repro)}
 	}
 	return nil
 }
