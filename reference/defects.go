@@ -34,6 +34,19 @@ const (
 	DefectNoTTLFloor         = "no-ttl-floor"
 	DefectRotatedSecret      = "rotated-secret"
 	DefectSkipLargeBodies    = "skip-large-bodies"
+
+	// Inbox defects (--mode inbox only).
+	DefectInboxAckBeforeCommit = "inbox-ack-before-commit"
+	DefectPollWithoutClaim     = "poll-without-claim"
+	DefectNoLeaseExpiry        = "no-lease-expiry"
+	DefectMarkDoneSeparateTx   = "mark-done-separate-tx"
+	DefectRetryWithoutAttempts = "retry-without-attempts"
+	DefectDropDeadLetters      = "drop-dead-letters"
+
+	// Outbox defects (either mode, with a sink URL).
+	DefectFreshIdempotencyKey = "fresh-idempotency-key"
+	DefectSendBeforeCommit    = "send-before-commit"
+	DefectDropFailedSends     = "drop-failed-sends"
 )
 
 // skipLargeBodies is the size above which the skip-large-bodies defect stops
@@ -76,6 +89,53 @@ var defectTable = map[string]string{
 	DefectRotatedSecret:      "verifies its GitHub endpoints with the secret from before the last rotation: every genuine GitHub delivery is refused with 401, as forged ones are, so the provider retries and then gives up",
 	DefectSkipLargeBodies:    "answers 200 to any verified body over 64 KiB without storing or applying it (\"too big to log, skip it\"); the provider stops sending an event that was never applied",
 	DefectNoTTLFloor:         "accepts any configured key TTL, even one below the provider's redelivery horizon; a redelivery after the key is gone is applied again",
+
+	DefectInboxAckBeforeCommit: "inbox mode: the 202 is written and flushed before the event is inserted and committed (\"ack fast, store after\"); a crash after the ack loses an accepted event",
+	DefectPollWithoutClaim:     "inbox mode: workers take the oldest pending event with a plain SELECT (no FOR UPDATE, no SKIP LOCKED, no claim) and apply it; idle workers that poll together all apply the same event",
+	DefectNoLeaseExpiry:        "inbox mode: no reconciler; a claim whose worker died stays claimed forever and its event is never applied",
+	DefectMarkDoneSeparateTx:   "inbox mode: the worker commits the business change, then marks the event done in a second transaction; a crash in between re-offers it after the lease and applies it again",
+	DefectRetryWithoutAttempts: "inbox mode: failed attempts are not recorded (no attempt count, no last error); an event that always fails is retried forever and never dead-lettered",
+	DefectDropDeadLetters:      "inbox mode: an event that would be dead-lettered is deleted instead (\"keep the table clean\"); nothing shows it failed and its key is gone",
+	DefectFreshIdempotencyKey:  "outbox: every send attempt carries a new random Idempotency-Key instead of one derived from the event; a resend after a lost response or a crash is applied again downstream",
+	DefectSendBeforeCommit:     "outbox: a credit's downstream call is made inside the business transaction, before its ledger insert and commit, with no outbox row; a rollback or crash after the call leaves an external effect for an event that never committed",
+	DefectDropFailedSends:      "outbox: a message that would be dead-lettered is marked sent instead; a downstream that kept failing looks served and nobody retries or sees it",
+}
+
+// defectScope says where a defect runs; a defect absent from defectScopes breaks
+// the synchronous design and runs in sync mode only.
+type defectScope int
+
+const (
+	scopeSync   defectScope = iota // sync mode only (the default)
+	scopeInbox                     // --mode inbox only
+	scopeOutbox                    // either mode, with a sink URL
+)
+
+var defectScopes = map[string]defectScope{
+	DefectInboxAckBeforeCommit: scopeInbox,
+	DefectPollWithoutClaim:     scopeInbox,
+	DefectNoLeaseExpiry:        scopeInbox,
+	DefectMarkDoneSeparateTx:   scopeInbox,
+	DefectRetryWithoutAttempts: scopeInbox,
+	DefectDropDeadLetters:      scopeInbox,
+	DefectFreshIdempotencyKey:  scopeOutbox,
+	DefectSendBeforeCommit:     scopeOutbox,
+	DefectDropFailedSends:      scopeOutbox,
+}
+
+// DefectModes returns the modes a defect runs in (ModeSync, ModeInbox) and whether
+// it needs the outbox (a sink URL). Unknown names return nil.
+func DefectModes(name string) (modes []string, needsOutbox bool) {
+	if _, ok := defectTable[name]; !ok {
+		return nil, false
+	}
+	switch defectScopes[name] {
+	case scopeInbox:
+		return []string{ModeInbox}, false
+	case scopeOutbox:
+		return []string{ModeSync, ModeInbox}, true
+	}
+	return []string{ModeSync}, false
 }
 
 // Defects lists every defect with its one-line description, sorted by name.
@@ -122,7 +182,89 @@ func ValidateDefects(names []string) error {
 		return fmt.Errorf("defects %s, %s: at most one of them may be active (each decides what an unknown type does)",
 			DefectApplyUnknownTypes, DefectRejectUnknownTypes)
 	}
+	// poll-without-claim replaces claiming, leases and attempt records altogether,
+	// so no other worker defect has anything to change beside it.
+	if seen[DefectPollWithoutClaim] {
+		for _, n := range []string{DefectNoLeaseExpiry, DefectMarkDoneSeparateTx, DefectRetryWithoutAttempts, DefectDropDeadLetters} {
+			if seen[n] {
+				return fmt.Errorf("defects %s, %s: at most one of them may be active (%s takes events without a claim, lease or attempt record)",
+					DefectPollWithoutClaim, n, DefectPollWithoutClaim)
+			}
+		}
+	}
+	if seen[DefectRetryWithoutAttempts] && seen[DefectDropDeadLetters] {
+		return fmt.Errorf("defects %s, %s: at most one of them may be active (each decides what becomes of an event that keeps failing)",
+			DefectDropDeadLetters, DefectRetryWithoutAttempts)
+	}
+	if seen[DefectSendBeforeCommit] {
+		for _, n := range []string{DefectFreshIdempotencyKey, DefectDropFailedSends} {
+			if seen[n] {
+				return fmt.Errorf("defects %s, %s: at most one of them may be active (%s sends credits without the outbox the other changes)",
+					DefectSendBeforeCommit, n, DefectSendBeforeCommit)
+			}
+		}
+	}
 	return nil
+}
+
+// ValidateDefectsFor is ValidateDefects for a receiver in mode (ModeSync or "",
+// ModeInbox) with or without the outbox: sync-mode defects are refused in inbox
+// mode, inbox defects outside it, and outbox defects without a sink URL.
+func ValidateDefectsFor(names []string, mode string, outbox bool) error {
+	if err := ValidateDefects(names); err != nil {
+		return err
+	}
+	inbox := mode == ModeInbox
+	for _, n := range names {
+		switch defectScopes[n] {
+		case scopeSync:
+			if inbox {
+				return fmt.Errorf("defect %q: breaks the synchronous design and runs only in %s mode; %s mode accepts the inbox and outbox defects (%s)",
+					n, ModeSync, ModeInbox, strings.Join(defectsOf(scopeInbox, scopeOutbox), ", "))
+			}
+		case scopeInbox:
+			if !inbox {
+				return fmt.Errorf("defect %q: breaks the inbox and runs only in %s mode", n, ModeInbox)
+			}
+		case scopeOutbox:
+			if !outbox {
+				return fmt.Errorf("defect %q: breaks the outbox and needs a sink URL (--sink-url)", n)
+			}
+		}
+	}
+	return nil
+}
+
+// defectsOf lists the defects of the given scopes, sorted.
+func defectsOf(scopes ...defectScope) []string {
+	var out []string
+	for _, n := range DefectNames() {
+		for _, sc := range scopes {
+			if defectScopes[n] == sc {
+				out = append(out, n)
+			}
+		}
+	}
+	return out
+}
+
+// scoped returns the names in defects whose scope is sc.
+func scoped(defects []string, sc defectScope) []string {
+	var out []string
+	for _, n := range defects {
+		if _, ok := defectTable[n]; ok && defectScopes[n] == sc {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func newDefectSet(names []string) defectSet {
+	d := defectSet{}
+	for _, n := range names {
+		d[n] = true
+	}
+	return d
 }
 
 type defectSet map[string]bool

@@ -223,7 +223,7 @@ func (s *Server) applyErr(log *slog.Logger, ev store.Event, err error) result {
 func (s *Server) process(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
 	switch {
 	case s.inbox != nil:
-		return s.processInbox(ctx, ev, log)
+		return s.processInbox(ctx, ev, ack, log)
 	case s.defects.has(DefectMarkerSeparateTx):
 		return s.processMarkerFirst(ctx, ev, log)
 	case s.defects.has(DefectBusinessFirst):
@@ -336,7 +336,7 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 		return s.transient(log, ev, "commit", err)
 	}
 	markCommitted()
-	if s.outbox != nil && applied.Applied && ev.Type == store.TypeChargeRefunded {
+	if s.outbox != nil && applied.Applied {
 		s.outbox.Wake()
 	}
 	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
@@ -348,7 +348,10 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 // processInbox is inbox mode: the key and the stored event (pending) commit in one
 // transaction, the 202 follows the commit, and a worker applies the event later.
 // A duplicate of a stored event is answered 200 duplicate whatever its state.
-func (s *Server) processInbox(ctx context.Context, ev store.Event, log *slog.Logger) result {
+func (s *Server) processInbox(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
+	if s.defects.has(DefectInboxAckBeforeCommit) {
+		return s.processInboxAckFirst(ctx, ev, ack, log)
+	}
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return s.transient(log, ev, "begin", err)

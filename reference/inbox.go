@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -65,6 +66,10 @@ type InboxOptions struct {
 	ReconcileInterval time.Duration
 	// WorkerID prefixes the claim owner name (claimed_by); "" means host-pid.
 	WorkerID string
+	// Defects are the inbox defects the workers run with (names from Defects();
+	// other names are ignored here). Options.Defects fills it for in-process
+	// workers.
+	Defects []string
 }
 
 func (o InboxOptions) withDefaults() InboxOptions {
@@ -111,6 +116,9 @@ func (o InboxOptions) Validate() error {
 	if o.MaxAttempts < 0 {
 		errs = append(errs, fmt.Errorf("inbox max attempts: must not be negative, got %d", o.MaxAttempts))
 	}
+	if err := ValidateDefects(o.Defects); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -123,9 +131,14 @@ type Workers struct {
 	log   *slog.Logger
 	rules store.Rules
 	wake  chan struct{}
+	// defects are the inbox defects active in these workers.
+	defects defectSet
 	// applyHook runs inside each apply transaction after the business change
 	// (tests only).
 	applyHook func(pgx.Tx, store.Task) error
+	// betweenTx runs between the business commit and the mark-done transaction of
+	// the mark-done-separate-tx defect (tests only).
+	betweenTx func(store.Task) error
 	// afterApply runs after each committed event (wakes the outbox dispatcher).
 	afterApply func()
 }
@@ -148,7 +161,7 @@ func NewWorkers(pool *pgxpool.Pool, opts InboxOptions, log *slog.Logger) (*Worke
 	// A random suffix keeps claims of a restarted process (same pid in a container)
 	// apart from those of its previous life.
 	opts.WorkerID += "-" + hex.EncodeToString(b)
-	return &Workers{pool: pool, opts: opts, log: log, wake: make(chan struct{}, 1)}, nil
+	return &Workers{pool: pool, opts: opts, log: log, wake: make(chan struct{}, 1), defects: newDefectSet(opts.Defects)}, nil
 }
 
 // Wake tells one idle worker that work is waiting (never blocks).
@@ -172,7 +185,11 @@ func (w *Workers) Run(ctx context.Context) {
 		id := fmt.Sprintf("%s/%d", w.opts.WorkerID, i)
 		wg.Go(func() { w.loop(ctx, id) })
 	}
-	wg.Go(func() { w.reconcileLoop(ctx) })
+	if w.defects.has(DefectNoLeaseExpiry) {
+		w.log.Warn("DEFECT ACTIVE: " + DefectNoLeaseExpiry + ": no reconciler runs; expired claims are never re-offered")
+	} else {
+		wg.Go(func() { w.reconcileLoop(ctx) })
+	}
 	wg.Wait()
 	w.log.Info("inbox workers stopped")
 }
@@ -210,9 +227,28 @@ func (w *Workers) reconcileLoop(ctx context.Context) {
 // Reconcile re-offers every claimed event whose lease has expired (or
 // dead-letters it after MaxAttempts) and returns how many it touched.
 func (w *Workers) Reconcile(ctx context.Context) (int64, error) {
+	if w.defects.has(DefectNoLeaseExpiry) {
+		return 0, nil // the defect: there is no reconciler
+	}
 	var total int64
 	for {
-		n, err := store.ReclaimExpired(ctx, w.pool, w.opts.MaxAttempts, 100)
+		var n int64
+		var err error
+		switch {
+		case w.defects.has(DefectRetryWithoutAttempts):
+			n, err = store.ReclaimExpiredUnrecorded(ctx, w.pool, 100)
+		case w.defects.has(DefectDropDeadLetters):
+			var dropped int64
+			if dropped, err = store.DropExpiredDead(ctx, w.pool, w.opts.MaxAttempts, 100); dropped > 0 {
+				w.log.Warn("inbox: deleted events whose lease expired after their last attempt", "events", dropped)
+			}
+			if err == nil {
+				n, err = store.ReclaimExpired(ctx, w.pool, w.opts.MaxAttempts, 100)
+			}
+			n += dropped
+		default:
+			n, err = store.ReclaimExpired(ctx, w.pool, w.opts.MaxAttempts, 100)
+		}
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("reference: %w", err)
@@ -230,7 +266,14 @@ func (w *Workers) Reconcile(ctx context.Context) (int64, error) {
 // Step claims one due event as worker id and processes it; it returns how many it
 // processed (0 when none was due).
 func (w *Workers) Step(ctx context.Context, id string) (int, error) {
-	tasks, err := store.Claim(ctx, w.pool, id, w.opts.Lease, 1)
+	if w.defects.has(DefectPollWithoutClaim) {
+		return w.poll(ctx, id)
+	}
+	claim := store.Claim
+	if w.defects.has(DefectRetryWithoutAttempts) {
+		claim = store.ClaimWithoutAttempts
+	}
+	tasks, err := claim(ctx, w.pool, id, w.opts.Lease, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -250,7 +293,17 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 	if w.applyHook != nil {
 		hook = func(tx pgx.Tx) error { return w.applyHook(tx, t) }
 	}
-	res, err := store.ApplyClaimed(tctx, w.pool, t, id, w.rules, hook)
+	var res store.Result
+	var err error
+	if w.defects.has(DefectMarkDoneSeparateTx) {
+		var between func() error
+		if w.betweenTx != nil {
+			between = func() error { return w.betweenTx(t) }
+		}
+		res, err = store.ApplyThenMarkDone(tctx, w.pool, t, id, w.rules, hook, between)
+	} else {
+		res, err = store.ApplyClaimed(tctx, w.pool, t, id, w.rules, hook)
+	}
 	switch {
 	case err == nil:
 		log.Info("inbox event done", "applied", res.Applied, "reason", res.Reason)
@@ -264,7 +317,20 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 	}
 	var perm *store.PermanentError
 	permanent := errors.As(err, &perm)
-	state, ferr := store.FailClaimed(tctx, w.pool, t, id, truncate(err.Error(), 1000), permanent, w.opts.MaxAttempts, backoff(w.opts, t.Attempts))
+	if w.defects.has(DefectDropDeadLetters) {
+		dropped, derr := store.DropClaimedIfDead(tctx, w.pool, t, id, permanent, w.opts.MaxAttempts)
+		if derr == nil && dropped {
+			log.Warn("inbox event failed for the last time; deleted", "err", err)
+			return
+		}
+	}
+	var state string
+	var ferr error
+	if w.defects.has(DefectRetryWithoutAttempts) {
+		state, ferr = store.FailClaimedUnrecorded(tctx, w.pool, t, id, backoff(w.opts, t.Attempts))
+	} else {
+		state, ferr = store.FailClaimed(tctx, w.pool, t, id, truncate(err.Error(), 1000), permanent, w.opts.MaxAttempts, backoff(w.opts, t.Attempts))
+	}
 	switch {
 	case ferr != nil:
 		// The claim stays; the reconciler re-offers it after the lease.
@@ -276,6 +342,39 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 	default:
 		log.Warn("inbox attempt failed after the claim was lost", "err", err)
 	}
+}
+
+// poll is the poll-without-claim defect's step: the oldest due pending event,
+// read without a lock or claim, applied and marked done in one transaction.
+func (w *Workers) poll(ctx context.Context, id string) (int, error) {
+	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opts.Lease)
+	defer cancel()
+	t, res, ok, err := store.PollAndApply(tctx, w.pool, w.rules, nil)
+	if !ok {
+		if ctx.Err() != nil {
+			return 0, nil
+		}
+		return 0, err
+	}
+	log := w.log.With("worker", id, "source", t.Source, "account", t.AccountID, "event_id", t.EventID)
+	if err == nil {
+		log.Info("inbox event done", "applied", res.Applied, "reason", res.Reason)
+		if w.afterApply != nil {
+			w.afterApply()
+		}
+		return 1, nil
+	}
+	var perm *store.PermanentError
+	state, ferr := store.FailUnclaimed(tctx, w.pool, t.Key, truncate(err.Error(), 1000), errors.As(err, &perm), w.opts.MaxAttempts, backoff(w.opts, t.Attempts))
+	switch {
+	case ferr != nil:
+		log.Error("inbox attempt failed and could not be recorded", "err", err, "record_err", ferr)
+	case state == store.InboxDead:
+		log.Error("inbox event DEAD-LETTERED", "err", err, "max_attempts", w.opts.MaxAttempts)
+	default:
+		log.Warn("inbox attempt failed; will retry", "err", err)
+	}
+	return 1, nil
 }
 
 // backoff is the delay after the given (1-based) attempt failed.
@@ -298,13 +397,17 @@ func truncate(s string, n int) string {
 
 // RunWorkers runs inbox workers without HTTP (hookcert reference worker): it
 // connects to url, applies the migrations, and runs until ctx ends; with
-// outbox.SinkURL set, refunds write outbox messages and dispatchers send them. The
+// outbox.SinkURL set, refunds and credits write outbox messages and dispatchers
+// send them. Handler-only defects among opts.Defects have no effect here. The
 // pool holds one connection per worker and dispatcher plus one for reconciling.
 func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox OutboxOptions, log *slog.Logger) error {
 	if opts.Workers < 0 {
 		return errors.New("reference: workers: a worker process needs at least one")
 	}
 	if err := outbox.Validate(); err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	if err := ValidateDefectsFor(append(append([]string(nil), opts.Defects...), outbox.Defects...), ModeInbox, outbox.SinkURL != ""); err != nil {
 		return fmt.Errorf("reference: %w", err)
 	}
 	cfg, err := pgxpool.ParseConfig(url)
@@ -330,6 +433,10 @@ func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox Outbo
 	if err != nil {
 		return err
 	}
+	announceDefects(w.log, append(append([]string(nil), opts.Defects...), outbox.Defects...))
+	if w.defects.has(DefectInboxAckBeforeCommit) {
+		w.log.Warn("defect " + DefectInboxAckBeforeCommit + " is the HTTP handler's: it has no effect in a worker process")
+	}
 	if outbox.SinkURL == "" {
 		w.Run(ctx)
 		return nil
@@ -339,6 +446,9 @@ func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox Outbo
 		return err
 	}
 	w.rules.Outbox = true
+	if d.defects.has(DefectSendBeforeCommit) {
+		w.rules.SendInline = d
+	}
 	w.afterApply = d.Wake
 	var wg sync.WaitGroup
 	wg.Go(func() { d.Run(ctx) })
@@ -354,4 +464,39 @@ func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox Outbo
 func checkClientConnection(ctx context.Context, c *pgx.Conn) error {
 	_, _ = c.Exec(ctx, `SELECT set_config('client_connection_check_interval', '1000', false)`)
 	return nil
+}
+
+// processInboxAckFirst is the inbox-ack-before-commit defect: every delivery that
+// passed validation is answered 202 and flushed first, and only then is the event
+// inserted and committed. Anything that stops the process after the ack, or a
+// failed insert or commit, loses an event the provider was told was accepted.
+func (s *Server) processInboxAckFirst(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
+	res := result{http.StatusAccepted, response{Status: StatusAccepted}}
+	ack(res)
+	s.hit(log, fpAfterResponse, ev.EventID)
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		log.Error("begin failed after the event was accepted: the event is lost", "event_id", ev.EventID, "err", err)
+		return res
+	}
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
+	inserted, err := store.InsertInbox(ctx, tx, ev)
+	if err != nil {
+		log.Error("insert failed after the event was accepted: the event is lost", "event_id", ev.EventID, "err", err)
+		return res
+	}
+	if !inserted {
+		return res
+	}
+	if err := s.fp.hit(fpAfterInsertBeforeCommit, ev.EventID); err != nil {
+		log.Warn("failpoint injected an error after the event was accepted: the event is lost", "point", fpAfterInsertBeforeCommit.String(), "event_id", ev.EventID, "err", err)
+		return res
+	}
+	if err := tx.Commit(ctx); err != nil {
+		log.Error("commit failed after the event was accepted: the event is lost", "event_id", ev.EventID, "err", err)
+		return res
+	}
+	s.inbox.Wake()
+	s.hit(log, fpAfterCommitBeforeResponse, ev.EventID)
+	return res
 }

@@ -23,8 +23,9 @@ import (
 const DefaultSinkTimeout = 10 * time.Second
 
 // OutboxOptions configure the outbox: with SinkURL set, an applied charge.refunded
-// writes a message in its business transaction and a dispatcher POSTs it to
-// SinkURL with an Idempotency-Key derived from the event key. Retries, attempts,
+// or customer_cash_balance_transaction.created (a credit) writes a message in its
+// business transaction and a dispatcher POSTs it to SinkURL with an
+// Idempotency-Key derived from the event key. Retries, attempts,
 // lease and backoff follow the InboxOptions given beside it.
 type OutboxOptions struct {
 	// SinkURL receives every message (POST, JSON); "" disables the outbox.
@@ -34,6 +35,9 @@ type OutboxOptions struct {
 	Dispatchers int
 	// Timeout bounds one call; 0 means DefaultSinkTimeout.
 	Timeout time.Duration
+	// Defects are the outbox defects to run with (names from Defects(); other
+	// names are ignored here). Options.Defects fills it for a Server.
+	Defects []string
 }
 
 // Validate checks the sink URL.
@@ -48,7 +52,7 @@ func (o OutboxOptions) Validate() error {
 	if o.Timeout < 0 {
 		return fmt.Errorf("sink timeout: must not be negative, got %s", o.Timeout)
 	}
-	return nil
+	return ValidateDefects(o.Defects)
 }
 
 // Dispatcher sends outbox messages: it claims due messages (FOR UPDATE SKIP
@@ -62,6 +66,8 @@ type Dispatcher struct {
 	log    *slog.Logger
 	client *http.Client
 	wake   chan struct{}
+	// defects are the outbox defects active in this dispatcher.
+	defects defectSet
 }
 
 // NewDispatcher prepares a dispatcher; retry supplies attempts, lease, poll
@@ -93,7 +99,7 @@ func NewDispatcher(pool *pgxpool.Pool, opts OutboxOptions, retry InboxOptions, l
 	_, _ = crand.Read(b)
 	retry.WorkerID += "-outbox-" + hex.EncodeToString(b)
 	return &Dispatcher{pool: pool, opts: opts, retry: retry, log: log, wake: make(chan struct{}, 1),
-		client: &http.Client{Timeout: opts.Timeout}}, nil
+		client: &http.Client{Timeout: opts.Timeout}, defects: newDefectSet(opts.Defects)}, nil
 }
 
 // Wake tells an idle dispatcher a message is waiting (never blocks).
@@ -136,6 +142,13 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-time.After(d.retry.ReconcileInterval):
+			}
+			if d.defects.has(DefectDropFailedSends) {
+				if n, err := store.ReclaimOutboxAsSent(ctx, d.pool, d.retry.MaxAttempts, 100); err != nil && ctx.Err() == nil {
+					d.log.Warn("outbox reconciler", "err", err)
+				} else if n > 0 {
+					d.log.Warn("outbox: marked sent messages whose lease expired after their last attempt", "messages", n)
+				}
 			}
 			if n, err := store.ReclaimOutbox(ctx, d.pool, d.retry.MaxAttempts, 100); err != nil && ctx.Err() == nil {
 				d.log.Warn("outbox reconciler", "err", err)
@@ -188,6 +201,15 @@ func (d *Dispatcher) send(ctx context.Context, id string, m store.OutboxMessage)
 	}
 	permanent := err == nil && status/100 == 4 && status != http.StatusRequestTimeout &&
 		status != http.StatusConflict && status != http.StatusTooManyRequests
+	if d.defects.has(DefectDropFailedSends) && (permanent || m.Attempts >= d.retry.MaxAttempts) {
+		// The defect: "give up quietly" — the message is recorded as delivered.
+		if _, serr := store.MarkSent(cctx, d.pool, m.ID, id, status); serr != nil {
+			log.Error("outbox send failed and could not be recorded", "err", msg, "record_err", serr)
+			return
+		}
+		log.Warn("outbox send failed for the last time; marked sent", "err", msg)
+		return
+	}
 	state, ferr := store.FailOutbox(cctx, d.pool, m.ID, id, status, truncate(msg, 1000), permanent, d.retry.MaxAttempts, backoff(d.retry, m.Attempts))
 	switch {
 	case ferr != nil:
@@ -202,12 +224,39 @@ func (d *Dispatcher) send(ctx context.Context, id string, m store.OutboxMessage)
 // post sends one message; a transport error (no answer, or the connection closed
 // before one) returns err, any answer its status.
 func (d *Dispatcher) post(ctx context.Context, m store.OutboxMessage) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.opts.SinkURL, bytes.NewReader(m.Body))
+	key := m.IdempotencyKey
+	if d.defects.has(DefectFreshIdempotencyKey) {
+		// The defect: a new key per attempt, so the downstream cannot tell a
+		// resend from a new operation.
+		b := make([]byte, 16)
+		_, _ = crand.Read(b)
+		key = "hookcert-" + m.Kind + "-" + hex.EncodeToString(b)
+	}
+	return d.call(ctx, key, m.Body)
+}
+
+// SendNow makes one downstream call with the given key and body, and fails
+// unless the downstream answers 2xx. Only the send-before-commit defect calls it,
+// from inside a business transaction.
+func (d *Dispatcher) SendNow(ctx context.Context, key string, body []byte) error {
+	status, err := d.call(ctx, key, body)
+	if err != nil {
+		return err
+	}
+	if status/100 != 2 {
+		return fmt.Errorf("sink answered %d", status)
+	}
+	return nil
+}
+
+// call POSTs body with the Idempotency-Key.
+func (d *Dispatcher) call(ctx context.Context, key string, body []byte) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, d.opts.SinkURL, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", m.IdempotencyKey)
+	req.Header.Set("Idempotency-Key", key)
 	resp, err := d.client.Do(req)
 	if err != nil {
 		var ue *url.Error

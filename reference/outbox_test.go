@@ -3,7 +3,12 @@ package reference
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -163,4 +168,79 @@ func TestOutboxResendAfterDispatcherCrash(t *testing.T) {
 	if n := e.count(`SELECT count(*) FROM outbox_messages`); n != 1 {
 		t.Fatalf("%d outbox messages, want only the refund's", n)
 	}
+}
+
+// credit delivers one cash balance credit and returns its key.
+func (e *env) credit(ep Endpoint, wantCode int, status string) store.Key {
+	e.t.Helper()
+	id := newID("evt_credit_out")
+	e.expect(e.send(build(ep, id, store.TypeCashBalance, obj{ID: "cb_" + id, Amount: 250, Currency: "eur"}, time.Now())), wantCode, status, "")
+	return store.Key{Source: ep.KeySource(), AccountID: ep.Account, EventID: id}
+}
+
+// creditBody is the message body a credit of e.credit sends downstream.
+func creditBody(k store.Key) []byte {
+	return mustJSON(store.CreditMessage{Source: k.Source, AccountID: k.AccountID, EventID: k.EventID,
+		ObjectID: "cb_" + k.EventID, Amount: 250, Currency: "eur"})
+}
+
+func sha256Hex(b []byte) string {
+	h := sha256.Sum256(b)
+	return hex.EncodeToString(h[:])
+}
+
+// An applied credit writes a "credit" message in its business transaction, in
+// both modes; its body names the event, its key is stable, and it is applied once
+// downstream. A credit that rolls back writes nothing and calls nothing.
+func TestOutboxCreditBothModes(t *testing.T) {
+	for _, mode := range []string{ModeSync, ModeInbox} {
+		t.Run(mode, func(t *testing.T) {
+			s := newSink(t)
+			e := newEnv(t, Options{Mode: mode, Inbox: fastInbox(2), Outbox: OutboxOptions{SinkURL: s.URL()}})
+			if mode == ModeInbox {
+				e.runWorkers()
+			}
+			e.runDispatcher()
+			ep := e.ep("stripe", "acct_A")
+			code, status := http.StatusOK, StatusProcessed
+			if mode == ModeInbox {
+				code, status = http.StatusAccepted, StatusAccepted
+			}
+			k := e.credit(ep, code, status)
+			got := e.waitOutbox(k, store.OutboxSent)
+			key := store.OutboxKey(k, store.OutboxCredit)
+			if got.IdempotencyKey != key || !strings.HasPrefix(key, "hookcert-credit-") || s.Applied(key) != 1 {
+				t.Fatalf("message %+v (applied %d), want key %s applied once", got, s.Applied(key), key)
+			}
+			var kind string
+			var body []byte
+			if err := e.pool.QueryRow(context.Background(), `SELECT kind, body FROM outbox_messages WHERE event_id = $1`, k.EventID).Scan(&kind, &body); err != nil {
+				t.Fatal(err)
+			}
+			var msg map[string]any
+			if err := json.Unmarshal(body, &msg); err != nil {
+				t.Fatal(err)
+			}
+			if kind != store.OutboxCredit || msg["event_id"] != k.EventID || msg["source"] != k.Source || msg["account_id"] != k.AccountID ||
+				msg["object_id"] != "cb_"+k.EventID || msg["amount"] != float64(250) || msg["currency"] != "eur" {
+				t.Fatalf("kind %s, body %s", kind, body)
+			}
+			calls := s.Calls()
+			if len(calls) != 1 || calls[0].BodySHA256 != sha256Hex(body) {
+				t.Fatalf("calls %+v, want one carrying the stored body", calls)
+			}
+		})
+	}
+	t.Run("rollback", func(t *testing.T) {
+		s := newSink(t)
+		e := newEnv(t, Options{Inbox: fastInbox(0), Outbox: OutboxOptions{SinkURL: s.URL()}})
+		e.runDispatcher()
+		e.fps.set(&recorder{fail: map[fpPoint]error{fpAfterInsertBeforeCommit: errors.New("injected")}})
+		ep := e.ep("stripe", "acct_A")
+		e.credit(ep, http.StatusInternalServerError, StatusRetry)
+		time.Sleep(200 * time.Millisecond)
+		if n := e.count(`SELECT count(*) FROM outbox_messages`); n != 0 || len(s.Calls()) != 0 {
+			t.Fatalf("a rolled-back credit left %d outbox messages and %d calls", n, len(s.Calls()))
+		}
+	})
 }

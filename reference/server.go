@@ -64,13 +64,15 @@ type Options struct {
 	// Purge shapes every purge (batch size, pause between batches).
 	Purge store.PurgeOptions
 	// Mode is ModeSync ("" too) or ModeInbox (docs/reference.md, "Inbox mode").
-	// Defects exist for the synchronous design only; inbox mode refuses them.
+	// Most defects break the synchronous design and run in sync mode only; the
+	// inbox defects need ModeInbox, the outbox defects Outbox.SinkURL (either mode).
 	Mode string
 	// Inbox configures inbox mode's in-process workers (Inbox.Workers negative:
 	// none; run "hookcert reference worker" instead), and the outbox's retries.
 	Inbox InboxOptions
-	// Outbox, with SinkURL set, makes applied refunds write an outbox message in
-	// their business transaction and runs dispatchers that send them (either mode).
+	// Outbox, with SinkURL set, makes applied refunds and credits write an outbox
+	// message in their business transaction and runs dispatchers that send them
+	// (either mode).
 	Outbox OutboxOptions
 }
 
@@ -130,14 +132,16 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 		return nil, fmt.Errorf("reference: tolerance: must not be negative, got %s", opts.Tolerance)
 	}
 	switch opts.Mode {
-	case "", ModeSync:
-	case ModeInbox:
-		if len(opts.Defects) > 0 {
-			return nil, errors.New("reference: defects: the defects break the synchronous design; inbox mode runs without them")
+	case "", ModeSync, ModeInbox:
+		if err := ValidateDefectsFor(opts.Defects, opts.Mode, opts.Outbox.SinkURL != ""); err != nil {
+			return nil, fmt.Errorf("reference: %w", err)
 		}
 	default:
 		return nil, fmt.Errorf("reference: mode: must be %s or %s, got %q", ModeSync, ModeInbox, opts.Mode)
 	}
+	// The workers and the dispatcher run the inbox and outbox defects.
+	opts.Inbox.Defects = append(append([]string(nil), opts.Inbox.Defects...), scoped(opts.Defects, scopeInbox)...)
+	opts.Outbox.Defects = append(append([]string(nil), opts.Outbox.Defects...), scoped(opts.Defects, scopeOutbox)...)
 	s := &Server{
 		pool:      pool,
 		endpoints: map[string]Endpoint{},
@@ -185,12 +189,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 		return nil, fmt.Errorf("reference: %w", err)
 	}
 	s.log.Info("schema ready", "applied_migrations", applied)
-	for _, d := range Defects() {
-		if s.defects.has(d.Name) {
-			s.log.Warn("DEFECT ACTIVE: "+d.Name+": "+d.Description+"; this receiver is deliberately broken",
-				"defect", d.Name)
-		}
-	}
+	announceDefects(s.log, opts.Defects)
 	for _, d := range []string{DefectCheckThenInsert, DefectMemoryDedup} {
 		if s.defects.has(d) {
 			s.log.Warn("DEFECT ACTIVE: "+d+" dropped unique index "+store.EventKeyIndex+
@@ -203,13 +202,13 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	}
 	s.logRetention()
 	if opts.Outbox.SinkURL != "" {
-		if len(opts.Defects) > 0 {
-			return nil, errors.New("reference: defects: the outbox runs without defects")
-		}
 		if s.outbox, err = NewDispatcher(pool, opts.Outbox, opts.Inbox, s.log); err != nil {
 			return nil, err
 		}
 		s.rules.Outbox = true
+		if s.outbox.defects.has(DefectSendBeforeCommit) {
+			s.rules.SendInline = s.outbox
+		}
 	}
 	if opts.Mode == ModeInbox {
 		if s.inbox, err = NewWorkers(pool, opts.Inbox, s.log); err != nil {
@@ -230,6 +229,17 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// announceDefects logs every active defect at WARN, once each, in name order.
+func announceDefects(log *slog.Logger, names []string) {
+	active := newDefectSet(names)
+	for _, d := range Defects() {
+		if active.has(d.Name) {
+			log.Warn("DEFECT ACTIVE: "+d.Name+": "+d.Description+"; this receiver is deliberately broken",
+				"defect", d.Name)
+		}
+	}
 }
 
 // Open connects to url (pool size DefaultMaxConns unless the URL sets

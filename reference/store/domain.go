@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -19,9 +20,18 @@ type Rules struct {
 	// ApplyUnknownTypes credits the ledger for every type Apply does not handle,
 	// as the cash credit would (the apply-unknown-types defect).
 	ApplyUnknownTypes bool
-	// Outbox makes an applied refund write its downstream message to
+	// Outbox makes an applied refund or credit write its downstream message to
 	// outbox_messages in the same transaction.
 	Outbox bool
+	// SendInline, when set, makes a credit call the downstream itself inside the
+	// business transaction, before its ledger entry is written and committed, and
+	// write no outbox message (the send-before-commit defect).
+	SendInline Sender
+}
+
+// Sender makes one downstream call with the given Idempotency-Key and JSON body.
+type Sender interface {
+	SendNow(ctx context.Context, idempotencyKey string, body []byte) error
 }
 
 // Result says what Apply did.
@@ -90,10 +100,26 @@ func addLedger(ctx context.Context, tx pgx.Tx, ev Event, kind string, amount int
 }
 
 func applyCash(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
+	msg := CreditMessage{ev.Source, ev.AccountID, ev.EventID, ev.ObjectID, ev.Amount, ev.Currency}
+	if rules.SendInline != nil {
+		// The defect: the external call goes out before anything is committed.
+		b, err := json.Marshal(msg)
+		if err != nil {
+			return Result{}, fmt.Errorf("encode credit message: %w", err)
+		}
+		if err := rules.SendInline.SendNow(ctx, OutboxKey(ev.Key, OutboxCredit), b); err != nil {
+			return Result{}, fmt.Errorf("send credit downstream: %w", err)
+		}
+	}
 	// Credit-like: no constraint beyond the event key, so this is exactly where a
 	// broken key shows as a second entry.
 	if _, err := addLedger(ctx, tx, ev, "cash", ev.Amount, rules); err != nil {
 		return Result{}, err
+	}
+	if rules.Outbox && rules.SendInline == nil {
+		if err := enqueueOutbox(ctx, tx, ev.Key, OutboxCredit, msg); err != nil {
+			return Result{}, err
+		}
 	}
 	return Result{Applied: true}, nil
 }

@@ -71,16 +71,21 @@ type Task struct {
 // now + lease. FOR UPDATE SKIP LOCKED lets concurrent workers claim disjoint rows
 // without waiting for each other.
 func Claim(ctx context.Context, q Beginner, worker string, lease time.Duration, n int) ([]Task, error) {
+	return claim(ctx, q, worker, lease, n, true)
+}
+
+// claim is Claim; countAttempt false leaves attempts alone (a defect).
+func claim(ctx context.Context, q Beginner, worker string, lease time.Duration, n int, countAttempt bool) ([]Task, error) {
 	var tasks []Task
 	err := pgx.BeginFunc(ctx, q, func(tx pgx.Tx) error {
 		rows, err := tx.Query(ctx, `UPDATE processed_webhook_events p
 			SET inbox_state = 'claimed', claimed_by = $1, lease_until = now() + $2 * interval '1 millisecond',
-			    attempts = p.attempts + 1
+			    attempts = p.attempts + CASE WHEN $4 THEN 1 ELSE 0 END
 			FROM (SELECT source, account_id, event_id FROM processed_webhook_events
 			      WHERE inbox_state = 'pending' AND next_attempt_at <= now()
 			      ORDER BY next_attempt_at LIMIT $3 FOR UPDATE SKIP LOCKED) c
 			WHERE p.source = c.source AND p.account_id = c.account_id AND p.event_id = c.event_id
-			RETURNING p.source, p.account_id, p.event_id, p.attempts`, worker, lease.Milliseconds(), n)
+			RETURNING p.source, p.account_id, p.event_id, p.attempts`, worker, lease.Milliseconds(), n, countAttempt)
 		if err != nil {
 			return err
 		}
@@ -106,6 +111,12 @@ func Claim(ctx context.Context, q Beginner, worker string, lease time.Duration, 
 // mid-transaction leaves the event claimed, to be re-offered after its lease.
 // hook, if set, runs inside the transaction after Apply (a test seam).
 func ApplyClaimed(ctx context.Context, db Beginner, t Task, worker string, rules Rules, hook func(pgx.Tx) error) (Result, error) {
+	return applyClaimed(ctx, db, t, worker, rules, hook, true)
+}
+
+// applyClaimed is ApplyClaimed; markDone false commits the business change
+// without marking the event done (a defect does that in a second transaction).
+func applyClaimed(ctx context.Context, db Beginner, t Task, worker string, rules Rules, hook func(pgx.Tx) error, markDone bool) (Result, error) {
 	var res Result
 	err := pgx.BeginFunc(ctx, db, func(tx pgx.Tx) error {
 		ev := Event{Key: t.Key}
@@ -119,13 +130,9 @@ func ApplyClaimed(ctx context.Context, db Beginner, t Task, worker string, rules
 		if err != nil {
 			return fmt.Errorf("lock claimed event: %w", err)
 		}
-		var se storedEvent
-		if len(fields) > 0 {
-			if err := json.Unmarshal(fields, &se); err != nil {
-				return &PermanentError{Err: fmt.Errorf("decode stored event: %w", err)}
-			}
+		if err := decodeStored(&ev, fields); err != nil {
+			return err
 		}
-		ev.ObjectID, ev.Amount, ev.Currency, ev.Status, ev.Version = se.ObjectID, se.Amount, se.Currency, se.Status, se.Version
 		if res, err = Apply(ctx, tx, ev, rules); err != nil {
 			return err
 		}
@@ -134,15 +141,35 @@ func ApplyClaimed(ctx context.Context, db Beginner, t Task, worker string, rules
 				return err
 			}
 		}
-		_, err = tx.Exec(ctx, `UPDATE processed_webhook_events
-			SET inbox_state = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
-			WHERE source = $1 AND account_id = $2 AND event_id = $3`, t.Source, t.AccountID, t.EventID)
-		if err != nil {
-			return fmt.Errorf("mark done: %w", err)
+		if !markDone {
+			return nil
 		}
-		return nil
+		return markDoneIn(ctx, tx, t.Key)
 	})
 	return res, err
+}
+
+// markDoneIn marks the event done in q's transaction.
+func markDoneIn(ctx context.Context, q Querier, k Key) error {
+	_, err := q.Exec(ctx, `UPDATE processed_webhook_events
+		SET inbox_state = 'done', processed_at = now(), claimed_by = NULL, lease_until = NULL
+		WHERE source = $1 AND account_id = $2 AND event_id = $3`, k.Source, k.AccountID, k.EventID)
+	if err != nil {
+		return fmt.Errorf("mark done: %w", err)
+	}
+	return nil
+}
+
+// decodeStored fills ev from the inbox row's event column.
+func decodeStored(ev *Event, fields []byte) error {
+	var se storedEvent
+	if len(fields) > 0 {
+		if err := json.Unmarshal(fields, &se); err != nil {
+			return &PermanentError{Err: fmt.Errorf("decode stored event: %w", err)}
+		}
+	}
+	ev.ObjectID, ev.Amount, ev.Currency, ev.Status, ev.Version = se.ObjectID, se.Amount, se.Currency, se.Status, se.Version
+	return nil
 }
 
 // PermanentError is a failure retrying cannot cure: the event is dead-lettered at

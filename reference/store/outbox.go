@@ -20,8 +20,14 @@ const (
 	OutboxDead    = "dead"
 )
 
-// OutboxRefund is the kind of the message a refund sends downstream.
-const OutboxRefund = "refund"
+// Kinds of outbox messages.
+const (
+	// OutboxRefund is the kind of the message an applied refund sends downstream.
+	OutboxRefund = "refund"
+	// OutboxCredit is the kind of the message an applied credit (cash balance
+	// transaction) sends downstream.
+	OutboxCredit = "credit"
+)
 
 // OutboxKey is the Idempotency-Key of the kind's message for an event: a hash of
 // the event key, so every resend of it (after a lost response, a crash, a
@@ -43,6 +49,16 @@ type RefundMessage struct {
 	PaymentID string `json:"payment_id"`
 	Amount    int64  `json:"amount"`
 	Currency  string `json:"currency,omitempty"`
+}
+
+// CreditMessage is the body of a credit's outbox message.
+type CreditMessage struct {
+	Source    string `json:"source"`
+	AccountID string `json:"account_id"`
+	EventID   string `json:"event_id"`
+	ObjectID  string `json:"object_id"`
+	Amount    int64  `json:"amount"`
+	Currency  string `json:"currency"`
 }
 
 // enqueueOutbox writes the message in the caller's (business) transaction; a second
