@@ -67,7 +67,9 @@ visible to every user of the machine), else is provisioned automatically (a cont
 Docker engine answers, else local PostgreSQL binaries) and dropped on exit.
 
 Defects (--defect, repeatable) break the receiver on purpose; see
-"hookcert reference defects". On SIGINT/SIGTERM in-flight deliveries finish first.`,
+"hookcert reference defects". Most run in --mode sync only; the inbox defects need
+--mode inbox, the outbox defects --sink-url (either mode). On SIGINT/SIGTERM
+in-flight deliveries finish first.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runReferenceServe(cmd, f) },
 	}
@@ -104,9 +106,6 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 	if f.mode != reference.ModeSync && f.mode != reference.ModeInbox {
 		return usageErr("--mode: must be %s or %s, got %q", reference.ModeSync, reference.ModeInbox, f.mode)
 	}
-	if f.mode == reference.ModeInbox && len(f.defects) > 0 {
-		return usageErr("--defect: defects break the synchronous design; --mode inbox runs without them")
-	}
 	inboxOpts, err := f.inbox.options(true)
 	if err != nil {
 		return err
@@ -115,8 +114,8 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 	if err != nil {
 		return err
 	}
-	if outboxOpts.SinkURL != "" && len(f.defects) > 0 {
-		return usageErr("--defect: the outbox (--sink-url) runs without defects")
+	if err := reference.ValidateDefectsFor(f.defects, f.mode, outboxOpts.SinkURL != ""); err != nil {
+		return usageErr("--defect: %v", err)
 	}
 	var logHandler slog.Handler
 	switch f.logFormat {

@@ -29,7 +29,7 @@ func (f *inboxFlags) register(fl *pflag.FlagSet, workersHelp string) {
 	fl.DurationVar(&f.pollInterval, "poll-interval", reference.DefaultPollInterval, "inbox: how often an idle worker looks for work")
 	fl.DurationVar(&f.backoffBase, "backoff", reference.DefaultBackoffBase, "inbox and outbox: delay before the first retry of a failed event or message, doubled per attempt")
 	fl.DurationVar(&f.backoffMax, "backoff-max", reference.DefaultBackoffMax, "inbox and outbox: longest delay between retries")
-	fl.StringVar(&f.sinkURL, "sink-url", "", "outbox: applied charge.refunded events write a message sent here (POST, Idempotency-Key from the event key); empty: no outbox")
+	fl.StringVar(&f.sinkURL, "sink-url", "", "outbox: applied charge.refunded and customer_cash_balance_transaction.created events write a message sent here (POST, JSON with the event_id, Idempotency-Key from the event key); empty: no outbox")
 }
 
 // outbox returns the outbox options of the flags.
@@ -69,6 +69,7 @@ func (f inboxFlags) options(zeroNone bool) (reference.InboxOptions, error) {
 
 type referenceWorkerFlags struct {
 	databaseURL, config, logFormat string
+	defects                        []string
 	inbox                          inboxFlags
 }
 
@@ -83,7 +84,8 @@ claims pending events (FOR UPDATE SKIP LOCKED, with a lease), applies each and m
 it done in one transaction, retries failures with backoff, dead-letters an event
 after --max-attempts, and re-offers claims whose lease expired. Any number of worker
 processes and in-process workers can share one database. With --sink-url, applied
-refunds write outbox messages and this process also dispatches them.
+refunds and credits write outbox messages and this process also dispatches them.
+--defect takes the inbox and outbox defects (see "hookcert reference defects").
 
 The database is --database-url, else $HOOKCERT_DATABASE_URL; it is never provisioned
 (the worker must share the receiver's). --config is checked as serve checks it.`,
@@ -94,6 +96,7 @@ The database is --database-url, else $HOOKCERT_DATABASE_URL; it is never provisi
 	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL URL of the receiver (default $HOOKCERT_DATABASE_URL; a password here is visible in ps, prefer the variable)")
 	fl.StringVar(&f.config, "config", "", "endpoints YAML file of the receiver (validated only; events carry their own key)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
+	fl.StringArrayVar(&f.defects, "defect", nil, "activate a named inbox or outbox defect in these workers (repeatable; see \"hookcert reference defects\")")
 	f.inbox.register(fl, "workers in this process")
 	return cmd
 }
@@ -126,6 +129,10 @@ func runReferenceWorker(cmd *cobra.Command, f referenceWorkerFlags) error {
 	if err != nil {
 		return err
 	}
+	if err := reference.ValidateDefectsFor(f.defects, reference.ModeInbox, outbox.SinkURL != ""); err != nil {
+		return usageErr("--defect: %v", err)
+	}
+	opts.Defects, outbox.Defects = f.defects, f.defects
 	if err := reference.RunWorkers(cmd.Context(), dbURL, opts, outbox, log); err != nil {
 		err = scrub.New(scrub.Password(dbURL)).Error(err)
 		if errors.Is(err, reference.ErrUnreachable) {
