@@ -333,7 +333,7 @@ var catalogue = []Guarantee{
 		Why:       "An acknowledged event that is dropped when it fails too often is lost without a trace; one retried forever blocks nothing but hides the failure.",
 		Needs:     []Capability{"inbox-dead-letter", "connection-loss"},
 		Scenarios: []string{"every attempt's session terminated at the locked effect table, up to max_attempts"},
-		Codes:     []string{"inbox.dead-letter-lost", "inbox.not-dead-lettered", "inbox.dead-applied"},
+		Codes:     []string{"inbox.dead-letter-lost", "inbox.not-dead-lettered"},
 	},
 	{
 		ID: "OUTBOX-1", Family: "OUTBOX", Title: "Lost downstream response",
@@ -341,7 +341,7 @@ var catalogue = []Guarantee{
 		Why:       "A fresh idempotency key per attempt turns every lost response into a second charge, refund or e-mail downstream.",
 		Needs:     []Capability{"outbox"},
 		Scenarios: []string{"sink drops the first response and fails the second; 4 concurrent copies of the event"},
-		Codes:     []string{"outbox.not-sent", "outbox.no-key", "outbox.key-changed", "outbox.applied-twice"},
+		Codes:     []string{"outbox.not-sent", "outbox.key-changed", "outbox.applied-twice"},
 	},
 	{
 		ID: "OUTBOX-2", Family: "OUTBOX", Title: "Crash after sending",
@@ -349,7 +349,7 @@ var catalogue = []Guarantee{
 		Why:       "The outbox cannot know whether a call it never saw answered was applied: only a stable operation key makes the resend harmless.",
 		Needs:     []Capability{"outbox", "crash"},
 		Scenarios: []string{"sink withholds the first answer, SIGKILL, restart"},
-		Codes:     []string{"outbox.not-sent", "outbox.no-key", "outbox.key-changed", "outbox.applied-twice"},
+		Codes:     []string{"outbox.not-sent", "outbox.key-changed", "outbox.applied-twice"},
 	},
 	{
 		ID: "OUTBOX-3", Family: "OUTBOX", Title: "No call for a rolled-back change",
@@ -365,7 +365,7 @@ var catalogue = []Guarantee{
 		Why:       "An outbox that gives up silently, or records a failed call as sent, loses the effect while every dashboard stays green.",
 		Needs:     []Capability{"outbox-dead-letter"},
 		Scenarios: []string{"sink answers every call 503"},
-		Codes:     []string{"outbox.not-retried", "outbox.key-changed", "outbox.dropped", "outbox.not-dead-lettered"},
+		Codes:     []string{"outbox.key-changed", "outbox.dropped"},
 	},
 }
 
@@ -443,15 +443,11 @@ var codeDocs = map[string]string{
 	"inbox.attempts-unrecorded":   "a failed attempt was retried without being recorded (attempts below 2 after an injected failure)",
 	"inbox.dead-letter-lost":      "an event that exhausted its attempts is gone, or marked done without being applied, instead of dead-lettered",
 	"inbox.not-dead-lettered":     "an event that failed the declared number of attempts is not dead-lettered",
-	"inbox.dead-applied":          "a dead-lettered event changed the receiver's state",
 	"outbox.not-sent":             "no downstream call for the event was answered 2xx",
-	"outbox.no-key":               "a downstream call carried no operation key",
 	"outbox.key-changed":          "the downstream calls for one event carried different operation keys",
 	"outbox.applied-twice":        "the downstream applied one event's operation more than once",
 	"outbox.sent-uncommitted":     "a downstream call was made for an event whose transaction had not committed",
-	"outbox.not-retried":          "a failed downstream call was not retried",
-	"outbox.dropped":              "a downstream message that never succeeded was dropped or recorded as sent",
-	"outbox.not-dead-lettered":    "a downstream message that failed its declared attempts is not dead-lettered",
+	"outbox.dropped":              "a downstream message that never succeeded was dropped, given up on before its declared attempts, or recorded as sent",
 	"reconcile.lost":              "an acknowledged event has no event row",
 	"reconcile.duplicated":        "an event key has more than one event row",
 	"reconcile.applied-twice":     "a credit-like event was applied more than once",

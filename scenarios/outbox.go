@@ -85,14 +85,22 @@ func init() {
 		s.note("sink: every call for %s is answered 503", k.EventID)
 		s.send(ep, ev, RoleFirst, simulator.SendOptions{})
 		s.state(k, PhaseAfter, 1)
+		// Until the message ends (dead or sent), more calls come than may,
+		// or the calls stop for a while: the receiver has given up.
 		bound := time.Duration(max)*(s.settleFor()+5*time.Second) + s.sinkWait()
 		deadline := time.Now().Add(bound)
+		quiet := s.settleFor() + 2*s.env.Inbox.Lease + 2*time.Second
+		lastN, lastAt := 0, time.Now()
 		for time.Now().Before(deadline) && s.ctx.Err() == nil {
 			st, err := s.env.Queue.OutboxState(s.ctx, k)
 			if err != nil {
 				s.abort("reading the outbox state of %s: %v", k.EventID, err)
 			}
-			if st.Found && (st.State == InboxDead || st.State == OutboxSent) || len(s.env.Sink.Calls(k.EventID)) > max {
+			n := len(s.env.Sink.Calls(k.EventID))
+			if n != lastN {
+				lastN, lastAt = n, time.Now()
+			}
+			if st.Found && (st.State == InboxDead || st.State == OutboxSent) || n > max || n > 0 && time.Since(lastAt) > quiet {
 				break
 			}
 			time.Sleep(50 * time.Millisecond)

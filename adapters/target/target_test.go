@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -41,7 +42,7 @@ const full = `target:
   capabilities: [crash, lock-gating, connection-loss, failpoints, ordering, state-machine, domain-constraint]
 `
 
-var testVars = Vars{DatabaseURL: "postgres://app:s3cretpw@127.0.0.1:5432/rx?sslmode=disable", ListenAddr: "127.0.0.1:18080"}
+var testVars = Vars{DatabaseURL: "postgres://app:s3cretpw@127.0.0.1:5432/rx?sslmode=disable", ListenAddr: "127.0.0.1:18080", SinkURL: "http://127.0.0.1:18081"}
 
 func TestParseFull(t *testing.T) {
 	t.Setenv("HOOKCERT_TEST_SECRET_B", "whsec_env_BBBB")
@@ -142,7 +143,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 		"target.endpoints[2].secret (line 6): set only one of secret and secret_env",
 		`target.endpoints[2] (line 6): duplicate endpoint for source "stripe" and account "acct_A" (also target.endpoints[0]; give one a different source)`,
 		`target.endpoints[2].path (line 6): duplicate path "/a" (also target.endpoints[0])`,
-		"target.observe.postgres.url (line 9): unknown template variable {{.Nope}} (valid: BaseURL, DatabaseURL, ListenAddr, Port)",
+		"target.observe.postgres.url (line 9): unknown template variable {{.Nope}} (valid: BaseURL, DatabaseURL, ListenAddr, Port, SinkURL)",
 		"target.observe.postgres.event_table (line 10): must be a table name or schema.table",
 		"target.observe.postgres.effect_table (line 11): must be a table name or schema.table",
 		"target.observe.postgres.queries.effects (line 14): must use only parameters $1..$4 ($1 source, $2 account, $3 event ID, $4 object ID): parameter $5 is out of range $1..$4",
@@ -173,7 +174,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 func TestUnknownFieldsAndShape(t *testing.T) {
 	cases := map[string]struct{ src, want string }{
 		"unknown field": {"target:\n  name: x\n  bse_url: http://h\n",
-			`target.bse_url (line 3): unknown field in target (valid: acceptance, base_url, capabilities, endpoints, events, failpoints, fixtures, lifecycle, limits, name, observe, retention, setup)`},
+			`target.bse_url (line 3): unknown field in target (valid: acceptance, base_url, capabilities, endpoints, events, failpoints, fixtures, inbox, lifecycle, limits, name, observe, outbox, retention, setup)`},
 		"unknown query": {"target:\n  observe:\n    postgres:\n      queries:\n        events: SELECT 1\n",
 			`target.observe.postgres.queries.events (line 5): unknown field in target.observe.postgres.queries`},
 		"unknown top": {"targets: {}\n", `targets (line 1): unknown field in (top level) (valid: target)`},
@@ -282,5 +283,45 @@ func TestDocumentedExample(t *testing.T) {
 		if !Reserved(c) && !tg.Has(c) {
 			t.Errorf("the example does not declare %s", c)
 		}
+	}
+}
+
+// TestInboxOutboxContract: the capabilities need their sections, async
+// acceptance and {{.SinkURL}}; bad values name the field and the rule.
+func TestInboxOutboxContract(t *testing.T) {
+	base := `target:
+  name: t
+  base_url: http://{{.ListenAddr}}
+  endpoints: [{profile: stripe, account: a, path: /w, secret: whsec_x}]
+  lifecycle: {command: [rx, "%s"], ready: {http: /healthz}}
+  observe:
+    postgres:
+      url: "{{.DatabaseURL}}"
+      queries: {event_rows: "SELECT 1 WHERE $3 <> ''", effects: "SELECT 1 WHERE $3 <> ''"}
+%s  capabilities: [inbox, outbox]
+`
+	cases := []struct{ arg, extra, want string }{
+		{"{{.SinkURL}}", "", `target.capabilities[0]: capability "inbox" needs target.inbox, which is missing`},
+		{"{{.SinkURL}}", "  acceptance: {mode: async}\n  inbox: {lease: 2s}\n", "target.inbox.state: required"},
+		{"{{.SinkURL}}", "  inbox: {lease: 2s, state: \"SELECT 'done', 1 WHERE $3 <> ''\"}\n", "needs target.acceptance.mode async"},
+		{"x", "  acceptance: {mode: async}\n  inbox: {lease: 2s, state: \"SELECT 'done', 1 WHERE $3 <> ''\"}\n  outbox: {}\n", "needs the receiver to be given {{.SinkURL}}"},
+		{"{{.SinkURL}}", "  acceptance: {mode: async}\n  inbox: {lease: 10m, max_attempts: 0, state: \"SELECT 'done', 1 WHERE $3 <> ''\"}\n  outbox: {}\n", "target.inbox.lease: must be at most 5m0s"},
+		{"{{.SinkURL}}", "  acceptance: {mode: async}\n  inbox: {lease: 1s, state: \"SELECT 'done', 1 WHERE $3 <> ''\"}\n  outbox: {max_attempts: 3}\n", "target.outbox.state: required with max_attempts"},
+		{"{{.SinkURL}}", "  acceptance: {mode: async}\n  inbox: {lease: 1s, state: \"SELECT 'done', 1 WHERE $3 <> ''\"}\n  outbox: {key_header: \"bad header\"}\n", "target.outbox.key_header: must be an HTTP header name"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(fmt.Sprintf(base, c.arg, c.extra)), testVars)
+		if err == nil || !strings.Contains(regexp.MustCompile(` \(line \d+\)`).ReplaceAllString(err.Error(), ""), c.want) {
+			t.Errorf("%q / %q: err = %v, want it to contain %q", c.arg, c.extra, err, c.want)
+		}
+	}
+	ok := fmt.Sprintf(base, "{{.SinkURL}}", "  acceptance: {mode: async}\n  inbox: {lease: 2s, max_attempts: 4, table: inbox, state: \"SELECT 'done', 1 WHERE $3 <> ''\"}\n  outbox: {key_header: x-op-key, max_attempts: 3, state: \"SELECT 'sent', 1 WHERE $3 <> ''\"}\n")
+	tg, err := Parse([]byte(ok), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tg.Inbox.Lease != 2*time.Second || tg.Inbox.MaxAttempts != 4 || tg.Inbox.Table != "inbox" || tg.Outbox.KeyHeader != "X-Op-Key" || tg.Outbox.MaxAttempts != 3 ||
+		tg.Postgres.Queries.InboxState == "" || tg.Postgres.Queries.OutboxState == "" || tg.Lifecycle.Command[1] != "http://127.0.0.1:18081" {
+		t.Errorf("parsed %+v %+v %+v", tg.Inbox, tg.Outbox, tg.Lifecycle.Command)
 	}
 }

@@ -69,11 +69,6 @@ func init() {
 				v.deviate("inbox.dead-letter-lost", "%s: dead-lettered, then %q (found %v) once the failures stopped", paramsText(o.Params), o.Status, o.Found)
 			}
 		}
-		for _, o := range v.reads("effects", sc.PhaseAfter) {
-			if t, ok := v.read(sc.QueryInboxState, sc.PhaseAfterTries, o.Params); ok && t.Status == sc.InboxDead && o.Count > 0 {
-				v.deviate("inbox.dead-applied", "%s: dead-lettered, yet %d effect(s)", paramsText(o.Params), o.Count)
-			}
-		}
 	}
 
 	checkers["OUTBOX-1"] = func(v *view) {
@@ -104,8 +99,8 @@ func init() {
 		max, _ := strconv.Atoi(v.fact(sc.FactMaxAttempts))
 		for _, o := range v.reads(sc.QuerySinkCalls, sc.PhaseAfter) {
 			calls := v.sinkFor(o.Params[2])
-			if len(calls) < 2 {
-				v.deviate("outbox.not-retried", "%s: %d downstream call(s) while every call failed; want retries (declared max_attempts %d)", o.Params[2], len(calls), max)
+			if len(calls) < min(2, max) {
+				v.deviate("outbox.dropped", "%s: given up after %d failed downstream call(s) (declared max_attempts %d)", o.Params[2], len(calls), max)
 			}
 			sameKey(v, o.Params[2], calls)
 		}
@@ -116,7 +111,9 @@ func init() {
 			case o.Status == sc.OutboxSent:
 				v.deviate("outbox.dropped", "%s: recorded as sent although the downstream answered every call 503", paramsText(o.Params))
 			case o.Status != sc.InboxDead:
-				v.deviate("outbox.not-dead-lettered", "%s: state %q after %d attempt(s) (declared max_attempts %d), not dead-lettered", paramsText(o.Params), o.Status, o.Count, max)
+				// Still retrying when the harness stopped waiting: neither kept
+				// as a dead letter nor dropped, yet.
+				v.fail("%s: outbox message still %q after %d attempt(s) (declared max_attempts %d) when the wait ended: its dead-lettering was not observed", paramsText(o.Params), o.Status, o.Count, max)
 			}
 		}
 	}
@@ -170,7 +167,7 @@ func downstreamOnce(v *view, wantSent bool) {
 	for _, o := range rs {
 		id := o.Params[2]
 		calls := v.sinkFor(id)
-		applied, ok := 0, false
+		applied, ok, noKey := 0, false, false
 		for _, c := range calls {
 			if c.Outcome == "applied" || c.Outcome == "lost" {
 				applied++
@@ -178,8 +175,9 @@ func downstreamOnce(v *view, wantSent bool) {
 			if c.Status >= 200 && c.Status <= 299 {
 				ok = true
 			}
-			if c.Key == "" {
-				v.deviate("outbox.no-key", "downstream call %d for %s carried no operation key: the downstream cannot deduplicate it", c.Seq, id)
+			if c.Key == "" && !noKey {
+				noKey = true
+				v.note("downstream call %d for %s carried no operation key: a resend of it would be a new operation downstream", c.Seq, id)
 			}
 		}
 		if wantSent && !ok {
