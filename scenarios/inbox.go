@@ -338,9 +338,11 @@ func (s *session) kill() {
 	}
 }
 
-// leaseWait bounds the wait for abandoned work to be claimed again and done.
+// leaseWait bounds the wait for abandoned work to be claimed again and done:
+// the lease runs out, a reconciler notices (within another lease), a worker
+// polls and applies.
 func (s *session) leaseWait() time.Duration {
-	return 2*s.env.Inbox.Lease + s.settleFor() + 5*time.Second
+	return 2*s.env.Inbox.Lease + 3*time.Second
 }
 
 // untilInbox polls an event's inbox state, without recording, until it is one

@@ -14,7 +14,7 @@ const PhaseAfterCall = "after-call"
 // sinkWait bounds the wait for a downstream call: the receiver's own retries
 // (backoff, leases) come on top of its settling.
 func (s *session) sinkWait() time.Duration {
-	d := s.settleFor() + 10*time.Second
+	d := s.settleFor() + 3*time.Second
 	if s.env.Inbox.Lease > 0 {
 		d += 2 * s.env.Inbox.Lease
 	}
