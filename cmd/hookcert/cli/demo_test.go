@@ -22,6 +22,7 @@ import (
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
 	"github.com/hookcert/hookcert/adapters/target"
 	"github.com/hookcert/hookcert/reference"
+	"github.com/hookcert/hookcert/reports"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -479,7 +480,7 @@ func parseDemoTarget(t *testing.T, mode string, caps []string) *target.Target {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, err := target.Parse(data, target.Vars{DatabaseURL: "postgres://127.0.0.1/x", ListenAddr: "127.0.0.1:9"})
+	tg, err := target.Parse(data, target.Vars{DatabaseURL: "postgres://127.0.0.1/x", ListenAddr: "127.0.0.1:9", SinkURL: "http://127.0.0.1:10"})
 	if err != nil {
 		t.Fatalf("the demo target does not parse: %v\n%s", err, data)
 	}
@@ -493,7 +494,7 @@ func parseDemoTarget(t *testing.T, mode string, caps []string) *target.Target {
 func TestDemoTargetInboxMode(t *testing.T) {
 	tg := parseDemoTarget(t, "inbox", demoCapabilities)
 	cmd := strings.Join(tg.Lifecycle.Command, " ")
-	for _, want := range []string{"--mode inbox", "--workers 4", "--lease 2s"} {
+	for _, want := range []string{"--mode inbox", "--workers 4", "--lease 2s", "--max-attempts 5", "--sink-url http://127.0.0.1:10"} {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("command %q lacks %q", cmd, want)
 		}
@@ -501,8 +502,14 @@ func TestDemoTargetInboxMode(t *testing.T) {
 	if !tg.Acceptance.Async || tg.Acceptance.Settle != 5*time.Second {
 		t.Errorf("acceptance %+v, want async with settle 5s", tg.Acceptance)
 	}
-	if q := tg.Postgres.Queries.Quiescent; !strings.Contains(q, "inbox_state IN ('pending','claimed')") {
+	if q := tg.Postgres.Queries.Quiescent; !strings.Contains(q, "inbox_state = 'claimed' OR (inbox_state = 'pending' AND next_attempt_at <= now())") {
 		t.Errorf("quiescent query %q", q)
+	}
+	// The inbox design declares its workers and its outbox.
+	if !slices.Contains(tg.Capabilities, target.Inbox) || !slices.Contains(tg.Capabilities, target.Outbox) ||
+		tg.Inbox == nil || tg.Inbox.Lease != 2*time.Second || tg.Inbox.MaxAttempts != 5 || tg.Outbox == nil || tg.Outbox.MaxAttempts != 5 ||
+		tg.Postgres.Queries.InboxState == "" || tg.Postgres.Queries.OutboxState == "" {
+		t.Errorf("inbox target: capabilities %v, inbox %+v, outbox %+v", tg.Capabilities, tg.Inbox, tg.Outbox)
 	}
 	if slices.Contains(tg.Capabilities, target.Failpoints) || tg.FailpointsPath != "" {
 		t.Errorf("inbox target declares failpoints: %v, path %q", tg.Capabilities, tg.FailpointsPath)
@@ -536,14 +543,66 @@ func TestDemoModeUsage(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"demo", "--mode", "inbox", "--defect", "check-then-insert"}, "--mode inbox runs the reference without them"},
-		{[]string{"demo", "--mode", "queue"}, "--mode: must be sync or inbox"},
-		{[]string{"soak", "--demo", "--mode", "inbox", "--defect", "ack-before-commit"}, "--mode inbox runs the reference without them"},
+		{[]string{"demo", "--mode", "inbox", "--defect", "check-then-insert"}, `defect "check-then-insert": breaks the synchronous design and runs only in sync mode`},
+		{[]string{"demo", "--mode", "sync", "--defect", "poll-without-claim"}, `defect "poll-without-claim": breaks the inbox and runs only in inbox mode`},
+		{[]string{"demo", "--mode", "sync", "--defect", "fresh-idempotency-key"}, `defect "fresh-idempotency-key": breaks the outbox and needs a sink URL`},
+		{[]string{"demo", "--mode", "both", "--defect", "slow-ack"}, "with --mode both give none"},
+		{[]string{"demo", "--mode", "queue"}, "--mode: must be sync, inbox or both"},
+		{[]string{"soak", "--demo", "--mode", "inbox", "--defect", "ack-before-commit"}, `defect "ack-before-commit": breaks the synchronous design and runs only in sync mode`},
 		{[]string{"soak", "--config", "x.yaml", "--mode", "inbox"}, "--mode needs --demo"},
 	} {
 		code, out := runChild(t, c.args...)
 		if code != ExitUsage || !strings.Contains(out, c.want) {
 			t.Errorf("%v: exit %d, want %d and %q:\n%s", c.args, code, ExitUsage, c.want, out)
 		}
+	}
+}
+
+// --mode both certifies the reference in each design, one report directory per
+// mode, and summarises the two; a failure in either fails the whole.
+func TestDemoModeBoth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts the reference twice")
+	}
+	dir := t.TempDir()
+	code, out := runChild(t, "demo", "--mode", "both", "--database-url", pgtest.ServerURL(), "--report-dir", dir,
+		"--label-filter", "DEDUP-1 || INBOX-2 || OUTBOX-1", "--seed", "5")
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, out)
+	}
+	for _, want := range []string{"== reference receiver, sync mode ==", "== reference receiver, inbox mode ==", "== both designs ==",
+		"sync mode: every guarantee judged passed or not applicable", "inbox mode: every guarantee judged passed or not applicable"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	sync, err := reports.ReadResults(filepath.Join(dir, "sync", reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inbox, err := reports.ReadResults(filepath.Join(dir, "inbox", reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	status := func(r *reports.Results, id string) reports.Status {
+		for _, g := range r.Guarantees {
+			if g.ID == id {
+				return g.Status
+			}
+		}
+		return ""
+	}
+	if status(sync, "DEDUP-1") != reports.StatusPassed || status(sync, "INBOX-2") != reports.StatusNotApplicable ||
+		status(inbox, "INBOX-2") != reports.StatusPassed || status(inbox, "OUTBOX-1") != reports.StatusPassed {
+		t.Errorf("sync %v, inbox %v", sync.Summary, inbox.Summary)
+	}
+	if b, err := os.ReadFile(filepath.Join(dir, "summary.md")); err != nil || !strings.Contains(string(b), "inbox mode:") {
+		t.Errorf("summary.md: %v\n%s", err, b)
+	}
+	// A defect in one design fails the run.
+	code, out = runChild(t, "demo", "--mode", "inbox", "--defect", "fresh-idempotency-key", "--database-url", pgtest.ServerURL(),
+		"--report-dir", t.TempDir(), "--label-filter", "OUTBOX-1", "--seed", "5")
+	if code != 1 || !strings.Contains(out, "outbox") {
+		t.Errorf("fresh-idempotency-key: exit %d, want 1:\n%s", code, out)
 	}
 }
