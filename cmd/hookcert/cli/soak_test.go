@@ -110,8 +110,8 @@ func TestSoakDemoPasses(t *testing.T) {
 // The reference in inbox mode keeps every event through kills of the receiver
 // (and of its workers inside their apply transactions) and of its database
 // sessions: every acknowledged (202) event is applied once when its workers have
-// caught up. Four workers apply about a hundred events a second on two busy
-// cores once traffic stops, far fewer than 64 unthrottled senders get accepted,
+// caught up. Four workers apply one to four hundred events a second on two
+// busy cores once traffic stops, fewer than 64 unthrottled senders get accepted,
 // so the senders are held to 200 deliveries a second: the backlog left when
 // traffic stops drains in seconds, not minutes (make soak runs it unthrottled).
 func TestSoakDemoInboxPasses(t *testing.T) {
