@@ -61,7 +61,7 @@ var sendsExpects = map[string][2]string{
 	"RETENTION-2": {"one `effect` event, a purge as of the key TTL minus an hour, a replay", "the replay 2xx and no second effect"},
 	"RETENTION-3": {"one `effect` event, purges just past the payload TTL and inside the key TTL", "the payload gone, the key kept; a replay harmless"},
 	"RETENTION-4": {"one `effect` event, a ladder of purges past the key TTL", "the key gone past its TTL; no payload outlives its key"},
-	"INBOX-1":     {"8 concurrent `effect` events while the harness locks the event table (no key can be stored) and the effect table (no worker can apply); SIGKILL once they are answered, or at once if one is answered while nothing could be stored; restart", "every acknowledged event in the inbox after the restart, then applied once; the unacknowledged redelivered and applied once"},
+	"INBOX-1":     {"8 concurrent `effect` events while the harness locks the inbox table (`inbox.table`, else the event table: nothing can be accepted) and the effect table (no worker can apply); SIGKILL once they are answered, or at once if one is answered while nothing could be stored; restart", "every acknowledged event in the inbox after the restart, then applied once; the unacknowledged redelivered and applied once"},
 	"INBOX-2":     {"8 concurrent `effect` events accepted while the effect table is locked, so every worker stands at its business change; then released together", "each event applied once and done"},
 	"INBOX-3":     {"one `effect` event accepted; its worker stopped at the locked effect table and the receiver SIGKILLed; restart; wait past the declared lease", "the event claimed again and done, applied once"},
 	"INBOX-4":     {"one `effect` event accepted; its worker let through its business change and stopped at the inbox table before marking the event done; SIGKILL; restart; wait past the lease", "the event dispatched again and done, applied once in all"},
@@ -292,7 +292,7 @@ var catalogue = []Guarantee{
 		Promise:   "An event is acknowledged only once it is durably accepted: after a crash before any worker ran, every acknowledged event is still there and is applied once.",
 		Why:       "A receiver that answers 202 before its inbox row commits (or from an in-memory queue) loses acknowledged events in every deploy or crash; the provider will not resend them.",
 		Needs:     []Capability{"inbox", "crash", "lock-gating"},
-		Scenarios: []string{"event and effect tables locked, 8 concurrent deliveries, SIGKILL, restart"},
+		Scenarios: []string{"inbox and effect tables locked, 8 concurrent deliveries, SIGKILL, restart"},
 		Codes:     []string{"inbox.lost", "inbox.not-applied", "inbox.effects"},
 	},
 	{

@@ -54,12 +54,13 @@ func init() {
 		// Workers must not apply before the kill: hold the effect table first.
 		work := s.hold(s.env.EffectTable)
 		defer work.release()
-		// Then the table the key is stored in: a receiver that acknowledges
-		// only after its insert commits cannot answer while it is held.
-		store := s.hold(s.env.EventTable)
+		// Then the table accepted events are stored in: a receiver that
+		// acknowledges only after its insert commits cannot answer while it is held.
+		stored := s.env.inboxTable()
+		store := s.hold(stored)
 		defer store.release()
 		var mu sync.Mutex
-		early, stored := 0, false
+		early, released := 0, false
 		finished := make(chan struct{})
 		var recs []simulator.AttemptRecord
 		wait := s.spawn(func() {
@@ -67,12 +68,12 @@ func init() {
 			recs = s.deliver(ep, RoleAccept, evs, simulator.Step{}, true, func(a simulator.AttemptRecord) {
 				mu.Lock()
 				defer mu.Unlock()
-				if acked(a) && !stored {
+				if acked(a) && !released {
 					early++
 				}
 			})
 		})
-		waiters := waitQueue(s.ctx, store.g, perInboxLoad, finished, 0, func(err error) { s.abort("counting waiters on %s: %v", s.env.EventTable, err) })
+		waiters := waitQueue(s.ctx, store.g, perInboxLoad, finished, 0, func(err error) { s.abort("counting waiters on %s: %v", stored, err) })
 		mu.Lock()
 		n := early
 		mu.Unlock()
@@ -81,7 +82,7 @@ func init() {
 			// Acknowledged while the key could not be written: kill now, while
 			// whatever it meant to store is still uncommitted.
 			s.note("%d of %d deliveries were acknowledged while %s was locked (%d session(s) waiting on it): killing the receiver before they could commit",
-				n, perInboxLoad, s.env.EventTable, waiters)
+				n, perInboxLoad, stored, waiters)
 			s.kill()
 			store.cut()
 			store.release()
@@ -89,9 +90,9 @@ func init() {
 			work.release()
 			wait()
 		} else {
-			s.note("no delivery was acknowledged while %s was locked (%d session(s) waited on it); released", s.env.EventTable, waiters)
+			s.note("no delivery was acknowledged while %s was locked (%d session(s) waited on it); released", stored, waiters)
 			mu.Lock()
-			stored = true
+			released = true
 			mu.Unlock()
 			store.release()
 			wait()
@@ -270,7 +271,10 @@ func init() {
 		s.note("%d attempt(s) failed on purpose (declared max_attempts %d)", injected, max)
 		s.inboxStateNow(k, PhaseAfterTries)
 		work.release()
-		// A dead letter stays, unapplied, once the failures stop.
+		// A dead letter stays, unapplied, once the failures stop. It is judged by
+		// its inbox state, not by reconciliation: a receiver that writes its key
+		// row when it applies has none for an event it never applied.
+		s.expire(k)
 		s.inboxState(k, PhaseAfter)
 		s.rows(k, PhaseAfter)
 		s.effects(k, PhaseAfter)
