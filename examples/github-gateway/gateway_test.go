@@ -179,7 +179,8 @@ func TestUnhandledEvents(t *testing.T) {
 }
 
 // A worker whose session is killed while it waits to write the effect rolls
-// back (key included), records the failed attempt and succeeds on retry.
+// back (key included); the attempt, counted when it was claimed, and its error
+// stay recorded, and the task succeeds on retry after the claim's lease.
 func TestConnectionLossRetried(t *testing.T) {
 	gw := startGateway(t, DefectNone, 1, nil)
 	release := gate(t, gw.db, "issue_activity", "SHARE")

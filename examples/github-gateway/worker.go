@@ -17,6 +17,9 @@ const (
 	maxAttempts = 5
 	// retryBase is the first retry's delay; each further one doubles it.
 	retryBase = 50 * time.Millisecond
+	// claimLease is how long a claimed task is held back from other workers:
+	// a worker that dies leaves it to be claimed again after this.
+	claimLease = time.Second
 	// taskTimeout bounds one task's transaction. It is generous: the task may
 	// wait on a lock another session holds.
 	taskTimeout = 60 * time.Second
@@ -60,34 +63,46 @@ func (g *Gateway) work(n int) {
 	}
 }
 
-// runOne claims one due task and processes it in the claim's transaction, so
-// the task is done exactly when its effect is committed. did is false when no
-// task was due.
+// runOne claims one due task and processes it. The claim is committed on its
+// own and counts the attempt at once, with the task held back for claimLease:
+// an attempt whose session dies (a crash, a terminated backend) is counted all
+// the same, and the task comes back when the lease runs out. The task is then
+// processed in one transaction that locks its row again, so it is done exactly
+// when its effect is committed. did is false when no task was due.
 func (g *Gateway) runOne() (did bool, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), taskTimeout)
 	defer cancel()
-	tx, err := g.pool.Begin(ctx)
-	if err != nil {
-		return false, err
-	}
-	defer func() { _ = tx.Rollback(context.Background()) }()
 	var t task
-	err = tx.QueryRow(ctx, `
-		SELECT id, delivery_id, event, payload::text, attempts
-		FROM inbox
-		WHERE done_at IS NULL AND attempts < $1 AND available_at <= now()
-		ORDER BY id
-		LIMIT 1
-		FOR UPDATE SKIP LOCKED`, maxAttempts).Scan(&t.id, &t.deliveryID, &t.event, &t.payload, &t.attempts)
+	err = g.pool.QueryRow(ctx, `
+		UPDATE inbox SET attempts = attempts + 1, available_at = now() + $2 * interval '1 millisecond'
+		WHERE id = (SELECT id FROM inbox
+		            WHERE done_at IS NULL AND attempts < $1 AND available_at <= now()
+		            ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+		RETURNING id, delivery_id, event, payload::text, attempts`, maxAttempts, claimLease.Milliseconds()).
+		Scan(&t.id, &t.deliveryID, &t.event, &t.payload, &t.attempts)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	// The effect runs under a savepoint, so a failure is recorded while the
-	// row is still locked: released first, another worker could take the task
-	// again before its attempt is counted.
+	tx, err := g.pool.Begin(ctx)
+	if err != nil {
+		return true, err
+	}
+	defer func() { _ = tx.Rollback(context.Background()) }()
+	// Still ours: not done meanwhile (by a worker that took it after an
+	// expired lease) and not claimed again since.
+	var one int
+	err = tx.QueryRow(ctx, `SELECT 1 FROM inbox WHERE id = $1 AND done_at IS NULL AND attempts = $2 FOR UPDATE`, t.id, t.attempts).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return true, nil
+	}
+	if err != nil {
+		return true, err
+	}
+	// The effect runs under a savepoint, so a failure is recorded in the same
+	// transaction, while the row is still locked.
 	sp, err := tx.Begin(ctx)
 	if err != nil {
 		return true, err
@@ -97,26 +112,32 @@ func (g *Gateway) runOne() (did bool, err error) {
 		perr = sp.Commit(ctx)
 	}
 	if perr == nil {
-		// attempts counts every try; last_error stays as the record of the
-		// last failure before the task succeeded.
-		_, err := tx.Exec(ctx, `UPDATE inbox SET done_at = now(), attempts = attempts + 1 WHERE id = $1`, t.id)
+		// last_error stays as the record of the last failure before the task
+		// succeeded.
+		_, err := tx.Exec(ctx, `UPDATE inbox SET done_at = now() WHERE id = $1`, t.id)
 		if err == nil {
 			err = tx.Commit(ctx)
 		}
 		if err != nil {
-			// The transaction is gone with its effect: a failed attempt.
-			_ = tx.Rollback(context.Background())
-			g.fail(ctx, g.pool, t, err)
+			// The transaction is gone with its effect: a failed attempt,
+			// counted at the claim; the task comes back after the lease.
+			g.log.Warn("task failed at commit, will retry after the lease", "task", t.id, "delivery", t.deliveryID, "err", err)
 		}
 		return true, nil
 	}
 	if sp.Rollback(ctx) == nil && g.fail(ctx, tx, t, perr) == nil && tx.Commit(ctx) == nil {
 		return true, nil
 	}
-	// The session itself failed (say it was terminated): record the attempt
-	// on another one.
+	// The session itself failed (say it was terminated): the attempt was
+	// counted at the claim, and the task is offered again after the lease. Its
+	// error is noted on another session, unless the task was claimed since.
 	_ = tx.Rollback(context.Background())
-	g.fail(ctx, g.pool, t, perr)
+	msg := perr.Error()
+	if len(msg) > 2000 {
+		msg = msg[:2000]
+	}
+	_, _ = g.pool.Exec(ctx, `UPDATE inbox SET last_error = $2 WHERE id = $1 AND attempts = $3 AND done_at IS NULL`, t.id, msg, t.attempts)
+	g.log.Warn("task failed with its session; will retry after the lease", "task", t.id, "delivery", t.deliveryID, "attempts", t.attempts, "err", perr)
 	return true, nil
 }
 
@@ -124,31 +145,24 @@ type execer interface {
 	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
 }
 
-// fail records a failed attempt and schedules the retry with exponential
-// backoff. The attempts guard makes it a no-op when another worker took the
-// task in between (possible only when db is not the claim's transaction).
+// fail records a failed attempt (counted at the claim) with its error, and
+// schedules the retry with exponential backoff, in the task's transaction.
 func (g *Gateway) fail(ctx context.Context, db execer, t task, cause error) error {
-	attempts := t.attempts + 1
-	delay := retryBase << (attempts - 1)
+	delay := retryBase << (t.attempts - 1)
 	msg := cause.Error()
 	if len(msg) > 2000 {
 		msg = msg[:2000]
 	}
-	tag, err := db.Exec(ctx, `
-		UPDATE inbox SET attempts = attempts + 1, last_error = $2,
-		       available_at = now() + $3 * interval '1 millisecond'
-		WHERE id = $1 AND done_at IS NULL AND attempts = $4`, t.id, msg, delay.Milliseconds(), t.attempts)
-	if err != nil {
+	if _, err := db.Exec(ctx, `
+		UPDATE inbox SET last_error = $2, available_at = now() + $3 * interval '1 millisecond'
+		WHERE id = $1`, t.id, msg, delay.Milliseconds()); err != nil {
 		g.log.Error("could not record a failed attempt", "task", t.id, "delivery", t.deliveryID, "err", err)
 		return err
 	}
-	switch {
-	case tag.RowsAffected() == 0:
-		g.log.Warn("task failed; another worker has taken it since", "task", t.id, "delivery", t.deliveryID, "err", cause)
-	case attempts >= maxAttempts:
-		g.log.Error("task dead-lettered", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", attempts, "err", cause)
-	default:
-		g.log.Warn("task failed, will retry", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", attempts, "retry_in", delay, "err", cause)
+	if t.attempts >= maxAttempts {
+		g.log.Error("task dead-lettered", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", t.attempts, "err", cause)
+	} else {
+		g.log.Warn("task failed, will retry", "task", t.id, "delivery", t.deliveryID, "event", t.event, "attempts", t.attempts, "retry_in", delay, "err", cause)
 	}
 	return nil
 }
