@@ -42,6 +42,7 @@ const (
 	DefectMarkDoneSeparateTx   = "mark-done-separate-tx"
 	DefectRetryWithoutAttempts = "retry-without-attempts"
 	DefectDropDeadLetters      = "drop-dead-letters"
+	DefectPurgePending         = "purge-pending"
 
 	// Outbox defects (either mode, with a sink URL).
 	DefectFreshIdempotencyKey = "fresh-idempotency-key"
@@ -96,6 +97,7 @@ var defectTable = map[string]string{
 	DefectMarkDoneSeparateTx:   "inbox mode: the worker commits the business change, then marks the event done in a second transaction; a crash in between re-offers it after the lease and applies it again",
 	DefectRetryWithoutAttempts: "inbox mode: failed attempts are not recorded (no attempt count, no last error); an event that always fails is retried forever and never dead-lettered",
 	DefectDropDeadLetters:      "inbox mode: an event that would be dead-lettered is deleted instead (\"keep the table clean\"); nothing shows it failed and its key is gone",
+	DefectPurgePending:         "inbox mode: the purge deletes keys past their TTL whatever their state, pending and claimed work included (\"old rows are old\"); an accepted event not yet applied is purged and never applied",
 	DefectFreshIdempotencyKey:  "outbox: every send attempt carries a new random Idempotency-Key instead of one derived from the event; a resend after a lost response or a crash is applied again downstream",
 	DefectSendBeforeCommit:     "outbox: a credit's downstream call is made inside the business transaction, before its ledger insert and commit, with no outbox row; a rollback or crash after the call leaves an external effect for an event that never committed",
 	DefectDropFailedSends:      "outbox: a message that would be dead-lettered is marked sent instead; a downstream that kept failing looks served and nobody retries or sees it",
@@ -118,6 +120,7 @@ var defectScopes = map[string]defectScope{
 	DefectMarkDoneSeparateTx:   scopeInbox,
 	DefectRetryWithoutAttempts: scopeInbox,
 	DefectDropDeadLetters:      scopeInbox,
+	DefectPurgePending:         scopeInbox,
 	DefectFreshIdempotencyKey:  scopeOutbox,
 	DefectSendBeforeCommit:     scopeOutbox,
 	DefectDropFailedSends:      scopeOutbox,

@@ -497,3 +497,29 @@ func TestDefectDropFailedSends(t *testing.T) {
 		t.Fatalf("%d dead letters", n)
 	}
 }
+
+// purge-pending: a purge past the key TTL deletes an accepted event nobody has
+// applied yet; the correct purge keeps unfinished work, whatever its age.
+func TestDefectPurgePending(t *testing.T) {
+	ctx := context.Background()
+	for _, defect := range []bool{false, true} {
+		var defects []string
+		if defect {
+			defects = []string{DefectPurgePending}
+		}
+		// No workers: the accepted event stays pending.
+		e := newEnv(t, Options{Mode: ModeInbox, Inbox: InboxOptions{Workers: -1}, Defects: defects})
+		ep := e.ep("stripe", "acct_A")
+		id := newID("evt_pending")
+		e.expect(e.send(cashDelivery(ep, id)), http.StatusAccepted, StatusAccepted, "")
+		if _, err := e.srv.Purge(ctx, time.Now().Add(10*365*24*time.Hour)); err != nil {
+			t.Fatal(err)
+		}
+		switch n := e.keyRows(ep, id); {
+		case defect && n != 0:
+			t.Errorf("purge-pending kept the pending event (%d rows)", n)
+		case !defect && n != 1:
+			t.Errorf("the purge removed pending work (%d rows)", n)
+		}
+	}
+}

@@ -229,7 +229,9 @@ func (s *Server) scopes(asOf time.Time) []store.PurgeScope {
 // works in bounded batches, each its own transaction, so deliveries go on; rows
 // whose work is unfinished (processed_at NULL) are never touched.
 func (s *Server) Purge(ctx context.Context, asOf time.Time) (store.PurgeResult, error) {
-	res, err := store.Purge(ctx, s.pool, s.scopes(asOf), s.purgeOpts)
+	opts := s.purgeOpts
+	opts.IncludeUnfinished = s.defects.has(DefectPurgePending)
+	res, err := store.Purge(ctx, s.pool, s.scopes(asOf), opts)
 	if err != nil {
 		return res, fmt.Errorf("reference: %w", err)
 	}

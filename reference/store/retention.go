@@ -39,6 +39,9 @@ type PurgeOptions struct {
 	// Pause is slept between batches, yielding the database to deliveries: 0 means
 	// DefaultPurgePause, a negative value only the rest as long as the batch.
 	Pause time.Duration
+	// IncludeUnfinished deletes keys whatever their work's state (the
+	// purge-pending defect).
+	IncludeUnfinished bool
 }
 
 // PurgeResult counts what a purge removed.
@@ -71,6 +74,13 @@ const (
 		ORDER BY received_at
 		LIMIT $4 FOR UPDATE SKIP LOCKED))
 		RETURNING received_at`
+	// deleteAllKeysSQL is the purge-pending defect's: no unfinished-work guard.
+	deleteAllKeysSQL = `DELETE FROM processed_webhook_events WHERE ctid = ANY (ARRAY(
+		SELECT ctid FROM processed_webhook_events
+		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND received_at >= $5
+		ORDER BY received_at
+		LIMIT $4 FOR UPDATE SKIP LOCKED))
+		RETURNING received_at`
 	purgePayloadsSQL = `UPDATE processed_webhook_events SET payload = NULL, payload_purged_at = now()
 		WHERE ctid = ANY (ARRAY(
 		SELECT ctid FROM processed_webhook_events
@@ -99,7 +109,11 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, scopes []PurgeScope, opts Pu
 	var res PurgeResult
 	for _, sc := range scopes {
 		if !sc.KeyCutoff.IsZero() {
-			n, b, err := purgeLoop(ctx, pool, deleteKeysSQL, sc, sc.KeyCutoff, batch, opts.Pause)
+			sql := deleteKeysSQL
+			if opts.IncludeUnfinished {
+				sql = deleteAllKeysSQL
+			}
+			n, b, err := purgeLoop(ctx, pool, sql, sc, sc.KeyCutoff, batch, opts.Pause)
 			res.KeysDeleted += n
 			res.Batches += b
 			if err != nil {
