@@ -279,6 +279,33 @@ func init() {
 		s.rows(k, PhaseAfter)
 		s.effects(k, PhaseAfter)
 	})
+
+	register("INBOX-7", "a purge never removes accepted work that is not done", func(s *session) {
+		ep := s.retentionEndpoint()
+		evs := make([]profiles.Event, perInboxLoad)
+		keys := make([]profiles.Key, perInboxLoad)
+		for i := range evs {
+			evs[i] = s.effectEvent(ep)
+			keys[i] = s.key(ep, evs[i])
+		}
+		// The workers stop at their business change: every event is accepted
+		// and none is done when the purge runs.
+		work := s.hold(s.env.EffectTable)
+		defer work.release()
+		s.parallel(ep, evs, RoleAccept, simulator.SendOptions{})
+		done := make(chan struct{})
+		close(done)
+		waiters := waitQueue(s.ctx, work.g, perInboxLoad, done, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", s.env.EffectTable, err) })
+		// Far past every key's TTL: whatever is finished may go, nothing else.
+		asOf := time.Now().Add(10*ep.KeyTTL + 24*time.Hour)
+		s.note("%d event(s) accepted, %d worker session(s) held at %s; purging as of %s", perInboxLoad, waiters, s.env.EffectTable, asOf.UTC().Format(time.RFC3339))
+		s.purgeAsOf(asOf, "past the key TTL, with the events accepted and not applied")
+		work.release()
+		s.states(PhaseAfter, 1, keys...)
+		for _, k := range keys {
+			s.inboxState(k, PhaseAfter)
+		}
+	})
 }
 
 // heldTable is a lock the scenario holds on one of the receiver's tables.

@@ -71,6 +71,25 @@ func init() {
 		}
 	}
 
+	checkers["INBOX-7"] = func(v *view) {
+		rows := map[string]int64{}
+		for _, o := range v.reads("event_rows", sc.PhaseAfter) {
+			rows[paramsText(o.Params[:3])] = o.Count
+		}
+		for _, o := range v.reads("effects", sc.PhaseAfter) {
+			switch {
+			case o.Count == 0 && rows[paramsText(o.Params[:3])] == 0:
+				v.deviate("inbox.pending-purged", "%s: accepted, then gone after a purge ran while it waited for its worker: never applied", paramsText(o.Params))
+			case o.Count == 0:
+				v.deviate("inbox.not-applied", "after the purge: %s accepted, not applied: 0 effects", paramsText(o.Params))
+			case o.Count > 1:
+				v.deviate("inbox.effects", "after the purge: %s applied %d times", paramsText(o.Params), o.Count)
+			}
+		}
+		if len(v.reads("effects", sc.PhaseAfter)) == 0 {
+			v.fail("history: no effects read after the purge")
+		}
+	}
 	checkers["OUTBOX-1"] = func(v *view) {
 		downstreamOnce(v, true)
 	}

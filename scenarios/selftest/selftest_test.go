@@ -94,6 +94,7 @@ var inboxBreaks = map[string]map[string][]string{
 	"mark-done-separate-tx":  {"INBOX-4": {"inbox.effects"}},
 	"retry-without-attempts": {"INBOX-5": {"inbox.attempts-unrecorded"}, "INBOX-6": {"inbox.not-dead-lettered"}},
 	"drop-dead-letters":      {"INBOX-6": {"inbox.dead-letter-lost"}},
+	"purge-pending":          {"INBOX-7": {"inbox.pending-purged", "reconcile.lost"}},
 	"fresh-idempotency-key": {"OUTBOX-1": {"outbox.key-changed", "outbox.applied-twice"},
 		"OUTBOX-2": {"outbox.key-changed", "outbox.applied-twice"}, "OUTBOX-4": {"outbox.key-changed"}},
 	// The inline call is made before the transaction's ledger insert; there is
@@ -103,7 +104,7 @@ var inboxBreaks = map[string]map[string][]string{
 }
 
 var inboxMay = map[string][]string{
-	"poll-without-claim": {"INBOX-1", "INBOX-3", "INBOX-4", "INBOX-5", "INBOX-6", "OUTBOX-1", "OUTBOX-2", "OUTBOX-3", "OUTBOX-4"},
+	"poll-without-claim": {"INBOX-1", "INBOX-3", "INBOX-4", "INBOX-5", "INBOX-6", "INBOX-7", "OUTBOX-1", "OUTBOX-2", "OUTBOX-3", "OUTBOX-4"},
 	// Claims a killed worker held are never offered again.
 	"no-lease-expiry": {"INBOX-1"},
 }

@@ -210,7 +210,7 @@ func demoTarget(exe, dir, mode string, defects, caps []string) ([]byte, []string
 	}
 	if inbox {
 		t := doc["target"].(map[string]any)
-		t["acceptance"] = map[string]any{"mode": "async", "settle": "5s", "quiescent": demoInboxQuiescent}
+		t["acceptance"] = map[string]any{"mode": "async", "settle": "3s", "quiescent": demoInboxQuiescent}
 		t["inbox"] = map[string]any{"lease": demoInboxLease.String(), "max_attempts": demoMaxAttempts, "state": demoInboxState}
 		t["outbox"] = map[string]any{"max_attempts": demoMaxAttempts, "state": demoOutboxState}
 	}
@@ -243,9 +243,9 @@ const demoInboxWorkers = 4
 
 // demoInboxLease is the inbox workers' lease. An event whose worker was killed
 // stays claimed until its lease runs out and the reconciler (every half lease)
-// re-offers it: the reference's 30s default would outlast the 5s settle the
+// re-offers it: the reference's 30s default would outlast the 3s settle the
 // target declares, so the demo's lease keeps re-offer plus apply inside it.
-const demoInboxLease = 2 * time.Second
+const demoInboxLease = time.Second
 
 // demoInboxQuiescent is true when no accepted event waits for a worker: none is
 // claimed and none pending is due. An event backing off after a failed attempt

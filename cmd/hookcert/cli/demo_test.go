@@ -494,20 +494,20 @@ func parseDemoTarget(t *testing.T, mode string, caps []string) *target.Target {
 func TestDemoTargetInboxMode(t *testing.T) {
 	tg := parseDemoTarget(t, "inbox", demoCapabilities)
 	cmd := strings.Join(tg.Lifecycle.Command, " ")
-	for _, want := range []string{"--mode inbox", "--workers 4", "--lease 2s", "--max-attempts 5", "--sink-url http://127.0.0.1:10"} {
+	for _, want := range []string{"--mode inbox", "--workers 4", "--lease 1s", "--max-attempts 5", "--sink-url http://127.0.0.1:10"} {
 		if !strings.Contains(cmd, want) {
 			t.Errorf("command %q lacks %q", cmd, want)
 		}
 	}
-	if !tg.Acceptance.Async || tg.Acceptance.Settle != 5*time.Second {
-		t.Errorf("acceptance %+v, want async with settle 5s", tg.Acceptance)
+	if !tg.Acceptance.Async || tg.Acceptance.Settle != 3*time.Second {
+		t.Errorf("acceptance %+v, want async with settle 3s", tg.Acceptance)
 	}
 	if q := tg.Postgres.Queries.Quiescent; !strings.Contains(q, "inbox_state = 'claimed' OR (inbox_state = 'pending' AND next_attempt_at <= now())") {
 		t.Errorf("quiescent query %q", q)
 	}
 	// The inbox design declares its workers and its outbox.
 	if !slices.Contains(tg.Capabilities, target.Inbox) || !slices.Contains(tg.Capabilities, target.Outbox) ||
-		tg.Inbox == nil || tg.Inbox.Lease != 2*time.Second || tg.Inbox.MaxAttempts != 5 || tg.Outbox == nil || tg.Outbox.MaxAttempts != 5 ||
+		tg.Inbox == nil || tg.Inbox.Lease != time.Second || tg.Inbox.MaxAttempts != 5 || tg.Outbox == nil || tg.Outbox.MaxAttempts != 5 ||
 		tg.Postgres.Queries.InboxState == "" || tg.Postgres.Queries.OutboxState == "" {
 		t.Errorf("inbox target: capabilities %v, inbox %+v, outbox %+v", tg.Capabilities, tg.Inbox, tg.Outbox)
 	}
