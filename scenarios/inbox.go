@@ -45,12 +45,7 @@ const perInboxLoad = 8
 func init() {
 	register("INBOX-1", "an acknowledged event survives a crash before its worker ran, and is applied once", func(s *session) {
 		ep := s.primary()
-		evs := make([]profiles.Event, perInboxLoad)
-		keys := make([]profiles.Key, perInboxLoad)
-		for i := range evs {
-			evs[i] = s.effectEvent(ep)
-			keys[i] = s.key(ep, evs[i])
-		}
+		evs, keys := s.effectEvents(ep, perInboxLoad)
 		// Workers must not apply before the kill: hold the effect table first.
 		work := s.hold(s.env.EffectTable)
 		defer work.release()
@@ -136,20 +131,10 @@ func init() {
 
 	register("INBOX-2", "competing workers apply each accepted event exactly once", func(s *session) {
 		ep := s.primary()
-		evs := make([]profiles.Event, perInboxLoad)
-		keys := make([]profiles.Key, perInboxLoad)
-		for i := range evs {
-			evs[i] = s.effectEvent(ep)
-			keys[i] = s.key(ep, evs[i])
-		}
 		// Every worker takes work while the effect table is held, so they all
 		// stand at the apply together; released, they race.
-		work := s.hold(s.env.EffectTable)
+		keys, work, waiters := s.acceptHeld(ep)
 		defer work.release()
-		s.parallel(ep, evs, RoleAccept, simulator.SendOptions{})
-		done := make(chan struct{})
-		close(done)
-		waiters := waitQueue(s.ctx, work.g, perInboxLoad, done, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", s.env.EffectTable, err) })
 		if waiters == 0 {
 			s.abort("no worker session waited on %s while it was locked: the workers' race was not forced", s.env.EffectTable)
 		}
@@ -282,20 +267,10 @@ func init() {
 
 	register("INBOX-7", "a purge never removes accepted work that is not done", func(s *session) {
 		ep := s.retentionEndpoint()
-		evs := make([]profiles.Event, perInboxLoad)
-		keys := make([]profiles.Key, perInboxLoad)
-		for i := range evs {
-			evs[i] = s.effectEvent(ep)
-			keys[i] = s.key(ep, evs[i])
-		}
 		// The workers stop at their business change: every event is accepted
 		// and none is done when the purge runs.
-		work := s.hold(s.env.EffectTable)
+		keys, work, waiters := s.acceptHeld(ep)
 		defer work.release()
-		s.parallel(ep, evs, RoleAccept, simulator.SendOptions{})
-		done := make(chan struct{})
-		close(done)
-		waiters := waitQueue(s.ctx, work.g, perInboxLoad, done, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", s.env.EffectTable, err) })
 		// Far past every key's TTL: whatever is finished may go, nothing else.
 		asOf := time.Now().Add(10*ep.KeyTTL + 24*time.Hour)
 		s.note("%d event(s) accepted, %d worker session(s) held at %s; purging as of %s", perInboxLoad, waiters, s.env.EffectTable, asOf.UTC().Format(time.RFC3339))
@@ -306,6 +281,40 @@ func init() {
 			s.inboxState(k, PhaseAfter)
 		}
 	})
+}
+
+// effectEvents makes n fresh events of the effect role for ep, with their keys.
+func (s *session) effectEvents(ep Endpoint, n int) ([]profiles.Event, []profiles.Key) {
+	evs := make([]profiles.Event, n)
+	keys := make([]profiles.Key, n)
+	for i := range evs {
+		evs[i] = s.effectEvent(ep)
+		keys[i] = s.key(ep, evs[i])
+	}
+	return evs, keys
+}
+
+// acceptHeld locks the effect table, delivers perInboxLoad events at once and
+// waits until the workers queue at the lock (their business change). It
+// returns the events' keys, the held lock and how many sessions waited.
+func (s *session) acceptHeld(ep Endpoint) ([]profiles.Key, *heldTable, int) {
+	evs, keys := s.effectEvents(ep, perInboxLoad)
+	work := s.hold(s.env.EffectTable)
+	ok := false
+	defer func() {
+		if !ok {
+			// An abort on the way: the caller never gets the lock to release.
+			_ = work.g.Release(context.WithoutCancel(s.ctx))
+		}
+	}()
+	s.parallel(ep, evs, RoleAccept, simulator.SendOptions{})
+	done := make(chan struct{})
+	close(done)
+	waiters := waitQueue(s.ctx, work.g, perInboxLoad, done, s.workerLinger(), func(err error) {
+		s.abort("counting waiters on %s: %v", s.env.EffectTable, err)
+	})
+	ok = true
+	return keys, work, waiters
 }
 
 // heldTable is a lock the scenario holds on one of the receiver's tables.
