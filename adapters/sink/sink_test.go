@@ -213,3 +213,66 @@ func TestRecordIsJSON(t *testing.T) {
 		t.Fatalf("round trip: %s", b)
 	}
 }
+
+// Faults can target calls by what their body carries (a harness knows its
+// events' IDs, not the keys a receiver derives), calls are found the same way,
+// and a withheld answer is an applied call whose caller gave up.
+func TestMatchHoldAndMatching(t *testing.T) {
+	s := newSink(t)
+	s.Inject(Fault{Match: "evt_2", Times: 1, Status: http.StatusServiceUnavailable})
+	if a := mustPost(t, s, "k1", `{"event_id":"evt_1"}`); a.code != http.StatusOK {
+		t.Fatalf("evt_1: %d, want 200 (the fault is for evt_2)", a.code)
+	}
+	if a := mustPost(t, s, "k2", `{"event_id":"evt_2"}`); a.code != http.StatusServiceUnavailable {
+		t.Fatalf("evt_2: %d, want the injected 503", a.code)
+	}
+	if a := mustPost(t, s, "k2", `{"event_id":"evt_2"}`); a.code != http.StatusOK || s.Applied("k2") != 1 {
+		t.Fatalf("evt_2 again: %d, applied %d", a.code, s.Applied("k2"))
+	}
+	if got := s.Matching("evt_2"); len(got) != 2 || got[0].Outcome != OutcomeFailed || got[1].Outcome != OutcomeApplied {
+		t.Fatalf("Matching(evt_2) = %+v", got)
+	}
+
+	s.Inject(Fault{Match: "evt_3", Times: 1, HoldAfterApply: time.Minute})
+	c := &http.Client{Timeout: 300 * time.Millisecond}
+	if _, err := post(t, c, s.URL(), "k3", `{"event_id":"evt_3"}`); err == nil {
+		t.Fatal("a withheld answer arrived")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		got := s.Matching("evt_3")
+		if len(got) == 1 && got[0].Outcome == OutcomeLost && got[0].Status == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Matching(evt_3) = %+v, want one lost call", got)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s.Applied("k3") != 1 {
+		t.Fatalf("the withheld call was not applied: %d", s.Applied("k3"))
+	}
+	// The resend with the same key is replayed, not applied again.
+	if a := mustPost(t, s, "k3", `{"event_id":"evt_3"}`); a.code != http.StatusOK || !a.replayed || s.Applied("k3") != 1 {
+		t.Fatalf("resend: %+v, applied %d", a, s.Applied("k3"))
+	}
+}
+
+// The operation key's header is the target's.
+func TestKeyHeader(t *testing.T) {
+	s, err := NewWith(Options{KeyHeader: "X-Op-Key"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	req, _ := http.NewRequest(http.MethodPost, s.URL()+"/", bytes.NewReader([]byte(`{}`)))
+	req.Header.Set("X-Op-Key", "op-1")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if calls := s.Calls(); len(calls) != 1 || calls[0].IdempotencyKey != "op-1" {
+		t.Fatalf("calls %+v", calls)
+	}
+}

@@ -1,6 +1,8 @@
 package check
 
 import (
+	"bytes"
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,5 +144,41 @@ func TestRETENTION4(t *testing.T) {
 	g = judgeOne(t, h)
 	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != "retention.payload-orphaned" {
 		t.Fatalf("payload after key: %s %v", g.Status, g.Codes)
+	}
+}
+
+// OUTBOX-1 is judged from the sink's calls in the history: one key and one
+// application pass; a fresh key per resend fails, twice over; and the history
+// keeps its sink lines through JSON Lines.
+func TestOUTBOX1FromSinkCalls(t *testing.T) {
+	k := profiles.Key{Source: "stripe", Account: "acct_A", EventID: "evt_1"}
+	read := count(scenarios.QuerySinkCalls, scenarios.PhaseAfter, k, 3)
+	acked := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k, simulator.OutcomeAcknowledged, 200)}
+	reads := []simulator.Observation{read, count("event_rows", scenarios.PhaseReconcile, k, 1), count("effects", scenarios.PhaseReconcile, k, 1)}
+	call := func(seq int, key, outcome string, status int) simulator.SinkRecord {
+		return simulator.SinkRecord{Scenario: 1, EventID: k.EventID, Seq: seq, Key: key, Outcome: outcome, Status: status}
+	}
+	good := history("OUTBOX-1", acked, reads...)
+	good.Sink = []simulator.SinkRecord{call(1, "op", "lost", 0), call(2, "op", "failed", 503), call(3, "op", "replayed", 200)}
+	if g := judgeOne(t, good); g.Status != reports.StatusPassed {
+		t.Fatalf("one key, applied once: %s %v", g.Status, g.Scenarios)
+	}
+	bad := history("OUTBOX-1", acked, reads...)
+	bad.Sink = []simulator.SinkRecord{call(1, "op-a", "lost", 0), call(2, "op-b", "failed", 503), call(3, "op-c", "applied", 200)}
+	var buf bytes.Buffer
+	if err := bad.WriteJSONL(&buf); err != nil {
+		t.Fatal(err)
+	}
+	back, err := simulator.ReadJSONL(&buf)
+	if err != nil || len(back.Sink) != 3 || back.Sink[2] != bad.Sink[2] {
+		t.Fatalf("round trip: %v, %+v", err, back.Sink)
+	}
+	g := judgeOne(t, back)
+	if g.Status != reports.StatusFailed || !slices.Contains(g.Codes, "outbox.key-changed") || !slices.Contains(g.Codes, "outbox.applied-twice") {
+		t.Fatalf("fresh keys: %s %v", g.Status, g.Codes)
+	}
+	none := history("OUTBOX-1", acked, reads...)
+	if g := judgeOne(t, none); g.Status != reports.StatusFailed || !slices.Contains(g.Codes, "outbox.not-sent") {
+		t.Fatalf("no call: %s %v", g.Status, g.Codes)
 	}
 }
