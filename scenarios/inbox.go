@@ -227,25 +227,43 @@ func init() {
 		// Bounded by the attempts declared plus a margin, and by time.
 		deadline := time.Now().Add(time.Duration(max+2)*(s.settleFor()+s.env.Inbox.Lease) + 10*time.Second)
 		injected := 0
+		// A dead letter must stay one: an attempt already in flight when the
+		// state turned dead is failed too, so the state is trusted only once it
+		// has held for a second with no session at the business change.
+		var deadSince time.Time
 		for injected < max+2 && time.Now().Before(deadline) && s.ctx.Err() == nil {
-			if st := s.inboxStateQuiet(k); st.Found && st.State == InboxDead || !st.Found && injected > 0 {
-				break
-			}
 			n, err := work.g.Waiters(s.ctx)
 			if err != nil {
 				s.abort("counting waiters on %s: %v", s.env.EffectTable, err)
 			}
-			if n == 0 {
+			if n > 0 {
+				pids, err := s.env.DB.TerminateWaiters(s.ctx, work.g)
+				if err != nil {
+					s.abort("terminating the worker's session: %v", err)
+				}
+				if len(pids) > 0 {
+					injected++
+				}
+				deadSince = time.Time{}
+				continue
+			}
+			st := s.inboxStateQuiet(k)
+			switch {
+			case !st.Found && injected > 0:
+			case st.Found && st.State == InboxDead:
+				if deadSince.IsZero() {
+					deadSince = time.Now()
+				}
+				if time.Since(deadSince) < time.Second {
+					time.Sleep(20 * time.Millisecond)
+					continue
+				}
+			default:
+				deadSince = time.Time{}
 				time.Sleep(20 * time.Millisecond)
 				continue
 			}
-			pids, err := s.env.DB.TerminateWaiters(s.ctx, work.g)
-			if err != nil {
-				s.abort("terminating the worker's session: %v", err)
-			}
-			if len(pids) > 0 {
-				injected++
-			}
+			break
 		}
 		s.fact(FactInjected, injected)
 		if injected == 0 {
