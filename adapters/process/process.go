@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -67,6 +68,21 @@ func SpecFor(t *target.Target) (Spec, error) {
 		Secrets: targetSecrets(t)}, nil
 }
 
+// WorkerSpecs builds one Spec per worker process of lifecycle.worker (none
+// when the receiver's workers run inside it). A worker answers no HTTP, so it
+// is ready once started.
+func WorkerSpecs(t *target.Target) []Spec {
+	if t.Lifecycle == nil || t.Lifecycle.Worker == nil {
+		return nil
+	}
+	w := t.Lifecycle.Worker
+	specs := make([]Spec, w.Processes)
+	for i := range specs {
+		specs[i] = Spec{Command: w.Command, Env: w.Env, Dir: w.Dir, Secrets: targetSecrets(t)}
+	}
+	return specs
+}
+
 // targetSecrets are the values of t a receiver could print: its endpoints' signing
 // secrets, the database password, the values {{env}} passed, and lifecycle.env
 // values that carry a password or whose name says they are secret. Other env values (a port, "debug") are left
@@ -80,7 +96,11 @@ func targetSecrets(t *target.Target) []string {
 	// What {{env}} passed from the harness's environment is secret by intent.
 	out = append(out, t.EnvSecrets()...)
 	if t.Lifecycle != nil {
-		for k, v := range t.Lifecycle.Env {
+		env := maps.Clone(t.Lifecycle.Env)
+		if w := t.Lifecycle.Worker; w != nil {
+			maps.Copy(env, w.Env)
+		}
+		for k, v := range env {
 			if pw := scrub.Password(v); pw != "" {
 				out = append(out, pw)
 				continue

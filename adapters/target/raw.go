@@ -60,6 +60,14 @@ type rawLifecycle struct {
 	Dir       string            `yaml:"dir"`
 	Ready     *rawReady         `yaml:"ready"`
 	StopGrace string            `yaml:"stop_grace"`
+	Worker    *rawWorker        `yaml:"worker"`
+}
+
+type rawWorker struct {
+	Command   []string          `yaml:"command"`
+	Env       map[string]string `yaml:"env"`
+	Dir       string            `yaml:"dir"`
+	Processes *int              `yaml:"processes"`
 }
 
 type rawReady struct {

@@ -66,7 +66,7 @@ func TestTypeErrorsWithPathsBesideOtherErrors(t *testing.T) {
 		"target.name (line 2): must be a string, got a list",
 		`target.endpoints[1].profile (line 6): unknown profile "paypal" (valid: github, stripe)`,
 		"target.endpoints[1].path (line 7): must be a string, got a mapping",
-		"target.lifecycle (line 10): must be a mapping with the fields command, dir, env, ready, stop_grace, got a string",
+		"target.lifecycle (line 10): must be a mapping with the fields command, dir, env, ready, stop_grace, worker, got a string",
 		`target.observe.postgres.event_table (line 14): must be a table name or schema.table of letters, digits and _ (got "42")`,
 		"target.observe.postgres.queries.event_rows (line 16): must be a string, got a list",
 		"target.observe.postgres.queries.effects (line 17): must use only parameters $1..$4",

@@ -171,7 +171,24 @@ type Lifecycle struct {
 	ReadyPath    string
 	ReadyTimeout time.Duration
 	StopGrace    time.Duration
+	// Worker is the receiver's separate worker command (nil: its workers, if
+	// any, run inside the receiver's process).
+	Worker *Worker
 }
+
+// Worker is a receiver's worker process (target.lifecycle.worker): it has no
+// HTTP side, so the harness can kill it alone while the receiver keeps
+// accepting, and restart it. Processes copies of it run side by side.
+type Worker struct {
+	Command []string
+	// Env is lifecycle.env with the worker's own env over it.
+	Env       Env
+	Dir       string
+	Processes int
+}
+
+// MaxWorkerProcesses bounds lifecycle.worker.processes.
+const MaxWorkerProcesses = 8
 
 // Env is a set of environment variables whose values never print: fmt, JSON and
 // slog show the names with "[redacted]" values. Index it to use a value.

@@ -325,3 +325,58 @@ func TestInboxOutboxContract(t *testing.T) {
 		t.Errorf("parsed %+v %+v %+v", tg.Inbox, tg.Outbox, tg.Lifecycle.Command)
 	}
 }
+
+// TestLifecycleWorker: a separate worker command renders like the receiver's,
+// takes its env over the receiver's, and is refused where nothing would kill it
+// alone or with a bad process count.
+func TestLifecycleWorker(t *testing.T) {
+	base := `target:
+  name: t
+  base_url: http://{{.ListenAddr}}
+  endpoints: [{profile: stripe, account: a, path: /w, secret: whsec_x}]
+  lifecycle:
+    command: [rx, serve]
+    env: {DB: "{{.DatabaseURL}}", MODE: web}
+    ready: {http: /healthz}
+    worker: %s
+  observe:
+    postgres:
+      url: "{{.DatabaseURL}}"
+      queries: {event_rows: "SELECT 1 WHERE $3 <> ''", effects: "SELECT 1 WHERE $3 <> ''"}
+  acceptance: {mode: async}
+  inbox: {lease: 2s, state: "SELECT 'done', 1 WHERE $3 <> ''"}
+  capabilities: [%s]
+`
+	cases := []struct{ worker, caps, want string }{
+		{"{command: [rx, work]}", "crash", `target.lifecycle.worker: needs capability "inbox" or "outbox"`},
+		{"{env: {MODE: worker}}", "inbox", "target.lifecycle.worker.command: required (the worker program and its arguments)"},
+		{"{command: [rx, work], processes: 0}", "inbox", "target.lifecycle.worker.processes: must be between 1 and 8, got 0"},
+		{"{command: [rx, work], processes: 9}", "inbox", "target.lifecycle.worker.processes: must be between 1 and 8, got 9"},
+		{"{command: [rx, work], env: {1X: y}}", "inbox", "target.lifecycle.worker.env.1X: must be an environment variable name"},
+		{"{command: [rx, work], replicas: 2}", "inbox", "target.lifecycle.worker.replicas"},
+		{"{command: [rx, \"{{.Nope}}\"]}", "inbox", "target.lifecycle.worker.command[1]"},
+	}
+	for _, c := range cases {
+		_, err := Parse([]byte(fmt.Sprintf(base, c.worker, c.caps)), testVars)
+		if err == nil || !strings.Contains(regexp.MustCompile(` \(line \d+\)`).ReplaceAllString(err.Error(), ""), c.want) {
+			t.Errorf("%s / %s: err = %v, want it to contain %q", c.worker, c.caps, err, c.want)
+		}
+	}
+	tg, err := Parse([]byte(fmt.Sprintf(base, `{command: [rx, work, "--listen={{.ListenAddr}}"], env: {MODE: worker}, processes: 3}`, "inbox")), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := tg.Lifecycle.Worker
+	if w == nil || w.Processes != 3 || len(w.Command) != 3 || w.Command[2] != "--listen="+testVars.ListenAddr ||
+		w.Env["MODE"] != "worker" || w.Env["DB"] != testVars.DatabaseURL || tg.Lifecycle.Env["MODE"] != "web" || w.Dir != tg.Lifecycle.Dir {
+		t.Errorf("worker = %+v (lifecycle env %v)", w, tg.Lifecycle.Env)
+	}
+	s := tg.Summary()
+	if s.WorkerProcesses != 3 || !strings.Contains(s.String(), "worker ") || strings.Contains(s.String(), testVars.DatabaseURL) {
+		t.Errorf("summary = %s", s)
+	}
+	tg, err = Parse([]byte(fmt.Sprintf(base, "{command: [rx, work]}", "inbox")), testVars)
+	if err != nil || tg.Lifecycle.Worker.Processes != 1 {
+		t.Errorf("default processes: %v, %+v", err, tg.Lifecycle.Worker)
+	}
+}

@@ -309,6 +309,9 @@ func (v *validator) build(doc *rawDoc) *Target {
 	v.acceptance(t, rt.Acceptance)
 	v.queues(t, rt)
 	v.capabilities(t, rt)
+	if rt.Lifecycle != nil && rt.Lifecycle.Worker != nil && !t.Has(Inbox) && !t.Has(Outbox) {
+		v.fail([]any{"target", "lifecycle", "worker"}, "needs capability %q or %q: a worker process applies accepted events or sends outbox messages, and only those checks kill it alone", Inbox, Outbox)
+	}
 	t.MaxBodyBytes = DefaultMaxBodyBytes
 	if rt.Limits != nil && rt.Limits.MaxBodyBytes != 0 {
 		if rt.Limits.MaxBodyBytes < 1024 {
@@ -445,7 +448,61 @@ func (v *validator) lifecycle(t *Target, rl *rawLifecycle) {
 		l.ReadyTimeout = v.duration(at(base, "ready", "timeout"), rl.Ready.Timeout, DefaultReadyTimeout, false)
 	}
 	l.StopGrace = v.duration(at(base, "stop_grace"), rl.StopGrace, DefaultStopGrace, true)
+	l.Worker = v.worker(l, rl.Worker)
 	t.Lifecycle = l
+}
+
+// worker validates lifecycle.worker: its command and env render like the
+// receiver's, its env goes over the receiver's, and its directory defaults to
+// the receiver's.
+func (v *validator) worker(l *Lifecycle, rw *rawWorker) *Worker {
+	if rw == nil {
+		return nil
+	}
+	base := []any{"target", "lifecycle", "worker"}
+	w := &Worker{Env: Env{}, Dir: l.Dir, Processes: 1}
+	if len(rw.Command) == 0 {
+		v.fail(at(base, "command"), "required (the worker program and its arguments)")
+	}
+	for i, a := range rw.Command {
+		if i == 0 && a == "" {
+			v.fail(at(base, "command", 0), "the program must not be empty")
+		}
+		r, _ := v.render(at(base, "command", i), a)
+		if i == 0 {
+			r = ResolveProgram(v.opts.baseDir, r)
+		}
+		w.Command = append(w.Command, r)
+	}
+	for k, val := range l.Env {
+		w.Env[k] = val
+	}
+	keys := make([]string, 0, len(rw.Env))
+	for k := range rw.Env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !envNameRE.MatchString(k) {
+			v.fail(at(base, "env", k), "must be an environment variable name")
+			continue
+		}
+		r, _ := v.renderEnv(at(base, "env", k), rw.Env[k])
+		w.Env[k] = r
+	}
+	if rw.Dir != "" {
+		if d, ok := v.render(at(base, "dir"), rw.Dir); ok {
+			w.Dir = v.resolvePath(d)
+		}
+	}
+	if rw.Processes != nil {
+		if n := *rw.Processes; n < 1 || n > MaxWorkerProcesses {
+			v.fail(at(base, "processes"), "must be between 1 and %d, got %d", MaxWorkerProcesses, n)
+		} else {
+			w.Processes = n
+		}
+	}
+	return w
 }
 
 func (v *validator) observe(t *Target, rt *rawTarget) {
@@ -648,17 +705,20 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 // Summary is a target description safe to print in reports: no secret values,
 // database passwords replaced by "xxxxx", lifecycle env given by names only.
 type Summary struct {
-	Name         string            `json:"name"`
-	Source       string            `json:"source,omitempty"`
-	BaseURL      string            `json:"base_url"`
-	Endpoints    []EndpointSummary `json:"endpoints"`
-	Command      []string          `json:"command,omitempty"`
-	EnvNames     []string          `json:"env_names,omitempty"`
-	DatabaseURL  string            `json:"database_url"`
-	EventTable   string            `json:"event_table,omitempty"`
-	Queries      map[string]string `json:"queries"`
-	Failpoints   string            `json:"failpoints,omitempty"`
-	Capabilities []Capability      `json:"capabilities"`
+	Name      string            `json:"name"`
+	Source    string            `json:"source,omitempty"`
+	BaseURL   string            `json:"base_url"`
+	Endpoints []EndpointSummary `json:"endpoints"`
+	Command   []string          `json:"command,omitempty"`
+	EnvNames  []string          `json:"env_names,omitempty"`
+	// WorkerCommand and WorkerProcesses describe lifecycle.worker.
+	WorkerCommand   []string          `json:"worker_command,omitempty"`
+	WorkerProcesses int               `json:"worker_processes,omitempty"`
+	DatabaseURL     string            `json:"database_url"`
+	EventTable      string            `json:"event_table,omitempty"`
+	Queries         map[string]string `json:"queries"`
+	Failpoints      string            `json:"failpoints,omitempty"`
+	Capabilities    []Capability      `json:"capabilities"`
 	// Setup names the setup hook (its script's path or its program).
 	Setup string `json:"setup,omitempty"`
 }
@@ -706,6 +766,12 @@ func (t *Target) Summary() Summary {
 			s.EnvNames = append(s.EnvNames, k)
 		}
 		sort.Strings(s.EnvNames)
+		if w := t.Lifecycle.Worker; w != nil {
+			for _, a := range w.Command {
+				s.WorkerCommand = append(s.WorkerCommand, redactText(redactURL(a), t.Postgres.URL.Reveal()))
+			}
+			s.WorkerProcesses = w.Processes
+		}
 	}
 	return s
 }
@@ -719,6 +785,9 @@ func (s Summary) String() string {
 	}
 	if len(s.Command) > 0 {
 		fmt.Fprintf(&b, "  command %s (env: %s)\n", strings.Join(s.Command, " "), strings.Join(s.EnvNames, ", "))
+	}
+	if len(s.WorkerCommand) > 0 {
+		fmt.Fprintf(&b, "  worker %s (%d %s)\n", strings.Join(s.WorkerCommand, " "), s.WorkerProcesses, map[bool]string{true: "process", false: "processes"}[s.WorkerProcesses == 1])
 	}
 	fmt.Fprintf(&b, "  postgres %s", s.DatabaseURL)
 	if s.EventTable != "" {
