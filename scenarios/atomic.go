@@ -41,7 +41,7 @@ func init() {
 		}
 		// Without failpoints: hold the effect table, so the receiver stops inside
 		// its transaction after the key insert, and SIGKILL it there.
-		a := s.holdAndCut(ep, ev, true)
+		a := s.holdAndCut(ep, ev, s.kill)
 		s.restart()
 		s.afterCut(ep, ev, k, a, PhaseAfterCrash)
 	})
@@ -172,7 +172,7 @@ func init() {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		a := s.holdAndCut(ep, ev, false)
+		a := s.holdAndCut(ep, ev, nil)
 		s.afterCut(ep, ev, k, a, PhaseAfterCut)
 	})
 
@@ -207,7 +207,9 @@ func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profile
 // session waits on the table — inside its transaction, after the key insert —
 // and then cuts it: SIGKILL of the receiver (kill) or termination of exactly
 // the sessions waiting on this gate. It returns the delivery's attempt.
-func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill bool) simulator.AttemptRecord {
+// kill, when not nil, crashes whatever runs the stopped transaction (s.kill
+// for the receiver) before its backends are cut.
+func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func()) simulator.AttemptRecord {
 	table := s.env.EffectTable
 	g, err := s.env.DB.Hold(s.ctx, table)
 	if err != nil {
@@ -232,10 +234,8 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill bool) simulato
 		wait()
 		s.abort("the delivery never waited on %s while it was locked: the harness could not stop the receiver inside its transaction", table)
 	}
-	if kill {
-		if err := s.env.Controller.Kill(); err != nil {
-			s.abort("killing the receiver: %v", err)
-		}
+	if kill != nil {
+		kill()
 	}
 	// A killed client's backend waits on the lock regardless: end it too, so
 	// nothing of its transaction can commit once the gate opens.
@@ -246,12 +246,12 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill bool) simulato
 	if err != nil {
 		s.abort("terminating the receiver's sessions waiting on %s: %v", table, err)
 	}
-	if len(pids) == 0 && !kill {
+	if len(pids) == 0 && kill == nil {
 		s.abort("no receiver session was waiting on %s when the harness cut them", table)
 	}
 	how := "terminated backends"
-	if kill {
-		how = "SIGKILLed the receiver; terminated its backends"
+	if kill != nil {
+		how = "killed; terminated its backends"
 	}
 	s.note("%d session(s) waited on %s; %s %v mid-transaction", waited, table, how, pids)
 	return doomed

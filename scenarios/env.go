@@ -61,6 +61,10 @@ type Env struct {
 	// CrashUnavailable says why the receiver cannot be killed on this platform
 	// ("" where it can): the crash capability is then not applicable.
 	CrashUnavailable string
+	// Workers kills and restarts the receiver's worker processes alone
+	// (target.lifecycle.worker); nil when its workers run inside the receiver,
+	// and a crash of the receiver is also one of its workers.
+	Workers Workers
 	// Queue reads each event's accepted work and downstream message
 	// (capabilities inbox and outbox); nil when the target declares neither.
 	Queue QueueObserver
@@ -194,6 +198,18 @@ type Controller interface {
 	// Alive reports whether the receiver process is running and, when it is
 	// not, how it ended and the last of its output (scrubbed).
 	Alive() (ok bool, why string)
+}
+
+// Workers controls a receiver's separate worker processes. Controller.Kill and
+// Restart act on them too; these act on them alone, the receiver's HTTP side
+// left running.
+type Workers interface {
+	// Processes is how many worker processes run.
+	Processes() int
+	// Kill sends SIGKILL to every worker process and waits until they are gone.
+	Kill() error
+	// Restart starts them again.
+	Restart(ctx context.Context) error
 }
 
 // Failpoints arms the receiver's failpoints (docs/failpoints.md).

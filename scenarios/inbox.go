@@ -18,6 +18,8 @@ const (
 
 	PhaseHeld       = "held"
 	PhaseAfterTries = "after-attempts"
+	// PhaseWorkersDown: read while the receiver's worker processes were down.
+	PhaseWorkersDown = "workers-down"
 
 	RoleAccept = "accept"
 	RoleWork   = "work"
@@ -151,14 +153,39 @@ func init() {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		a := s.holdAndCut(ep, ev, true)
+		alone := false
+		a := s.holdAndCut(ep, ev, func() { alone = s.killWorkers() })
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work for the worker to abandon", Describe(a))
 		}
-		s.restart()
-		s.untilInbox(k, s.leaseWait(), InboxDone, InboxDead)
-		s.state(k, PhaseAfter, 1)
-		s.inboxState(k, PhaseAfter)
+		keys := []profiles.Key{k}
+		var unacked []profiles.Event
+		if alone {
+			// No worker runs: acceptance must not need one. A second event
+			// delivered now waits for the workers' return, and is applied once.
+			ev2 := s.effectEvent(ep)
+			k2 := s.key(ep, ev2)
+			a2 := s.send(ep, ev2, RoleAccept, simulator.SendOptions{})
+			s.note("delivered %s while no worker process ran: %s", ev2.ID, Describe(a2))
+			if acked(a2) {
+				s.inboxStateNow(k2, PhaseWorkersDown)
+			} else {
+				unacked = append(unacked, ev2)
+			}
+			keys = append(keys, k2)
+		}
+		s.restartWorkers(alone)
+		// The provider redelivers what it never saw acknowledged.
+		for _, ev := range unacked {
+			s.send(ep, ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+		}
+		for _, k := range keys {
+			s.untilInbox(k, s.leaseWait(), InboxDone, InboxDead)
+		}
+		s.states(PhaseAfter, 1, keys...)
+		for _, k := range keys {
+			s.inboxState(k, PhaseAfter)
+		}
 	})
 
 	register("INBOX-4", "an event dispatched again after its worker died mid-apply is applied only once", func(s *session) {
@@ -188,10 +215,10 @@ func init() {
 			s.abort("after its business change the worker never waited on %s: the harness could not stop it before it marked the event done", table)
 		}
 		s.note("the worker applied its change and stopped marking the event done (lock on %s); SIGKILL, then the event must be dispatched again after its lease", table)
-		s.kill()
+		alone := s.killWorkers()
 		mark.cut()
 		mark.release()
-		s.restart()
+		s.restartWorkers(alone)
 		s.untilInbox(k, s.leaseWait(), InboxDone, InboxDead)
 		s.state(k, PhaseAfter, 1)
 		s.inboxState(k, PhaseAfter)
@@ -201,7 +228,7 @@ func init() {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		a := s.holdAndCut(ep, ev, false)
+		a := s.holdAndCut(ep, ev, nil)
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work to fail", Describe(a))
 		}
@@ -388,6 +415,35 @@ func (h *heldTable) cut() {
 	if len(pids) > 0 {
 		h.s.note("terminated %d receiver backend(s) waiting on %s: %v", len(pids), h.table, pids)
 	}
+}
+
+// killWorkers crashes the receiver's worker processes alone where the target
+// declares them (lifecycle.worker), else the receiver, whose workers run in
+// it; it reports whether the workers died alone.
+func (s *session) killWorkers() bool {
+	w := s.env.Workers
+	if w == nil {
+		s.kill()
+		return false
+	}
+	if err := w.Kill(); err != nil {
+		s.abort("killing the worker processes: %v", err)
+	}
+	s.note("SIGKILLed the %d worker process(es) alone; the receiver's HTTP side kept running", w.Processes())
+	return true
+}
+
+// restartWorkers restarts what killWorkers killed.
+func (s *session) restartWorkers(alone bool) {
+	if !alone {
+		s.restart()
+		return
+	}
+	t0 := time.Now()
+	if err := s.env.Workers.Restart(s.ctx); err != nil {
+		s.abort("restarting the worker processes: %v", err)
+	}
+	s.note("worker processes restarted in %s", time.Since(t0).Round(time.Millisecond))
 }
 
 func (s *session) kill() {

@@ -432,7 +432,30 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 				_ = os.WriteFile(filepath.Join(o.ReportDir, "receiver.log"), []byte(scrub(proc.Output(), secrets)), 0o644)
 			}
 		})
-		env.Controller = &controller{p: proc, ready: spec.ReadyURL}
+		ctl := &controller{p: proc, ready: spec.ReadyURL}
+		// Worker processes start once the receiver is ready (it may create the
+		// schema they poll), and stop before it.
+		for i, ws := range process.WorkerSpecs(tg) {
+			fmt.Fprintf(o.Stdout, "starting worker %d: %s\n", i+1, strings.Join(redactArgs(ws.Command, secrets), " "))
+			wp, err := process.Start(ctx, ws)
+			if err != nil {
+				return nil, fmt.Errorf("%w: starting worker %d: %v", ErrUnreachable, i+1, err)
+			}
+			ctl.workers = append(ctl.workers, wp)
+			hs.closers = append(hs.closers, func() {
+				if wp.Running() {
+					_, _ = wp.Stop(tg.Lifecycle.StopGrace)
+				}
+				if o.ReportDir != "" {
+					_ = os.MkdirAll(o.ReportDir, 0o755)
+					_ = os.WriteFile(filepath.Join(o.ReportDir, fmt.Sprintf("worker-%d.log", i+1)), []byte(scrub(wp.Output(), secrets)), 0o644)
+				}
+			})
+		}
+		env.Controller = ctl
+		if len(ctl.workers) > 0 {
+			env.Workers = workers{ctl}
+		}
 		if err := process.KillSupported(); err != nil {
 			// Started and stopped, but not crashable here (Windows).
 			env.CrashUnavailable = err.Error()
@@ -711,20 +734,56 @@ func (r retention) PayloadPresent(ctx context.Context, k profiles.Key) (bool, bo
 	return r.o.PayloadPresent(ctx, okey(k))
 }
 
-// controller adapts the process controller.
+// controller adapts the process controller: the receiver and its worker
+// processes (lifecycle.worker), which crash and restart with it.
 type controller struct {
 	p *process.Process
 	// ready is the readiness URL ("" when the lifecycle has none).
-	ready string
+	ready   string
+	workers []*process.Process
 }
 
 func (c *controller) Kill() error {
-	_, err := c.p.Kill()
+	err := killProc(c.p)
+	return errors.Join(err, c.killWorkers())
+}
+
+func killProc(p *process.Process) error {
+	_, err := p.Kill()
 	if errors.Is(err, process.ErrNotRunning) {
 		return nil
 	}
 	return err
 }
+
+func (c *controller) killWorkers() error {
+	var errs []error
+	for i, w := range c.workers {
+		if err := killProc(w); err != nil {
+			errs = append(errs, fmt.Errorf("worker %d: %w", i+1, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *controller) restartWorkers(ctx context.Context) error {
+	for i, w := range c.workers {
+		if w.Running() {
+			continue
+		}
+		if err := w.Restart(ctx); err != nil {
+			return fmt.Errorf("worker %d: %w", i+1, err)
+		}
+	}
+	return nil
+}
+
+// workers adapts the worker processes for the scenarios (scenarios.Workers).
+type workers struct{ c *controller }
+
+func (w workers) Processes() int                    { return len(w.c.workers) }
+func (w workers) Kill() error                       { return w.c.killWorkers() }
+func (w workers) Restart(ctx context.Context) error { return w.c.restartWorkers(ctx) }
 
 func (c *controller) WaitExit(ctx context.Context) error {
 	for c.p.Running() {
@@ -737,12 +796,31 @@ func (c *controller) WaitExit(ctx context.Context) error {
 	return nil
 }
 
-func (c *controller) Restart(ctx context.Context) error { return c.p.Restart(ctx) }
+// Restart starts the receiver, then the worker processes not running.
+func (c *controller) Restart(ctx context.Context) error {
+	if err := c.p.Restart(ctx); err != nil {
+		return err
+	}
+	return c.restartWorkers(ctx)
+}
 
 func (c *controller) Alive() (bool, string) {
 	if c.p.Running() {
 		if err := c.answers(); err != nil {
 			return false, fmt.Sprintf("running (pid %d) but not answering its readiness check: %v", c.p.PID(), err)
+		}
+		for i, w := range c.workers {
+			if w.Running() {
+				continue
+			}
+			why := fmt.Sprintf("worker process %d is not running", i+1)
+			if e, ok := w.LastExit(); ok {
+				why += " (" + e.String() + ")"
+			}
+			if tail := strings.TrimSpace(w.Tail(15)); tail != "" {
+				why += "; its last output:\n" + tail
+			}
+			return false, why
 		}
 		return true, ""
 	}

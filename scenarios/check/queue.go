@@ -25,6 +25,11 @@ func init() {
 		inboxDone(v, "inbox.not-applied")
 	}
 	checkers["INBOX-3"] = func(v *view) {
+		for _, o := range v.reads(sc.QueryInboxState, sc.PhaseWorkersDown) {
+			if !o.Found {
+				v.deviate("inbox.lost", "%s was acknowledged while no worker process ran and is not in the inbox: acknowledged before it was durably accepted", paramsText(o.Params))
+			}
+		}
 		appliedOnce(v, sc.PhaseAfter, "after its worker was killed and the lease passed")
 		inboxDone(v, "inbox.stuck")
 	}
