@@ -43,6 +43,7 @@ const (
 	DefectRetryWithoutAttempts = "retry-without-attempts"
 	DefectDropDeadLetters      = "drop-dead-letters"
 	DefectPurgePending         = "purge-pending"
+	DefectRequeueOnBoot        = "requeue-on-boot"
 
 	// Outbox defects (either mode, with a sink URL).
 	DefectFreshIdempotencyKey = "fresh-idempotency-key"
@@ -97,6 +98,7 @@ var defectTable = map[string]string{
 	DefectMarkDoneSeparateTx:   "inbox mode: the worker commits the business change, then marks the event done in a second transaction; a crash in between re-offers it after the lease and applies it again",
 	DefectRetryWithoutAttempts: "inbox mode: failed attempts are not recorded (no attempt count, no last error); an event that always fails is retried forever and never dead-lettered",
 	DefectDropDeadLetters:      "inbox mode: an event that would be dead-lettered is deleted instead (\"keep the table clean\"); nothing shows it failed and its key is gone",
+	DefectRequeueOnBoot:        "inbox mode: abandoned claims are re-offered only when the receiver's HTTP process starts (\"requeue on deploy\"), never by lease expiry; right while workers run inside it, but a worker process that dies alone leaves its claim, and the event, stuck for good",
 	DefectPurgePending:         "inbox mode: the purge deletes keys past their TTL whatever their state, pending and claimed work included (\"old rows are old\"); an accepted event not yet applied is purged and never applied",
 	DefectFreshIdempotencyKey:  "outbox: every send attempt carries a new random Idempotency-Key instead of one derived from the event; a resend after a lost response or a crash is applied again downstream",
 	DefectSendBeforeCommit:     "outbox: a credit's downstream call is made inside the business transaction, before its ledger insert and commit, with no outbox row; a rollback or crash after the call leaves an external effect for an event that never committed",
@@ -121,6 +123,7 @@ var defectScopes = map[string]defectScope{
 	DefectRetryWithoutAttempts: scopeInbox,
 	DefectDropDeadLetters:      scopeInbox,
 	DefectPurgePending:         scopeInbox,
+	DefectRequeueOnBoot:        scopeInbox,
 	DefectFreshIdempotencyKey:  scopeOutbox,
 	DefectSendBeforeCommit:     scopeOutbox,
 	DefectDropFailedSends:      scopeOutbox,
@@ -188,7 +191,7 @@ func ValidateDefects(names []string) error {
 	// poll-without-claim replaces claiming, leases and attempt records altogether,
 	// so no other worker defect has anything to change beside it.
 	if seen[DefectPollWithoutClaim] {
-		for _, n := range []string{DefectNoLeaseExpiry, DefectMarkDoneSeparateTx, DefectRetryWithoutAttempts, DefectDropDeadLetters} {
+		for _, n := range []string{DefectNoLeaseExpiry, DefectRequeueOnBoot, DefectMarkDoneSeparateTx, DefectRetryWithoutAttempts, DefectDropDeadLetters} {
 			if seen[n] {
 				return fmt.Errorf("defects %s, %s: at most one of them may be active (%s takes events without a claim, lease or attempt record)",
 					DefectPollWithoutClaim, n, DefectPollWithoutClaim)

@@ -185,9 +185,12 @@ func (w *Workers) Run(ctx context.Context) {
 		id := fmt.Sprintf("%s/%d", w.opts.WorkerID, i)
 		wg.Go(func() { w.loop(ctx, id) })
 	}
-	if w.defects.has(DefectNoLeaseExpiry) {
+	switch {
+	case w.defects.has(DefectNoLeaseExpiry):
 		w.log.Warn("DEFECT ACTIVE: " + DefectNoLeaseExpiry + ": no reconciler runs; expired claims are never re-offered")
-	} else {
+	case w.defects.has(DefectRequeueOnBoot):
+		w.log.Warn("DEFECT ACTIVE: " + DefectRequeueOnBoot + ": no reconciler runs; claims are re-offered only when the HTTP process starts")
+	default:
 		wg.Go(func() { w.reconcileLoop(ctx) })
 	}
 	wg.Wait()
@@ -227,8 +230,8 @@ func (w *Workers) reconcileLoop(ctx context.Context) {
 // Reconcile re-offers every claimed event whose lease has expired (or
 // dead-letters it after MaxAttempts) and returns how many it touched.
 func (w *Workers) Reconcile(ctx context.Context) (int64, error) {
-	if w.defects.has(DefectNoLeaseExpiry) {
-		return 0, nil // the defect: there is no reconciler
+	if w.defects.has(DefectNoLeaseExpiry) || w.defects.has(DefectRequeueOnBoot) {
+		return 0, nil // the defects: there is no reconciler
 	}
 	var total int64
 	for {

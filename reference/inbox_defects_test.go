@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -521,5 +522,38 @@ func TestDefectPurgePending(t *testing.T) {
 		case !defect && n != 1:
 			t.Errorf("the purge removed pending work (%d rows)", n)
 		}
+	}
+}
+
+// requeue-on-boot re-offers an abandoned claim only when the HTTP process
+// starts: running workers never reclaim it, and only a start of the server
+// puts it back to pending, after which it is applied once.
+func TestDefectRequeueOnBoot(t *testing.T) {
+	e := newEnv(t, Options{Mode: ModeInbox, Inbox: fastInbox(2), Defects: []string{DefectRequeueOnBoot}})
+	ep := e.ep("stripe", "acct_A")
+	id := newID("evt_boot")
+	e.expect(e.send(cashDelivery(ep, id)), http.StatusAccepted, StatusAccepted, "")
+	if tasks, err := store.Claim(context.Background(), e.pool, "died", 50*time.Millisecond, 1); err != nil || len(tasks) != 1 {
+		t.Fatalf("claim: %v %v", tasks, err)
+	}
+	e.runWorkers()
+	time.Sleep(time.Second) // twenty reconcile intervals of the correct receiver
+	if n, err := e.srv.inbox.Reconcile(context.Background()); err != nil || n != 0 {
+		t.Fatalf("Reconcile: %d %v, want nothing done", n, err)
+	}
+	if got := e.inbox(ep, id); got.State != store.InboxClaimed || got.ClaimedBy != "died" || e.ledger(ep, id) != 0 {
+		t.Fatalf("%+v with %d ledger entries, want still claimed by the dead worker", got, e.ledger(ep, id))
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- e.srv.Serve(ctx, ln) }()
+	defer func() { cancel(); <-served }()
+	e.waitState(ep, id, store.InboxDone)
+	if n := e.ledger(ep, id); n != 1 {
+		t.Fatalf("%d ledger entries after the boot requeue, want 1", n)
 	}
 }

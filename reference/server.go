@@ -67,6 +67,9 @@ type Options struct {
 	// Most defects break the synchronous design and run in sync mode only; the
 	// inbox defects need ModeInbox, the outbox defects Outbox.SinkURL (either mode).
 	Mode string
+	// MaxConns is the pool size Open uses when the URL sets no pool_max_conns
+	// (DefaultMaxConns when zero).
+	MaxConns int32
 	// Inbox configures inbox mode's in-process workers (Inbox.Workers negative:
 	// none; run "hookcert reference worker" instead), and the outbox's retries.
 	Inbox InboxOptions
@@ -242,8 +245,8 @@ func announceDefects(log *slog.Logger, names []string) {
 	}
 }
 
-// Open connects to url (pool size DefaultMaxConns unless the URL sets
-// pool_max_conns) and calls New; Close releases the pool.
+// Open connects to url (pool size opts.MaxConns, else DefaultMaxConns, unless
+// the URL sets pool_max_conns) and calls New; Close releases the pool.
 func Open(ctx context.Context, url string, opts Options) (*Server, error) {
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
@@ -252,6 +255,9 @@ func Open(ctx context.Context, url string, opts Options) (*Server, error) {
 	}
 	if !strings.Contains(url, "pool_max_conns") {
 		cfg.MaxConns = DefaultMaxConns
+		if opts.MaxConns > 0 {
+			cfg.MaxConns = opts.MaxConns
+		}
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -302,6 +308,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() { defer close(purged); s.runPurger(pctx) }()
 		// The purger stops before Serve returns, so the caller may close the pool.
 		defer func() { stopPurger(); <-purged }()
+	}
+	if s.inbox != nil && s.defects.has(DefectRequeueOnBoot) {
+		n, err := store.RequeueClaimed(ctx, s.pool)
+		if err != nil {
+			return fmt.Errorf("serve: %w", err)
+		}
+		s.log.Warn("requeue-on-boot: put claimed events back to pending at start", "events", n)
 	}
 	if s.inbox != nil {
 		// Workers outlive the HTTP shutdown so that events accepted by in-flight

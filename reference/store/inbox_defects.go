@@ -186,3 +186,18 @@ func ReclaimOutboxAsSent(ctx context.Context, q Querier, maxAttempts, n int) (in
 	}
 	return tag.RowsAffected(), nil
 }
+
+// RequeueClaimed is the requeue-on-boot defect's start-up step: every claimed
+// event not locked by a worker's open transaction goes back to pending, lease
+// or no lease, on the belief that a starting process means its workers died.
+func RequeueClaimed(ctx context.Context, q Querier) (int64, error) {
+	tag, err := q.Exec(ctx, `UPDATE processed_webhook_events p
+		SET inbox_state = 'pending', next_attempt_at = now(), claimed_by = NULL, lease_until = NULL
+		FROM (SELECT source, account_id, event_id FROM processed_webhook_events
+		      WHERE inbox_state = 'claimed' FOR UPDATE SKIP LOCKED) c
+		WHERE p.source = c.source AND p.account_id = c.account_id AND p.event_id = c.event_id`)
+	if err != nil {
+		return 0, fmt.Errorf("requeue claimed events: %w", err)
+	}
+	return tag.RowsAffected(), nil
+}

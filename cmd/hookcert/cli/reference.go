@@ -49,6 +49,7 @@ type referenceServeFlags struct {
 	enableFailpoints, keepDatabase         bool
 	enableAdmin                            bool
 	maxBodyBytes                           int64
+	maxConns                               int
 	tolerance, purgeInterval               time.Duration
 	mode                                   string
 	inbox                                  inboxFlags
@@ -80,6 +81,7 @@ in-flight deliveries finish first.`,
 	fl.StringArrayVar(&f.defects, "defect", nil, "activate a named defect (repeatable): "+strings.Join(reference.DefectNames(), ", "))
 	fl.BoolVar(&f.enableFailpoints, "enable-failpoints", false, "mount /_hookcert/failpoints (testing only: lets anyone who can reach it crash the receiver)")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", reference.DefaultMaxBodyBytes, "largest accepted request body; larger gets 413")
+	fl.IntVar(&f.maxConns, "max-conns", reference.DefaultMaxConns, "database connection pool size (unless the URL sets pool_max_conns)")
 	fl.DurationVar(&f.tolerance, "tolerance", 0, "signed-timestamp tolerance (default: each profile's documented value, 5m for stripe, standard-webhooks, svix)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format on stderr: text or json")
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep an automatically provisioned database on exit")
@@ -99,6 +101,9 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 	}
 	if f.tolerance < 0 {
 		return usageErr("--tolerance: must not be negative, got %s", f.tolerance)
+	}
+	if f.maxConns < 1 || f.maxConns > 1000 {
+		return usageErr("--max-conns: must be between 1 and 1000, got %d", f.maxConns)
 	}
 	if f.purgeInterval == 0 {
 		return usageErr("--purge-interval: must not be 0 (negative turns the purger off)")
@@ -171,6 +176,7 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 		Mode:             f.mode,
 		Inbox:            inboxOpts,
 		Outbox:           outboxOpts,
+		MaxConns:         int32(f.maxConns),
 	})
 	if err != nil {
 		// A driver error may quote the password; Main prints this one.
