@@ -19,6 +19,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/adapters/scrub"
+	"github.com/hookcert/hookcert/adapters/target"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -37,8 +38,9 @@ func newDemoCmd() *cobra.Command {
 	var f suiteFlags
 	var defects, caps []string
 	var mode string
+	var workerProcs int
 	cmd := &cobra.Command{
-		Use:   "demo [--mode sync|inbox|both] [--defect NAME]...",
+		Use:   "demo [--mode sync|inbox|both] [--worker-processes N] [--defect NAME]...",
 		Short: "Start the reference receiver on a throwaway PostgreSQL and certify it",
 		Long: `Demo provisions PostgreSQL (--database-url, $HOOKCERT_DATABASE_URL, a container, or
 local binaries), starts the reference receiver with fresh random secrets (and the
@@ -46,7 +48,9 @@ named defects, which break it on purpose), certifies it and writes the reports.
 With --mode inbox the reference stores each event and answers 202, 4 workers apply
 it later, and credits and refunds reach a downstream sink the harness runs through
 an outbox; the target declares asynchronous acceptance, its inbox and its outbox,
-and the INBOX and OUTBOX guarantees apply. --mode both runs sync, then inbox, with
+and the INBOX and OUTBOX guarantees apply. --worker-processes N runs those workers in
+N "hookcert reference worker" processes instead, declared as lifecycle.worker, so
+the INBOX crash checks kill the workers alone. --mode both runs sync, then inbox, with
 reports in <report-dir>/sync and <report-dir>/inbox and a summary.md over both.
 Defects belong to one design (hookcert reference serve --help). Exit status as
 for certify; with both, the worse of the two.`,
@@ -54,6 +58,12 @@ for certify; with both, the worse of the two.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validDemoMode(mode, defects); err != nil {
 				return err
+			}
+			switch {
+			case workerProcs < 0 || workerProcs > target.MaxWorkerProcesses:
+				return usageErr("--worker-processes: must be between 0 and %d, got %d", target.MaxWorkerProcesses, workerProcs)
+			case workerProcs > 0 && mode == reference.ModeSync:
+				return usageErr("--worker-processes: needs --mode inbox or both (a synchronous receiver has no workers)")
 			}
 			if err := reference.ValidateDefects(defects); err != nil {
 				return usageErr("--defect: %v", err)
@@ -73,7 +83,7 @@ for certify; with both, the worse of the two.`,
 				fmt.Fprintf(out, "removed %d stale demo %s left by a killed run\n", n, plural(n, "directory", "directories"))
 			}
 			if mode != demoModeBoth {
-				return runDemo(cmd.Context(), out, exe, mode, f, defects, caps)
+				return runDemo(cmd.Context(), out, exe, mode, workerProcs, f, defects, caps)
 			}
 			// Both designs, one after the other, reported side by side.
 			var worst error
@@ -85,7 +95,11 @@ for certify; with both, the worse of the two.`,
 				if base != "" {
 					mf.reportDir = filepath.Join(base, m)
 				}
-				err := runDemo(cmd.Context(), out, exe, m, mf, defects, caps)
+				procs := 0
+				if m == reference.ModeInbox {
+					procs = workerProcs
+				}
+				err := runDemo(cmd.Context(), out, exe, m, procs, mf, defects, caps)
 				lines = append(lines, fmt.Sprintf("%s mode: %s", m, demoOutcome(err, mf.reportDir)))
 				worst = worseExit(worst, err)
 				if cmd.Context().Err() != nil {
@@ -105,6 +119,7 @@ for certify; with both, the worse of the two.`,
 		},
 	}
 	cmd.Flags().StringVar(&mode, "mode", reference.ModeSync, "reference receiver design: sync (apply, then 200), inbox (store, 202, workers apply, outbox) or both")
+	cmd.Flags().IntVar(&workerProcs, "worker-processes", 0, "inbox mode: run the workers in this many separate worker processes (0: inside the receiver)")
 	cmd.Flags().StringSliceVar(&caps, "capabilities", demoCapabilities,
 		"capabilities the demo target declares (a subset, to see the verdicts a receiver without test hooks gets; \"none\" for none)")
 	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with this defect (repeatable; see `hookcert reference serve --help`)")
@@ -116,7 +131,23 @@ for certify; with both, the worse of the two.`,
 // target file that starts, observes and certifies it, and the secrets it holds.
 // In inbox mode the receiver runs inbox workers and the target declares
 // asynchronous acceptance; caps lose what the inbox design does not offer.
-func demoTarget(exe, dir, mode string, defects, caps []string) ([]byte, []string, error) {
+// demoShape is how the demo runs the reference beyond its design.
+type demoShape struct {
+	// workerProcs > 0 (inbox mode) runs the workers in that many "hookcert
+	// reference worker" processes the target declares as lifecycle.worker, and
+	// the receiver's process only accepts.
+	workerProcs int
+	// maxConns is the reference's pool size (0: its default, for soak's load).
+	maxConns int
+}
+
+// demoMaxConns is the reference's pool in a certification run: ACK-2's 64
+// concurrent deliveries queue for it briefly, and several demos fit one
+// PostgreSQL's 100 connections (the self-test runs them side by side).
+const demoMaxConns = 12
+
+func demoTarget(exe, dir, mode string, shape demoShape, defects, caps []string) ([]byte, []string, error) {
+	workerProcs := shape.workerProcs
 	var cfg reference.Config
 	var secrets []string
 	type tEndpoint struct {
@@ -162,15 +193,34 @@ func demoTarget(exe, dir, mode string, defects, caps []string) ([]byte, []string
 	for _, d := range defects {
 		command = append(command, "--defect", d)
 	}
+	if shape.maxConns > 0 {
+		command = append(command, "--max-conns", strconv.Itoa(shape.maxConns))
+	}
 	inbox := mode == reference.ModeInbox
+	var worker []string
 	if inbox {
-		command = append(command, "--mode", reference.ModeInbox, "--workers", strconv.Itoa(demoInboxWorkers),
-			"--lease", demoInboxLease.String(), "--max-attempts", strconv.Itoa(demoMaxAttempts),
-			"--backoff", "250ms", "--backoff-max", "1s", "--sink-url", "{{.SinkURL}}")
+		queue := []string{"--lease", demoInboxLease.String(), "--max-attempts", strconv.Itoa(demoMaxAttempts),
+			"--backoff", "250ms", "--backoff-max", "1s", "--sink-url", "{{.SinkURL}}"}
+		inProcess := demoInboxWorkers
+		if workerProcs > 0 {
+			inProcess = 0
+			// The same number of workers in all, split over the processes; they
+			// poll more often, as no handler in their process wakes them.
+			each := max(1, (demoInboxWorkers+workerProcs-1)/workerProcs)
+			worker = append([]string{exe, "reference", "worker", "--workers", strconv.Itoa(each), "--poll-interval", "100ms"}, queue...)
+			for _, d := range defects {
+				worker = append(worker, "--defect", d)
+			}
+		}
+		command = append(command, "--mode", reference.ModeInbox, "--workers", strconv.Itoa(inProcess))
+		command = append(command, queue...)
 		caps = demoInboxCapabilities(caps)
 	}
 	name := "hookcert reference receiver"
-	if inbox {
+	switch {
+	case inbox && workerProcs > 0:
+		name += fmt.Sprintf(" (inbox mode, %d worker %s)", workerProcs, plural(workerProcs, "process", "processes"))
+	case inbox:
 		name += " (inbox mode)"
 	}
 	if len(defects) > 0 {
@@ -207,6 +257,10 @@ func demoTarget(exe, dir, mode string, defects, caps []string) ([]byte, []string
 	}}
 	if !slices.Contains(caps, "failpoints") {
 		delete(doc["target"].(map[string]any), "failpoints")
+	}
+	if len(worker) > 0 {
+		// The worker reads the database URL from the receiver's environment.
+		doc["target"].(map[string]any)["lifecycle"].(map[string]any)["worker"] = map[string]any{"command": worker, "processes": workerProcs}
 	}
 	if inbox {
 		t := doc["target"].(map[string]any)
@@ -438,7 +492,7 @@ func plural(n int, one, many string) string {
 const demoModeBoth = "both"
 
 // runDemo certifies the reference receiver in one mode.
-func runDemo(ctx context.Context, out io.Writer, exe, mode string, f suiteFlags, defects, caps []string) error {
+func runDemo(ctx context.Context, out io.Writer, exe, mode string, workerProcs int, f suiteFlags, defects, caps []string) error {
 	// The directory holds the endpoints file with the run's secrets. It is
 	// removed on return, which SIGINT and SIGTERM reach (they cancel the
 	// run's context); after SIGKILL its pid file lets the next demo remove it.
@@ -447,7 +501,7 @@ func runDemo(ctx context.Context, out io.Writer, exe, mode string, f suiteFlags,
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	defer os.RemoveAll(dir)
-	targetYAML, secrets, err := demoTarget(exe, dir, mode, defects, caps)
+	targetYAML, secrets, err := demoTarget(exe, dir, mode, demoShape{workerProcs: workerProcs, maxConns: demoMaxConns}, defects, caps)
 	if err != nil {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
@@ -465,6 +519,9 @@ func runDemo(ctx context.Context, out io.Writer, exe, mode string, f suiteFlags,
 		if mode == reference.ModeInbox {
 			// repro knows no --mode; the demo filtered to the guarantee is the same run.
 			c := fmt.Sprintf("hookcert demo --mode inbox --label-filter %s --seed %d", id, f.seed)
+			if workerProcs > 0 {
+				c += fmt.Sprintf(" --worker-processes %d", workerProcs)
+			}
 			for _, d := range defects {
 				c += " --defect " + d
 			}

@@ -476,7 +476,7 @@ func TestReferenceServeDatabaseURLSources(t *testing.T) {
 // parseDemoTarget builds the demo target in mode and parses it as certify does.
 func parseDemoTarget(t *testing.T, mode string, caps []string) *target.Target {
 	t.Helper()
-	data, _, err := demoTarget("/bin/hookcert", t.TempDir(), mode, nil, caps)
+	data, _, err := demoTarget("/bin/hookcert", t.TempDir(), mode, demoShape{}, nil, caps)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -550,6 +550,8 @@ func TestDemoModeUsage(t *testing.T) {
 		{[]string{"demo", "--mode", "queue"}, "--mode: must be sync, inbox or both"},
 		{[]string{"soak", "--demo", "--mode", "inbox", "--defect", "ack-before-commit"}, `defect "ack-before-commit": breaks the synchronous design and runs only in sync mode`},
 		{[]string{"soak", "--config", "x.yaml", "--mode", "inbox"}, "--mode needs --demo"},
+		{[]string{"demo", "--worker-processes", "2"}, "--worker-processes: needs --mode inbox or both"},
+		{[]string{"demo", "--mode", "inbox", "--worker-processes", "9"}, "--worker-processes: must be between 0 and 8, got 9"},
 	} {
 		code, out := runChild(t, c.args...)
 		if code != ExitUsage || !strings.Contains(out, c.want) {
@@ -604,5 +606,36 @@ func TestDemoModeBoth(t *testing.T) {
 		"--report-dir", t.TempDir(), "--label-filter", "OUTBOX-1", "--seed", "5")
 	if code != 1 || !strings.Contains(out, "outbox") {
 		t.Errorf("fresh-idempotency-key: exit %d, want 1:\n%s", code, out)
+	}
+}
+
+// With --worker-processes the receiver runs no worker of its own and the target
+// declares the workers as lifecycle.worker, splitting the demo's 4 workers and
+// passing the defects to both processes.
+func TestDemoTargetWorkerProcesses(t *testing.T) {
+	data, _, err := demoTarget("/bin/hookcert", t.TempDir(), "inbox", demoShape{workerProcs: 2, maxConns: 12}, []string{"requeue-on-boot"}, demoCapabilities)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg, err := target.Parse(data, target.Vars{DatabaseURL: "postgres://127.0.0.1/x", ListenAddr: "127.0.0.1:9", SinkURL: "http://127.0.0.1:10"})
+	if err != nil {
+		t.Fatalf("the demo target does not parse: %v\n%s", err, data)
+	}
+	cmd := strings.Join(tg.Lifecycle.Command, " ")
+	w := tg.Lifecycle.Worker
+	if w == nil {
+		t.Fatalf("no lifecycle.worker:\n%s", data)
+	}
+	wcmd := strings.Join(w.Command, " ")
+	for _, c := range []struct{ got, want string }{
+		{cmd, "--workers 0"}, {cmd, "--defect requeue-on-boot"}, {cmd, "--max-conns 12"},
+		{wcmd, "/bin/hookcert reference worker --workers 2"}, {wcmd, "--lease 1s"}, {wcmd, "--sink-url http://127.0.0.1:10"}, {wcmd, "--defect requeue-on-boot"},
+	} {
+		if !strings.Contains(c.got, c.want) {
+			t.Errorf("%q lacks %q", c.got, c.want)
+		}
+	}
+	if w.Processes != 2 || w.Env["HOOKCERT_DATABASE_URL"] != "postgres://127.0.0.1/x" || !strings.Contains(tg.Name, "2 worker processes") {
+		t.Errorf("worker %+v, name %q", w, tg.Name)
 	}
 }

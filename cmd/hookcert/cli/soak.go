@@ -138,7 +138,7 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 			return &ExitError{Code: ExitFailed, Err: err}
 		}
 		defer os.RemoveAll(dir)
-		targetYAML, secrets, err := demoTarget(exe, dir, f.mode, f.defects, demoCapabilities)
+		targetYAML, secrets, err := demoTarget(exe, dir, f.mode, demoShape{}, f.defects, demoCapabilities)
 		if err != nil {
 			return &ExitError{Code: ExitFailed, Err: err}
 		}
