@@ -132,6 +132,7 @@ type exampleRun struct {
 }
 
 func TestExampleReceiversAreCertified(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: certifies every example receiver once per planted defect")
 	}

@@ -124,6 +124,7 @@ func serveHostile(t *testing.T, handle func(net.Conn, *bufio.Reader)) string {
 }
 
 func TestCertifyAgainstHostileReceivers(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: certifies eleven hostile receivers")
 	}

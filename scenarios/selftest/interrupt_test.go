@@ -20,6 +20,7 @@ import (
 // the reports say interrupted, every guarantee not judged is an error naming the
 // interruption, and the exit status is not 0.
 func TestInterruptedRunIsNeverAPass(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: runs the demo")
 	}
@@ -62,6 +63,7 @@ func TestInterruptedRunIsNeverAPass(t *testing.T) {
 // is an error saying it exited, the harness restarts it (lifecycle) and the next
 // scenario says its verdict follows a restart; the run does not pass.
 func TestReceiverThatDiesIsNamed(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: runs the demo")
 	}
@@ -71,6 +73,7 @@ func TestReceiverThatDiesIsNamed(t *testing.T) {
 // A receiver that hangs (SIGSTOP: running, answering nothing) is named as such,
 // killed and restarted for the next scenario.
 func TestReceiverThatHangsIsNamed(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: runs the demo")
 	}

@@ -20,6 +20,7 @@ import (
 // scenarios in the same order, the same events (IDs compared without the run's
 // namespace), attempts, copies and faults.
 func TestSameSeedSameDeliveries(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: runs the demo twice")
 	}
@@ -119,6 +120,7 @@ func readHistory(t *testing.T, dir string) *simulator.History {
 // `hookcert check --from DIR` re-judges a stored run from history.jsonl alone and
 // writes the same results.json, for a passing run and a failing one.
 func TestCheckReproducesResults(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: runs the demo")
 	}

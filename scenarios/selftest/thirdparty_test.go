@@ -113,6 +113,7 @@ func startKillableReceiver(t *testing.T, bin string) (base, targetFile string, e
 // certify`: what it can be judged on passes, the rest is not applicable with the
 // capability it lacks named.
 func TestCertifyAReceiverTheHarnessDidNotStart(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: starts a receiver and certifies it")
 	}
@@ -145,6 +146,7 @@ func TestCertifyAReceiverTheHarnessDidNotStart(t *testing.T) {
 // The suite's Ginkgo entry point, as a Go team runs it: `go test` with
 // HOOKCERT_CONFIG and Ginkgo's own label filter.
 func TestGinkgoEntryPoint(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: starts a receiver and runs go test")
 	}
@@ -178,6 +180,7 @@ func TestGinkgoEntryPoint(t *testing.T) {
 // that does not prepare, and a broken file aimed at a database that does not
 // answer (the file's error, not the database's, is reported).
 func TestConfigurationErrorsExitTwo(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: starts a receiver")
 	}
@@ -213,6 +216,7 @@ func TestConfigurationErrorsExitTwo(t *testing.T) {
 // A receiver without lifecycle that stops answering is named, and every scenario
 // after it is an error saying so: the harness cannot restart it.
 func TestReceiverWithoutLifecycleThatStops(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: starts a receiver")
 	}
@@ -251,6 +255,7 @@ func TestReceiverWithoutLifecycleThatStops(t *testing.T) {
 // the lost events as evidence, in bounded time (every poll shares its scenario's
 // settle deadline).
 func TestReceiverThatStoresNothing(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: certifies a receiver")
 	}

@@ -28,8 +28,9 @@ import (
 	"github.com/hookcert/hookcert/scenarios"
 )
 
-// parallelRuns is how many demo runs go at once (the machine has 2 cores).
-const parallelRuns = 2
+// parallelRuns is how many demo runs go at once (the machine has 2 cores;
+// TestMain raises it where PostgreSQL has room for more connections).
+var parallelRuns = 2
 
 // breaks maps each defect to the guarantees it must make fail and, per
 // guarantee, the deviation codes that must be among the evidence. Any other
@@ -101,7 +102,20 @@ var inboxBreaks = map[string]map[string][]string{
 	// no outbox message to dead-letter.
 	"send-before-commit": {"OUTBOX-3": {"outbox.sent-uncommitted"}, "OUTBOX-4": {"outbox.dropped"}},
 	"drop-failed-sends":  {"OUTBOX-4": {"outbox.dropped"}},
+	// Right while the workers run inside the receiver: its restart after every
+	// crash re-offers the claims. splitBreaks shows what catches it.
+	"requeue-on-boot": {},
 }
+
+// splitBreaks are the inbox defects also run with the workers in separate
+// processes (demo --worker-processes), where INBOX-3 and INBOX-4 kill the
+// workers alone, and what they must break there.
+var splitBreaks = map[string]map[string][]string{
+	"requeue-on-boot": {"INBOX-3": {"inbox.stuck", "inbox.not-applied"}, "INBOX-4": {"inbox.stuck", "inbox.not-applied"}},
+}
+
+// splitProcs is how many worker processes the split runs start.
+const splitProcs = 2
 
 var inboxMay = map[string][]string{
 	"poll-without-claim": {"INBOX-1", "INBOX-3", "INBOX-4", "INBOX-5", "INBOX-6", "INBOX-7", "OUTBOX-1", "OUTBOX-2", "OUTBOX-3", "OUTBOX-4"},
@@ -155,14 +169,17 @@ type run struct {
 	caps   string
 	// mode is the reference's design (sync when empty); filter selects guarantees.
 	mode, filter string
-	seed         int64
-	code         int
-	res          *reports.Results
-	out          string
-	dur          time.Duration
+	// procs is how many separate worker processes run (inbox mode; 0: none).
+	procs int
+	seed  int64
+	code  int
+	res   *reports.Results
+	out   string
+	dur   time.Duration
 }
 
 func TestSuiteAgainstEveryDefect(t *testing.T) {
+	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: the self-test runs the whole suite once per defect")
 	}
@@ -176,6 +193,10 @@ func TestSuiteAgainstEveryDefect(t *testing.T) {
 	var jobs []*run
 	jobs = append(jobs, &run{label: "clean reference"})
 	jobs = append(jobs, &run{label: "clean reference, inbox mode", mode: reference.ModeInbox})
+	jobs = append(jobs, &run{label: fmt.Sprintf("clean reference, inbox mode, %d worker processes", splitProcs), mode: reference.ModeInbox, procs: splitProcs, filter: inboxFilter})
+	for d := range splitBreaks {
+		jobs = append(jobs, &run{label: fmt.Sprintf("%s (inbox mode, %d worker processes)", d, splitProcs), defect: d, mode: reference.ModeInbox, procs: splitProcs, filter: inboxFilter})
+	}
 	for _, d := range reference.Defects() {
 		_, sync := breaks[d.Name]
 		_, inbox := inboxBreaks[d.Name]
@@ -188,7 +209,7 @@ func TestSuiteAgainstEveryDefect(t *testing.T) {
 			t.Errorf("defect %s has no expectation here: no check is shown to catch it", d.Name)
 		}
 	}
-	for _, m := range []map[string]map[string][]string{breaks, inboxBreaks} {
+	for _, m := range []map[string]map[string][]string{breaks, inboxBreaks, splitBreaks} {
 		for d := range m {
 			if !slices.ContainsFunc(reference.Defects(), func(x reference.DefectInfo) bool { return x.Name == d }) {
 				t.Errorf("expectations name defect %s, which the reference does not have", d)
@@ -223,6 +244,9 @@ func TestSuiteAgainstEveryDefect(t *testing.T) {
 		judged := all
 		if r.mode == reference.ModeInbox {
 			want, may = inboxBreaks[r.defect], inboxMay[r.defect]
+			if r.procs > 0 {
+				want, may = splitBreaks[r.defect], nil
+			}
 			na = map[string]string{"ATOMIC-4": "failpoints"}
 			if r.filter != "" {
 				judged = slices.DeleteFunc(slices.Clone(all), func(g scenarios.Guarantee) bool { return g.Family != "INBOX" && g.Family != "OUTBOX" })
@@ -342,6 +366,9 @@ func runAll(t *testing.T, bin, server string, jobs []*run) {
 			}
 			if j.filter != "" {
 				args = append(args, "--label-filter", j.filter)
+			}
+			if j.procs > 0 {
+				args = append(args, "--worker-processes", fmt.Sprint(j.procs))
 			}
 			demo(t, bin, server, j, args...)
 		}()
