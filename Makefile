@@ -16,9 +16,17 @@ help: ## List the targets
 build: ## Build bin/hookcert
 	$(GO) build -o bin/hookcert ./cmd/hookcert
 
+# make test runs every package once: the ones whose goroutines meet
+# (RACE_PKGS) under the race detector, then the rest without it, the self-test
+# (the longest) first. With PKGS set, just those packages, without -race.
 .PHONY: test
-test: ## Run every test against real PostgreSQL (HOOKCERT_TEST_DATABASE_URL)
+test: ## Run every test against real PostgreSQL (HOOKCERT_TEST_DATABASE_URL), RACE_PKGS under -race
+ifeq ($(PKGS),./...)
+	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -count=1 $(filter %/selftest,$(REST_PKGS)) $(filter-out %/selftest,$(REST_PKGS))
+else
 	$(GO) test -count=1 $(PKGS)
+endif
 
 .PHONY: test-race
 test-race: ## Run every test with the race detector
@@ -27,6 +35,9 @@ test-race: ## Run every test with the race detector
 # RACE_PKGS are the packages whose goroutines meet; the self-test (the whole
 # suite per defect, 6+ minutes under -race) runs without it in make test.
 RACE_PKGS ?= ./simulator ./scenarios ./scenarios/check ./scenarios/certify ./scenarios/hookcerttest ./reference ./reference/failpoint ./adapters/pgfault ./adapters/observe ./adapters/process
+# REST_PKGS are the packages outside RACE_PKGS (import paths).
+REST_PKGS = $(shell $(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
+
 .PHONY: race
 race: ## Race detector on the packages whose goroutines meet (RACE_PKGS), as CI runs it
 	$(GO) test -race -count=1 $(RACE_PKGS)
