@@ -28,6 +28,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +51,17 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds per client count and side")
 	dur := flag.Duration("duration", 4*time.Second, "length of one round")
 	pgbench := flag.String("pgbench", "/usr/bin/pgbench", "pgbench binary")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the whole run (loader and receiver) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "pgbench benchmark:", err)
+			os.Exit(2)
+		}
+		_ = pprof.StartCPUProfile(f)
+		defer pprof.StopCPUProfile()
+	}
 	var cs []int
 	for _, f := range strings.Split(*clients, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
@@ -61,6 +72,7 @@ func main() {
 		cs = append(cs, n)
 	}
 	if err := run(*server, *pgbench, cs, *rounds, *dur); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "pgbench benchmark:", err)
 		os.Exit(1)
 	}
