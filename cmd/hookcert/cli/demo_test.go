@@ -551,6 +551,7 @@ func TestDemoModeUsage(t *testing.T) {
 		{[]string{"soak", "--demo", "--mode", "inbox", "--defect", "ack-before-commit"}, `defect "ack-before-commit": breaks the synchronous design and runs only in sync mode`},
 		{[]string{"soak", "--config", "x.yaml", "--mode", "inbox"}, "--mode needs --demo"},
 		{[]string{"demo", "--worker-processes", "2"}, "--worker-processes: needs --mode inbox or both"},
+		{[]string{"soak", "--demo", "--worker-processes", "2"}, "--worker-processes needs --demo --mode inbox"},
 		{[]string{"demo", "--mode", "inbox", "--worker-processes", "9"}, "--worker-processes: must be between 0 and 8, got 9"},
 	} {
 		code, out := runChild(t, c.args...)

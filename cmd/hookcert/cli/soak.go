@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/adapters/scrub"
+	"github.com/hookcert/hookcert/adapters/target"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios/certify"
@@ -31,7 +32,7 @@ type soakFlags struct {
 	demo, keepDatabase, settleBoundSet      bool
 	defects                                 []string
 	duration, pauseFor, settleBound         time.Duration
-	concurrency                             int
+	concurrency, workerProcs                int
 	rate, dupRate, lostAckRate, timeScale   float64
 	seed                                    int64
 }
@@ -71,6 +72,7 @@ could not be reached or started.`,
 	fl.BoolVar(&f.demo, "demo", false, "soak the reference receiver on a throwaway PostgreSQL instead of a target file")
 	fl.StringArrayVar(&f.defects, "defect", nil, "with --demo: start the reference with this defect (repeatable)")
 	fl.StringVar(&f.mode, "mode", reference.ModeSync, "with --demo: reference receiver design, sync or inbox (store, 202, workers apply)")
+	fl.IntVar(&f.workerProcs, "worker-processes", 0, "with --demo --mode inbox: run the workers in this many separate worker processes (0: inside the receiver); kills take them with the receiver")
 	fl.DurationVar(&f.duration, "duration", 30*time.Second, "how long to send traffic")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "concurrent deliveries")
 	fl.Float64Var(&f.rate, "rate", 0, "at most this many deliveries per second (0: as fast as the receiver answers)")
@@ -97,6 +99,10 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 		return usageErr("--mode needs --demo")
 	case f.timeScale < 1:
 		return usageErr("--time-scale must be at least 1 (got %g)", f.timeScale)
+	case f.workerProcs < 0 || f.workerProcs > target.MaxWorkerProcesses:
+		return usageErr("--worker-processes: must be between 0 and %d, got %d", target.MaxWorkerProcesses, f.workerProcs)
+	case f.workerProcs > 0 && (!f.demo || f.mode != reference.ModeInbox):
+		return usageErr("--worker-processes needs --demo --mode inbox")
 	}
 	if err := validDemoMode(f.mode, f.defects); err != nil {
 		return err
@@ -138,7 +144,7 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 			return &ExitError{Code: ExitFailed, Err: err}
 		}
 		defer os.RemoveAll(dir)
-		targetYAML, secrets, err := demoTarget(exe, dir, f.mode, demoShape{}, f.defects, demoCapabilities)
+		targetYAML, secrets, err := demoTarget(exe, dir, f.mode, demoShape{workerProcs: f.workerProcs}, f.defects, demoCapabilities)
 		if err != nil {
 			return &ExitError{Code: ExitFailed, Err: err}
 		}
@@ -171,6 +177,9 @@ func soakRepro(f *soakFlags) string {
 		c += " --demo"
 		if f.mode != reference.ModeSync {
 			c += " --mode " + f.mode
+		}
+		if f.workerProcs > 0 {
+			c += fmt.Sprintf(" --worker-processes %d", f.workerProcs)
 		}
 		for _, d := range f.defects {
 			c += " --defect " + d
