@@ -437,6 +437,13 @@ func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox Outbo
 		return err
 	}
 	announceDefects(w.log, append(append([]string(nil), opts.Defects...), outbox.Defects...))
+	if w.defects.has(DefectRequeueOnBoot) {
+		n, err := store.RequeueClaimed(ctx, pool)
+		if err != nil {
+			return fmt.Errorf("reference: %w", err)
+		}
+		w.log.Warn("requeue-on-boot: put claimed events back to pending at start", "events", n)
+	}
 	if w.defects.has(DefectInboxAckBeforeCommit) {
 		w.log.Warn("defect " + DefectInboxAckBeforeCommit + " is the HTTP handler's: it has no effect in a worker process")
 	}

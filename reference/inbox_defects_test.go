@@ -529,7 +529,8 @@ func TestDefectPurgePending(t *testing.T) {
 // starts: running workers never reclaim it, and only a start of the server
 // puts it back to pending, after which it is applied once.
 func TestDefectRequeueOnBoot(t *testing.T) {
-	e := newEnv(t, Options{Mode: ModeInbox, Inbox: fastInbox(2), Defects: []string{DefectRequeueOnBoot}})
+	dbURL := testDatabase(t)
+	e := newEnvOn(t, testPool(t, dbURL), Options{Mode: ModeInbox, Inbox: fastInbox(2), Defects: []string{DefectRequeueOnBoot}})
 	ep := e.ep("stripe", "acct_A")
 	id := newID("evt_boot")
 	e.expect(e.send(cashDelivery(ep, id)), http.StatusAccepted, StatusAccepted, "")
@@ -555,5 +556,25 @@ func TestDefectRequeueOnBoot(t *testing.T) {
 	e.waitState(ep, id, store.InboxDone)
 	if n := e.ledger(ep, id); n != 1 {
 		t.Fatalf("%d ledger entries after the boot requeue, want 1", n)
+	}
+
+	// A worker process requeues at its start too.
+	id2 := newID("evt_boot")
+	cancel()
+	<-served
+	served <- nil
+	e.expect(e.send(cashDelivery(ep, id2)), http.StatusAccepted, StatusAccepted, "")
+	if tasks, err := store.Claim(context.Background(), e.pool, "died", 50*time.Millisecond, 1); err != nil || len(tasks) != 1 {
+		t.Fatalf("claim: %v %v", tasks, err)
+	}
+	wctx, stop := context.WithCancel(context.Background())
+	worked := make(chan error, 1)
+	opts := fastInbox(1)
+	opts.Defects = []string{DefectRequeueOnBoot}
+	go func() { worked <- RunWorkers(wctx, dbURL, opts, OutboxOptions{}, e.srv.log) }()
+	defer func() { stop(); <-worked }()
+	e.waitState(ep, id2, store.InboxDone)
+	if n := e.ledger(ep, id2); n != 1 {
+		t.Fatalf("%d ledger entries after the worker's boot requeue, want 1", n)
 	}
 }

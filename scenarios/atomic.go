@@ -41,7 +41,7 @@ func init() {
 		}
 		// Without failpoints: hold the effect table, so the receiver stops inside
 		// its transaction after the key insert, and SIGKILL it there.
-		a := s.holdAndCut(ep, ev, s.kill)
+		a := s.holdAndCut(ep, ev, s.killAt)
 		s.restart()
 		s.afterCut(ep, ev, k, a, PhaseAfterCrash)
 	})
@@ -207,9 +207,9 @@ func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profile
 // session waits on the table — inside its transaction, after the key insert —
 // and then cuts it: SIGKILL of the receiver (kill) or termination of exactly
 // the sessions waiting on this gate. It returns the delivery's attempt.
-// kill, when not nil, crashes whatever runs the stopped transaction (s.kill
-// for the receiver) before its backends are cut.
-func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func()) simulator.AttemptRecord {
+// kill, when not nil, crashes whatever runs the transaction stopped at g (the
+// receiver, or one of its worker processes) before its backends are cut.
+func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) simulator.AttemptRecord {
 	table := s.env.EffectTable
 	g, err := s.env.DB.Hold(s.ctx, table)
 	if err != nil {
@@ -235,7 +235,7 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func()) simula
 		s.abort("the delivery never waited on %s while it was locked: the harness could not stop the receiver inside its transaction", table)
 	}
 	if kill != nil {
-		kill()
+		kill(g)
 	}
 	// A killed client's backend waits on the lock regardless: end it too, so
 	// nothing of its transaction can commit once the gate opens.

@@ -63,7 +63,7 @@ var sendsExpects = map[string][2]string{
 	"RETENTION-4": {"one `effect` event, a ladder of purges past the key TTL", "the key gone past its TTL; no payload outlives its key"},
 	"INBOX-1":     {"8 concurrent `effect` events while the harness locks the inbox table (`inbox.table`, else the event table: nothing can be accepted) and the effect table (no worker can apply); SIGKILL once they are answered, or at once if one is answered while nothing could be stored; restart", "every acknowledged event in the inbox after the restart, then applied once; the unacknowledged redelivered and applied once"},
 	"INBOX-2":     {"8 concurrent `effect` events accepted while the effect table is locked, so every worker stands at its business change; then released together", "each event applied once and done"},
-	"INBOX-3":     {"one `effect` event accepted; its worker stopped at the locked effect table and SIGKILLed (the worker processes alone where `lifecycle.worker` declares them, with a second event delivered while none runs; else the receiver); restart; wait past the declared lease", "the event claimed again and done, applied once; the second event acknowledged, stored and applied once"},
+	"INBOX-3":     {"one `effect` event accepted; its worker stopped at the locked effect table and SIGKILLed: where `lifecycle.worker` declares several processes, only the one holding the claim, the others left running; with one, the worker process alone, and a second event delivered while none runs; else the receiver; restart; wait past the declared lease", "the event claimed again and done, applied once (by a surviving worker process, before anything restarts, where one was left running); the second event acknowledged, stored and applied once"},
 	"INBOX-4":     {"one `effect` event accepted; its worker let through its business change and stopped at the inbox table before marking the event done; SIGKILL (the worker processes alone where declared); restart; wait past the lease", "the event dispatched again and done, applied once in all"},
 	"INBOX-5":     {"one `effect` event accepted; its worker's session terminated at the locked effect table", "the event retried and done, applied once, with at least 2 attempts recorded"},
 	"INBOX-6":     {"one `effect` event accepted; every attempt's session terminated at the locked effect table, up to the declared max_attempts", "the event dead-lettered (state dead), still stored, never applied"},
@@ -309,7 +309,7 @@ var catalogue = []Guarantee{
 		Promise:   "A worker that dies holding a claim leaves the event to be claimed again after its lease and applied once.",
 		Why:       "Without lease expiry a claim outlives its worker, and the event stays claimed, acknowledged and never applied.",
 		Needs:     []Capability{"inbox", "crash", "stop-in-transaction"},
-		Scenarios: []string{"worker stopped at the locked effect table, SIGKILL, restart, wait past the lease; with worker processes, they die alone and an event delivered meanwhile must be accepted"},
+		Scenarios: []string{"worker stopped at the locked effect table, SIGKILL, restart, wait past the lease; with worker processes, the one holding the claim dies alone (the others must take over), or the only one does and an event delivered meanwhile must be accepted"},
 		Codes:     []string{"inbox.stuck", "inbox.not-applied", "inbox.effects", "inbox.lost"},
 	},
 	{

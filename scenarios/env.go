@@ -208,8 +208,13 @@ type Workers interface {
 	Processes() int
 	// Kill sends SIGKILL to every worker process and waits until they are gone.
 	Kill() error
-	// Restart starts them again.
+	// Restart starts the ones not running again.
 	Restart(ctx context.Context) error
+	// KillHolder sends SIGKILL to the one worker process whose database session
+	// waits on g, and waits until it is gone, the others left running; it
+	// returns that process's number (from 1), or 0 when it cannot tell which
+	// process it is (then nothing was killed).
+	KillHolder(ctx context.Context, g Gate) (int, error)
 }
 
 // Failpoints arms the receiver's failpoints (docs/failpoints.md).

@@ -153,10 +153,19 @@ func init() {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		alone := false
-		a := s.holdAndCut(ep, ev, func() { alone = s.killWorkers() })
+		alone, holder := false, 0
+		a := s.holdAndCut(ep, ev, func(g Gate) { alone, holder = s.killWorkers(g) })
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work for the worker to abandon", Describe(a))
+		}
+		if holder > 0 {
+			// The other worker processes run on: one of them must take the
+			// abandoned claim once its lease runs out, with nothing restarted.
+			s.untilInbox(k, s.leaseWait(), InboxDone, InboxDead)
+			s.state(k, PhaseAfter, 1)
+			s.inboxState(k, PhaseAfter)
+			s.restartWorkers(true)
+			return
 		}
 		keys := []profiles.Key{k}
 		var unacked []profiles.Event
@@ -215,7 +224,7 @@ func init() {
 			s.abort("after its business change the worker never waited on %s: the harness could not stop it before it marked the event done", table)
 		}
 		s.note("the worker applied its change and stopped marking the event done (lock on %s); SIGKILL, then the event must be dispatched again after its lease", table)
-		alone := s.killWorkers()
+		alone, _ := s.killWorkers(nil)
 		mark.cut()
 		mark.release()
 		s.restartWorkers(alone)
@@ -419,19 +428,35 @@ func (h *heldTable) cut() {
 
 // killWorkers crashes the receiver's worker processes alone where the target
 // declares them (lifecycle.worker), else the receiver, whose workers run in
-// it; it reports whether the workers died alone.
-func (s *session) killWorkers() bool {
+// it; it reports whether the workers died alone. With a gate and more than one
+// worker process, only the one whose session waits on g is killed where the
+// harness can tell which (holder: its number), the others left running.
+func (s *session) killWorkers(g Gate) (alone bool, holder int) {
 	w := s.env.Workers
 	if w == nil {
 		s.kill()
-		return false
+		return false, 0
+	}
+	if g != nil && w.Processes() > 1 {
+		n, err := w.KillHolder(s.ctx, g)
+		if err != nil {
+			s.abort("killing the worker process holding the claim: %v", err)
+		}
+		if n > 0 {
+			s.note("SIGKILLed worker process %d, whose session held the stopped claim; the other %d worker process(es) and the receiver kept running", n, w.Processes()-1)
+			return true, n
+		}
+		s.note("could not tell which worker process held the stopped claim: killing all %d", w.Processes())
 	}
 	if err := w.Kill(); err != nil {
 		s.abort("killing the worker processes: %v", err)
 	}
 	s.note("SIGKILLed the %d worker process(es) alone; the receiver's HTTP side kept running", w.Processes())
-	return true
+	return true, 0
 }
+
+// killAt crashes the receiver (and its worker processes) for holdAndCut.
+func (s *session) killAt(Gate) { s.kill() }
 
 // restartWorkers restarts what killWorkers killed.
 func (s *session) restartWorkers(alone bool) {

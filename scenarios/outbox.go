@@ -64,7 +64,7 @@ func init() {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		a := s.holdAndCut(ep, ev, s.kill)
+		a := s.holdAndCut(ep, ev, s.killAt)
 		// Read before the restart: whatever the sink got came from a
 		// transaction that never committed.
 		s.sinkCalls(k, PhaseAfterCut)

@@ -88,6 +88,9 @@ type Waiter struct {
 	ApplicationName string `json:"application_name"`
 	Mode            string `json:"mode"`  // the lock mode it waits for
 	Query           string `json:"query"` // its current statement
+	// ClientPort is the session's client TCP port (0 over a Unix socket):
+	// what ties it to the client process holding the connection.
+	ClientPort int `json:"client_port,omitempty"`
 }
 
 // Hold opens a transaction on one of pool's connections and locks table in mode
@@ -153,7 +156,7 @@ func (g *Gate) Table() string { return g.table }
 // other than the gate itself.
 func (g *Gate) Waiters(ctx context.Context) ([]Waiter, error) {
 	rows, err := g.pool.Query(ctx, `
-		SELECT l.pid, coalesce(a.application_name, ''), l.mode, coalesce(a.query, '')
+		SELECT l.pid, coalesce(a.application_name, ''), l.mode, coalesce(a.query, ''), greatest(coalesce(a.client_port, 0), 0)
 		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'relation' AND l.relation = $1 AND NOT l.granted AND l.pid <> $2
 		ORDER BY l.pid`, g.oid, int(g.pid))
@@ -162,7 +165,7 @@ func (g *Gate) Waiters(ctx context.Context) ([]Waiter, error) {
 	}
 	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Waiter, error) {
 		var w Waiter
-		err := r.Scan(&w.PID, &w.ApplicationName, &w.Mode, &w.Query)
+		err := r.Scan(&w.PID, &w.ApplicationName, &w.Mode, &w.Query, &w.ClientPort)
 		return w, err
 	})
 	if err != nil {

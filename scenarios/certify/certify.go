@@ -785,6 +785,35 @@ func (w workers) Processes() int                    { return len(w.c.workers) }
 func (w workers) Kill() error                       { return w.c.killWorkers() }
 func (w workers) Restart(ctx context.Context) error { return w.c.restartWorkers(ctx) }
 
+// KillHolder finds the worker process behind the session waiting on g by its
+// client port (process.OwnerOfLocalPort) and kills it alone.
+func (w workers) KillHolder(ctx context.Context, g scenarios.Gate) (int, error) {
+	pg, ok := g.(gate)
+	if !ok {
+		return 0, nil
+	}
+	ws, err := pg.g.Waiters(ctx)
+	if err != nil {
+		return 0, err
+	}
+	groups := make([]int, len(w.c.workers))
+	for i, p := range w.c.workers {
+		groups[i] = p.PID() // each runs in a process group of its own
+	}
+	for _, wt := range ws {
+		if wt.ClientPort <= 0 {
+			continue
+		}
+		if i := process.OwnerOfLocalPort(wt.ClientPort, groups); i >= 0 {
+			if err := killProc(w.c.workers[i]); err != nil {
+				return 0, fmt.Errorf("worker %d: %w", i+1, err)
+			}
+			return i + 1, nil
+		}
+	}
+	return 0, nil
+}
+
 func (c *controller) WaitExit(ctx context.Context) error {
 	for c.p.Running() {
 		select {
