@@ -411,29 +411,8 @@ func (v *validator) lifecycle(t *Target, rl *rawLifecycle) {
 	if len(rl.Command) == 0 {
 		v.fail(at(base, "command"), "required (the program and its arguments)")
 	}
-	for i, a := range rl.Command {
-		if i == 0 && a == "" {
-			v.fail(at(base, "command", 0), "the program must not be empty")
-		}
-		r, _ := v.render(at(base, "command", i), a)
-		if i == 0 {
-			r = ResolveProgram(v.opts.baseDir, r)
-		}
-		l.Command = append(l.Command, r)
-	}
-	keys := make([]string, 0, len(rl.Env))
-	for k := range rl.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !envNameRE.MatchString(k) {
-			v.fail(at(base, "env", k), "must be an environment variable name")
-			continue
-		}
-		r, _ := v.renderEnv(at(base, "env", k), rl.Env[k])
-		l.Env[k] = r
-	}
+	l.Command = v.command(base, rl.Command)
+	v.env(base, rl.Env, l.Env)
 	// The working directory defaults to the file's; a relative one is under it.
 	l.Dir = v.opts.baseDir
 	if rl.Dir != "" {
@@ -452,6 +431,40 @@ func (v *validator) lifecycle(t *Target, rl *rawLifecycle) {
 	t.Lifecycle = l
 }
 
+// command renders base.command: each element a template, the program resolved
+// against the file's directory.
+func (v *validator) command(base []any, raw []string) []string {
+	var out []string
+	for i, a := range raw {
+		if i == 0 && a == "" {
+			v.fail(at(base, "command", 0), "the program must not be empty")
+		}
+		r, _ := v.render(at(base, "command", i), a)
+		if i == 0 {
+			r = ResolveProgram(v.opts.baseDir, r)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// env renders base.env into dst, in name order so errors come sorted.
+func (v *validator) env(base []any, raw map[string]string, dst Env) {
+	keys := make([]string, 0, len(raw))
+	for k := range raw {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if !envNameRE.MatchString(k) {
+			v.fail(at(base, "env", k), "must be an environment variable name")
+			continue
+		}
+		r, _ := v.renderEnv(at(base, "env", k), raw[k])
+		dst[k] = r
+	}
+}
+
 // worker validates lifecycle.worker: its command and env render like the
 // receiver's, its env goes over the receiver's, and its directory defaults to
 // the receiver's.
@@ -464,32 +477,11 @@ func (v *validator) worker(l *Lifecycle, rw *rawWorker) *Worker {
 	if len(rw.Command) == 0 {
 		v.fail(at(base, "command"), "required (the worker program and its arguments)")
 	}
-	for i, a := range rw.Command {
-		if i == 0 && a == "" {
-			v.fail(at(base, "command", 0), "the program must not be empty")
-		}
-		r, _ := v.render(at(base, "command", i), a)
-		if i == 0 {
-			r = ResolveProgram(v.opts.baseDir, r)
-		}
-		w.Command = append(w.Command, r)
-	}
+	w.Command = v.command(base, rw.Command)
 	for k, val := range l.Env {
 		w.Env[k] = val
 	}
-	keys := make([]string, 0, len(rw.Env))
-	for k := range rw.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if !envNameRE.MatchString(k) {
-			v.fail(at(base, "env", k), "must be an environment variable name")
-			continue
-		}
-		r, _ := v.renderEnv(at(base, "env", k), rw.Env[k])
-		w.Env[k] = r
-	}
+	v.env(base, rw.Env, w.Env)
 	if rw.Dir != "" {
 		if d, ok := v.render(at(base, "dir"), rw.Dir); ok {
 			w.Dir = v.resolvePath(d)
