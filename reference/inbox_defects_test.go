@@ -525,19 +525,31 @@ func TestDefectPurgePending(t *testing.T) {
 	}
 }
 
-// requeue-on-boot re-offers an abandoned claim only when the HTTP process
-// starts: running workers never reclaim it, and only a start of the server
-// puts it back to pending, after which it is applied once.
+// requeue-on-boot re-offers an abandoned claim only when a process starts:
+// running workers never reclaim it; a start of the server, or of a worker
+// process, puts it back to pending, after which it is applied once.
 func TestDefectRequeueOnBoot(t *testing.T) {
 	dbURL := testDatabase(t)
 	e := newEnvOn(t, testPool(t, dbURL), Options{Mode: ModeInbox, Inbox: fastInbox(2), Defects: []string{DefectRequeueOnBoot}})
 	ep := e.ep("stripe", "acct_A")
-	id := newID("evt_boot")
-	e.expect(e.send(cashDelivery(ep, id)), http.StatusAccepted, StatusAccepted, "")
-	if tasks, err := store.Claim(context.Background(), e.pool, "died", 50*time.Millisecond, 1); err != nil || len(tasks) != 1 {
-		t.Fatalf("claim: %v %v", tasks, err)
+	abandoned := func(id string) {
+		t.Helper()
+		e.expect(e.send(cashDelivery(ep, id)), http.StatusAccepted, StatusAccepted, "")
+		if tasks, err := store.Claim(context.Background(), e.pool, "died", 50*time.Millisecond, 1); err != nil || len(tasks) != 1 {
+			t.Fatalf("claim: %v %v", tasks, err)
+		}
 	}
-	e.runWorkers()
+	// run runs f until the returned stop is called.
+	run := func(f func(ctx context.Context)) (stop func()) {
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { defer close(done); f(ctx) }()
+		return func() { cancel(); <-done }
+	}
+
+	id := newID("evt_boot")
+	abandoned(id)
+	stopWorkers := run(e.srv.inbox.Run)
 	time.Sleep(time.Second) // twenty reconcile intervals of the correct receiver
 	if n, err := e.srv.inbox.Reconcile(context.Background()); err != nil || n != 0 {
 		t.Fatalf("Reconcile: %d %v, want nothing done", n, err)
@@ -549,30 +561,21 @@ func TestDefectRequeueOnBoot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- e.srv.Serve(ctx, ln) }()
-	defer func() { cancel(); <-served }()
+	stopServe := run(func(ctx context.Context) { _ = e.srv.Serve(ctx, ln) })
 	e.waitState(ep, id, store.InboxDone)
 	if n := e.ledger(ep, id); n != 1 {
 		t.Fatalf("%d ledger entries after the boot requeue, want 1", n)
 	}
+	stopServe()
+	stopWorkers()
 
 	// A worker process requeues at its start too.
 	id2 := newID("evt_boot")
-	cancel()
-	<-served
-	served <- nil
-	e.expect(e.send(cashDelivery(ep, id2)), http.StatusAccepted, StatusAccepted, "")
-	if tasks, err := store.Claim(context.Background(), e.pool, "died", 50*time.Millisecond, 1); err != nil || len(tasks) != 1 {
-		t.Fatalf("claim: %v %v", tasks, err)
-	}
-	wctx, stop := context.WithCancel(context.Background())
-	worked := make(chan error, 1)
+	abandoned(id2)
 	opts := fastInbox(1)
 	opts.Defects = []string{DefectRequeueOnBoot}
-	go func() { worked <- RunWorkers(wctx, dbURL, opts, OutboxOptions{}, e.srv.log) }()
-	defer func() { stop(); <-worked }()
+	stopProcess := run(func(ctx context.Context) { _ = RunWorkers(ctx, dbURL, opts, OutboxOptions{}, e.srv.log) })
+	defer stopProcess()
 	e.waitState(ep, id2, store.InboxDone)
 	if n := e.ledger(ep, id2); n != 1 {
 		t.Fatalf("%d ledger entries after the worker's boot requeue, want 1", n)
