@@ -56,6 +56,9 @@ type htmlPage struct {
 	Duration     string
 	Env          [][2]string
 	Guarantees   []htmlGuarantee
+	// HasSink is set when some scenario drew a downstream call: the legend
+	// then explains the sink's marks.
+	HasSink bool
 }
 
 type htmlGuarantee struct {
@@ -89,7 +92,8 @@ func newHTMLPage(r *Results) htmlPage {
 	for _, g := range r.Guarantees {
 		hg := htmlGuarantee{Guarantee: g, Open: g.Status == StatusFailed || g.Status == StatusError}
 		for _, s := range g.Scenarios {
-			hg.Scenarios = append(hg.Scenarios, htmlScenario{Scenario: s, Timeline: newTimeline(s.Timeline)})
+			hg.Scenarios = append(hg.Scenarios, htmlScenario{Scenario: s, Timeline: newTimeline(s.Timeline, s.Sink...)})
+			p.HasSink = p.HasSink || len(s.Sink) > 0
 		}
 		p.Guarantees = append(p.Guarantees, hg)
 	}
@@ -105,6 +109,7 @@ const (
 	tlRowH   = 22
 	tlBarH   = 14
 	tlMinBar = 2 // an instantaneous attempt stays visible
+	tlSinkW  = 5 // a downstream call: a mark at its arrival
 )
 
 type svgTimeline struct {
@@ -150,21 +155,35 @@ func clampNS(ns int64) int64 { return min(max(ns, 0), maxTimelineNS) }
 // newTimeline lays out every attempt of a scenario as a horizontal bar on one time
 // axis running from the first start to the last end. Times outside
 // [0, maxTimelineNS] are drawn clamped and said so in the bar's tooltip.
-func newTimeline(all []Attempt) *svgTimeline {
-	if len(all) == 0 {
+// Downstream calls to the sink follow the attempts, each a short mark at the
+// moment it arrived.
+func newTimeline(all []Attempt, sink ...SinkCall) *svgTimeline {
+	if len(all) == 0 && len(sink) == 0 {
 		return nil
 	}
 	as := all
 	if len(as) > maxTimelineRows {
 		as = as[:maxTimelineRows]
 	}
-	t0, t1 := clampNS(as[0].StartNS), clampNS(as[0].StartNS)
+	calls := sink
+	if len(calls) > maxTimelineRows {
+		calls = calls[:maxTimelineRows]
+	}
+	var t0, t1 int64
+	if len(as) > 0 {
+		t0, t1 = clampNS(as[0].StartNS), clampNS(as[0].StartNS)
+	} else {
+		t0, t1 = clampNS(calls[0].AtNS), clampNS(calls[0].AtNS)
+	}
 	for _, a := range as {
 		t0 = min(t0, clampNS(a.StartNS))
 		t1 = max(t1, clampNS(a.StartNS))
 		if a.Finished() {
 			t1 = max(t1, clampNS(a.EndNS))
 		}
+	}
+	for _, c := range calls {
+		t0, t1 = min(t0, clampNS(c.AtNS)), max(t1, clampNS(c.AtNS))
 	}
 	span := max(t1-t0, 1)
 	step := niceStep(span)
@@ -176,8 +195,8 @@ func newTimeline(all []Attempt) *svgTimeline {
 	axisLen := intervals * step
 	axisEnd := t0 + axisLen
 	scale := float64(tlPlotW) / float64(axisLen)
-	rows := len(as)
-	if len(all) > len(as) {
+	rows := len(as) + len(calls)
+	if len(all) > len(as) || len(sink) > len(calls) {
 		rows++ // the "more attempts" line
 	}
 	tl := &svgTimeline{
@@ -249,9 +268,51 @@ func newTimeline(all []Attempt) *svgTimeline {
 		}
 		tl.Rows = append(tl.Rows, row)
 	}
-	if more := len(all) - len(as); more > 0 {
-		tl.More = fmt.Sprintf("… and %d more attempts in results.json", more)
-		tl.MoreY = tlAxisH + len(as)*tlRowH + tlRowH/2 + 4
+	for i, c := range calls {
+		at := clampNS(c.AtNS)
+		y := float64(tlAxisH + (len(as)+i)*tlRowH)
+		row := svgRow{Y: y, BarY: y + (tlRowH-tlBarH)/2, TextY: y + tlRowH/2 + 4, Class: "sink"}
+		row.WhoFull = fmt.Sprintf("%s sink call %d", c.EventID, c.Seq)
+		row.Who = row.WhoFull
+		if len([]rune(row.Who)) > 28 {
+			rs := []rune(row.Who)
+			row.Who = string(rs[:13]) + "…" + string(rs[len(rs)-13:])
+		}
+		// The mark starts at the arrival, or ends at the axis end for the last.
+		row.X = min(float64(tlLabelW)+float64(at-t0)*scale, float64(tlLabelW+tlPlotW-tlSinkW))
+		row.W = tlSinkW
+		if c.Status == 0 || c.Status >= 300 {
+			row.Class += " sinkfail"
+		}
+		status := "no answer"
+		if c.Status != 0 {
+			status = fmt.Sprint(c.Status)
+		}
+		row.Text = "downstream " + status + " " + c.Outcome
+		if right := row.X + row.W; right-float64(tlLabelW) < 0.62*tlPlotW {
+			row.TextX, row.Anchor = right+4, "start"
+		} else {
+			row.TextX, row.Anchor = row.X-4, "end"
+		}
+		row.Title = fmt.Sprintf("%s: %s, at +%s", row.WhoFull, row.Text, fmtNS(at-t0))
+		if c.Key != "" {
+			row.Title += ", operation key " + c.Key
+		}
+		if at != c.AtNS {
+			row.Title += fmt.Sprintf(" (recorded at_ns %d: out of range, drawn clamped)", c.AtNS)
+		}
+		tl.Rows = append(tl.Rows, row)
+	}
+	var more []string
+	if n := len(all) - len(as); n > 0 {
+		more = append(more, fmt.Sprintf("%d more attempts", n))
+	}
+	if n := len(sink) - len(calls); n > 0 {
+		more = append(more, fmt.Sprintf("%d more downstream calls", n))
+	}
+	if len(more) > 0 {
+		tl.More = "… and " + strings.Join(more, " and ") + " in results.json"
+		tl.MoreY = tlAxisH + (len(as)+len(calls))*tlRowH + tlRowH/2 + 4
 	}
 	return tl
 }

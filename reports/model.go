@@ -199,8 +199,11 @@ type Scenario struct {
 	Status     Status   `json:"status"`
 	Deviations []string `json:"deviations,omitempty"`
 	// Codes holds the stable code of each deviation, in the same order.
-	Codes    []string      `json:"codes,omitempty"`
-	Timeline []Attempt     `json:"timeline,omitempty"`
+	Codes    []string  `json:"codes,omitempty"`
+	Timeline []Attempt `json:"timeline,omitempty"`
+	// Sink holds the downstream calls the receiver made to the harness's sink
+	// during the scenario (capability outbox), on the timeline's axis.
+	Sink     []SinkCall    `json:"sink,omitempty"`
 	Observed []Observation `json:"observed,omitempty"`
 	// Notes are measurements worth a reader's eye, e.g. "release spread 43µs".
 	Notes []string `json:"notes,omitempty"`
@@ -224,6 +227,19 @@ type Attempt struct {
 	Faults     []string `json:"faults,omitempty"`
 	ErrorClass string   `json:"error_class,omitempty"`
 	DeliveryID string   `json:"delivery_id,omitempty"`
+}
+
+// SinkCall is one call the receiver made to the harness's downstream sink,
+// attributed to the event whose ID its body carried (docs/history.md).
+type SinkCall struct {
+	EventID string `json:"event_id"`
+	// Seq numbers the sink's calls from 1 in arrival order.
+	Seq int    `json:"seq"`
+	Key string `json:"key,omitempty"`
+	// Status is the answer's status, 0 when it was lost or withheld.
+	Status  int    `json:"status"`
+	Outcome string `json:"outcome"`
+	AtNS    int64  `json:"at_ns"`
 }
 
 // Finished reports whether the attempt has an end time.

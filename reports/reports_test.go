@@ -450,3 +450,41 @@ func jsonEncode(b *bytes.Buffer, r *Results) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(r)
 }
+
+// Downstream calls are marks after the attempts, on the same axis, with their
+// status and operation key; a call the receiver never got an answer to is
+// drawn hollow. A page with such a call explains the marks in its legend.
+func TestTimelineDrawsSinkCalls(t *testing.T) {
+	tl := newTimeline([]Attempt{{EventID: "e", Attempt: 1, StartNS: 1000, EndNS: 3000, Outcome: OutcomeAcknowledged}},
+		SinkCall{EventID: "e", Seq: 1, Key: "op-e", Status: 0, Outcome: "lost", AtNS: 2000},
+		SinkCall{EventID: "e", Seq: 2, Key: "op-e", Status: 200, Outcome: "replayed", AtNS: 9000})
+	if len(tl.Rows) != 3 {
+		t.Fatalf("%d rows, want 1 attempt and 2 calls", len(tl.Rows))
+	}
+	lost, ok := tl.Rows[1], tl.Rows[2]
+	if lost.Class != "sink sinkfail" || ok.Class != "sink" || !(tl.Rows[0].X < lost.X && lost.X < ok.X) {
+		t.Errorf("calls drawn as %q at %v and %q at %v", lost.Class, lost.X, ok.Class, ok.X)
+	}
+	if !strings.Contains(lost.Title, "operation key op-e") || lost.Text != "downstream no answer lost" || ok.Text != "downstream 200 replayed" {
+		t.Errorf("call texts %q / %q / %q", lost.Title, lost.Text, ok.Text)
+	}
+	if end := ok.X + ok.W; end > tlLabelW+tlPlotW+0.01 {
+		t.Errorf("last call ends at %v, past the axis end %d", end, tlLabelW+tlPlotW)
+	}
+	if tl := newTimeline(nil, SinkCall{EventID: "e", Seq: 1, Status: 201, Outcome: "applied", AtNS: 5}); tl == nil || len(tl.Rows) != 1 {
+		t.Errorf("a scenario with calls and no attempts draws %+v", tl)
+	}
+	r := fixture()
+	r.Guarantees[0].Scenarios[0].Sink = []SinkCall{{EventID: "e", Seq: 1, Status: 200, Outcome: "applied", AtNS: 1}}
+	var b bytes.Buffer
+	if err := WriteHTML(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), `class="bar sink"`) || !strings.Contains(b.String(), "downstream call to the harness") {
+		t.Error("the page draws no sink mark or does not explain it")
+	}
+	b.Reset()
+	if err := WriteHTML(&b, fixture()); err != nil || strings.Contains(b.String(), "downstream call to the harness") {
+		t.Errorf("a page without calls explains sink marks (err %v)", err)
+	}
+}

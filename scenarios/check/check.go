@@ -83,6 +83,9 @@ func Judge(h *simulator.History) (*reports.Results, error) {
 			}
 			v := Scenario(g, sc, part)
 			rs := reports.Scenario{Name: sc.Name, Status: v.Status, Notes: v.Notes, Timeline: timeline(part.attempts)}
+			for _, c := range part.sink {
+				rs.Sink = append(rs.Sink, reports.SinkCall{EventID: c.EventID, Seq: c.Seq, Key: c.Key, Status: c.Status, Outcome: c.Outcome, AtNS: c.AtNS})
+			}
 			for _, d := range v.Deviations {
 				rs.Deviations = append(rs.Deviations, d.Text)
 				rs.Codes = append(rs.Codes, d.Code)
