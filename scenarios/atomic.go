@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"time"
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -207,6 +208,10 @@ func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profile
 // session waits on the table — inside its transaction, after the key insert —
 // and then cuts it: SIGKILL of the receiver (kill) or termination of exactly
 // the sessions waiting on this gate. It returns the delivery's attempt.
+// asyncAnswerWait bounds how long holdAndCut waits, for a receiver that
+// accepts before it applies, for the delivery's answer once its worker waits.
+const asyncAnswerWait = 5 * time.Second
+
 // kill, when not nil, crashes whatever runs the transaction stopped at g (the
 // receiver, or one of its worker processes) before its backends are cut.
 func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) simulator.AttemptRecord {
@@ -233,6 +238,16 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) 
 		released = true
 		wait()
 		s.abort("the delivery never waited on %s while it was locked: the harness could not stop the receiver inside its transaction", table)
+	}
+	if kill != nil && s.env.Acceptance.Async {
+		// The worker waits, and the acceptance that came before it is on its
+		// way back: let the answer arrive before the kill, so the cut hits
+		// accepted work, not an acknowledgement still in flight.
+		select {
+		case <-finished:
+		case <-time.After(asyncAnswerWait):
+		case <-s.ctx.Done():
+		}
 	}
 	if kill != nil {
 		kill(g)

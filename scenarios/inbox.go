@@ -156,6 +156,8 @@ func init() {
 		alone, holder := false, 0
 		a := s.holdAndCut(ep, ev, func(g Gate) { alone, holder = s.killWorkers(g) })
 		if !acked(a) {
+			// Restarted first: the next scenario needs the receiver whole.
+			s.restartWorkers(alone)
 			s.abort("the event was not acknowledged (%s): there was no accepted work for the worker to abandon", Describe(a))
 		}
 		if holder > 0 {

@@ -266,6 +266,10 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.Sce
 	// A receiver that died or stopped answering during the scenario is named:
 	// what the scenario saw is no verdict on the promise.
 	if why := r.died(ctx); why != "" {
+		if rec.State == simulator.ScenarioError && rec.Reason != "" {
+			// Keep what the scenario itself ran into; the death comes after.
+			why = rec.Reason + "; then " + why
+		}
 		rec.State, rec.Reason = simulator.ScenarioError, why
 	}
 
