@@ -3,7 +3,7 @@ package process
 import (
 	"context"
 	"net"
-	"os/exec"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,10 +13,6 @@ import (
 // The owner of a TCP client socket is found among process groups by its local
 // port, as the harness finds the worker process behind a database session.
 func TestOwnerOfLocalPort(t *testing.T) {
-	py, err := exec.LookPath("python3")
-	if err != nil {
-		t.Skip("needs python3 to hold a TCP connection open in a child process")
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -31,14 +27,11 @@ func TestOwnerOfLocalPort(t *testing.T) {
 			defer c.Close()
 		}
 	}()
-	connect := `import socket,sys,time
-s=socket.create_connection(("127.0.0.1",` + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port) + `))
-print("LOCAL=%d" % s.getsockname()[1], flush=True)
-time.sleep(30)`
 	var procs []*Process
 	var groups []int
 	for range 2 {
-		p, err := Start(context.Background(), Spec{Command: []string{py, "-c", connect}})
+		p, err := Start(context.Background(), Spec{Command: []string{os.Args[0], "-test.run=^TestHelperProcess$"},
+			Env: map[string]string{"HOOKCERT_PROCESS_HELPER": "connect", "HELPER_ADDR": ln.Addr().String()}})
 		if err != nil {
 			t.Fatal(err)
 		}

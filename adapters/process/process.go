@@ -76,9 +76,10 @@ func WorkerSpecs(t *target.Target) []Spec {
 		return nil
 	}
 	w := t.Lifecycle.Worker
+	secrets := targetSecrets(t)
 	specs := make([]Spec, w.Processes)
 	for i := range specs {
-		specs[i] = Spec{Command: w.Command, Env: w.Env, Dir: w.Dir, Secrets: targetSecrets(t)}
+		specs[i] = Spec{Command: w.Command, Env: w.Env, Dir: w.Dir, Secrets: secrets}
 	}
 	return specs
 }

@@ -28,6 +28,15 @@ func TestHelperProcess(t *testing.T) {
 	}
 	addr := os.Getenv("HELPER_ADDR")
 	switch mode {
+	case "connect":
+		// A worker holding one TCP connection open (TestOwnerOfLocalPort).
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "dial:", err)
+			os.Exit(1)
+		}
+		fmt.Printf("LOCAL=%d\n", c.LocalAddr().(*net.TCPAddr).Port)
+		select {}
 	case "exit":
 		fmt.Fprintln(os.Stderr, "fatal: cannot open config /nonexistent/receiver.yaml")
 		os.Exit(3)

@@ -13,7 +13,7 @@ import (
 // gone while the receiver still runs.
 func TestControllerWithWorkerProcesses(t *testing.T) {
 	if err := process.KillSupported(); err != nil {
-		t.Skip(err)
+		t.Skipf("needs SIGKILL of a process group, which this platform lacks: %v", err)
 	}
 	ctx := context.Background()
 	start := func(what string) *process.Process {
