@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -54,7 +55,7 @@ func init() {
 				s.arm(fpAfterResponse, k.EventID)
 				a := s.send(ep, ev, RoleLoad, simulator.SendOptions{})
 				s.crashedRestart(fpAfterResponse)
-				s.ack1Check([]profiles.Event{ev}, []simulator.AttemptRecord{a}, ep)
+				s.ack1Check([]profiles.Event{ev}, []history.Attempt{a}, ep)
 			}
 			return
 		}
@@ -279,7 +280,7 @@ func (s *session) control(ep Endpoint) func() {
 // redelivers every event — in flight at the kill or not: a provider resends
 // both — and reads them again. A receiver that deduplicates in process memory
 // applies the redelivery a second time.
-func (s *session) ack1Check(evs []profiles.Event, recs []simulator.AttemptRecord, ep Endpoint) {
+func (s *session) ack1Check(evs []profiles.Event, recs []history.Attempt, ep Endpoint) {
 	var ackedKeys, all []profiles.Key
 	for i, ev := range evs {
 		if acked(recs[i]) {
@@ -305,7 +306,7 @@ func (s *session) ack1Round(ep Endpoint, round int) {
 	var mu sync.Mutex
 	acks, killed := 0, false
 	var killErr error
-	out := s.deliver(ep, RoleLoad, evs, simulator.Step{}, true, func(a simulator.AttemptRecord) {
+	out := s.deliver(ep, RoleLoad, evs, simulator.Step{}, true, func(a history.Attempt) {
 		if !acked(a) {
 			return
 		}
@@ -335,7 +336,7 @@ func (s *session) ack1Round(ep Endpoint, round int) {
 	s.ack1Check(evs, out, ep)
 }
 
-func latencies(recs []simulator.AttemptRecord) (p50, p99, max time.Duration) {
+func latencies(recs []history.Attempt) (p50, p99, max time.Duration) {
 	if len(recs) == 0 {
 		return
 	}

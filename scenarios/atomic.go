@@ -4,8 +4,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // Failpoint names of the failpoint protocol (docs/failpoints.md).
@@ -52,8 +54,8 @@ func init() {
 		l := s.lifecycle()
 		// Every state with every event that can only come later from it.
 		type item struct {
-			pair         Pair
-			path, onward []Transition
+			pair         vocab.Pair
+			path, onward []vocab.Transition
 		}
 		var items []item
 		for _, p := range l.Forbidden() {
@@ -112,7 +114,7 @@ func init() {
 		l := s.lifecycle()
 		// Every event type of the lifecycle, each for an object nobody created yet.
 		type item struct {
-			t   Transition
+			t   vocab.Transition
 			obj string
 			ev  profiles.Event
 		}
@@ -128,7 +130,7 @@ func init() {
 			a := s.send(ep, it.ev, RoleMissing+":"+rule, simulator.SendOptions{})
 			s.note("%s for %s %s, which does not exist (declared: %s): %s", it.t.Type, l.Object, it.obj, rule, Describe(a))
 			switch rule {
-			case MissingCreate:
+			case vocab.MissingCreate:
 				s.fact(FactWantState+it.obj, it.t.To)
 				s.settle(1, func() int {
 					if st, found := s.lifecycleState(ep, it.obj, PhaseAfter); found && st == it.t.To {
@@ -137,7 +139,7 @@ func init() {
 					return 0
 				})
 				continue
-			case MissingIgnore:
+			case vocab.MissingIgnore:
 				s.lifecycleState(ep, it.obj, PhaseAfterRefusal)
 				continue
 			}
@@ -194,7 +196,7 @@ func init() {
 // redeliverUnlessAcked redelivers ev as the provider would — only when its first
 // attempt was not acknowledged — and reads the result. An acknowledged event is
 // never sent again by the provider: if it was not stored, it is lost.
-func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profiles.Key, first simulator.AttemptRecord) bool {
+func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profiles.Key, first history.Attempt) bool {
 	if acked(first) {
 		s.note("the first attempt was acknowledged, so the provider will not redeliver %s", k.EventID)
 		return false
@@ -214,7 +216,7 @@ const asyncAnswerWait = 5 * time.Second
 
 // kill, when not nil, crashes whatever runs the transaction stopped at g (the
 // receiver, or one of its worker processes) before its backends are cut.
-func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) simulator.AttemptRecord {
+func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) history.Attempt {
 	table := s.env.EffectTable
 	g, err := s.env.DB.Hold(s.ctx, table)
 	if err != nil {
@@ -227,7 +229,7 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) 
 		}
 	}()
 	finished := make(chan struct{})
-	var doomed simulator.AttemptRecord
+	var doomed history.Attempt
 	wait := s.spawn(func() {
 		defer close(finished)
 		doomed = s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
@@ -276,7 +278,7 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) 
 // be stored, and the provider's redelivery applies once. Acknowledged by a
 // receiver that accepts before it applies: the event was accepted durably, so
 // it must still be applied, once.
-func (s *session) afterCut(ep Endpoint, ev profiles.Event, k profiles.Key, a simulator.AttemptRecord, phase string) {
+func (s *session) afterCut(ep Endpoint, ev profiles.Event, k profiles.Key, a history.Attempt, phase string) {
 	if acked(a) && s.async() {
 		s.note("the delivery was accepted (%s) before its worker was cut: it must still be applied once", Describe(a))
 		s.state(k, PhaseAfter, 1)

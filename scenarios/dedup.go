@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // copiesDEDUP1 is how many copies of one delivery DEDUP-1 releases together.
@@ -33,7 +35,7 @@ func init() {
 		for _, ep := range s.endpoints() {
 			ev := s.effectEvent(ep)
 			k := s.key(ep, ev)
-			var rel simulator.ReleaseRecord
+			var rel history.Release
 			fire := func() { _, rel = s.copies(ep, ev, copiesDEDUP1, RoleCopy, simulator.SendOptions{}) }
 			if ok, _ := s.env.has("lock-gating"); ok {
 				// Every copy reaches the table before any commits: the race is certain.
@@ -118,8 +120,8 @@ func init() {
 		if !l.CountsEffects {
 			s.notApplicable("the target declares no events.lifecycle.effects query: an object's effects cannot be counted")
 		}
-		var t Transition
-		var path []Transition
+		var t vocab.Transition
+		var path []vocab.Transition
 		found := false
 		for _, tr := range l.Transitions {
 			if !tr.Effect {
@@ -138,7 +140,7 @@ func init() {
 		if !found {
 			s.notApplicable("no transition of %s applies an effect from a reachable state", l.Object)
 		}
-		want := EffectsOf(path) + 1
+		want := vocab.EffectsOf(path) + 1
 		s.note("%s sent twice under two event IDs after %s: %d effect(s) in all", t.Type, describePath(l, path), want)
 
 		// Sequential: the provider emits a second event for the same change.
@@ -165,7 +167,7 @@ func init() {
 }
 
 // describePath names the transitions that lead an object to a state.
-func describePath(l *Lifecycle, path []Transition) string {
+func describePath(l *vocab.Lifecycle, path []vocab.Transition) string {
 	if len(path) == 0 {
 		return "creation (" + l.Initial + ")"
 	}

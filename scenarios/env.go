@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // Env is everything the scenarios need to reach one target. The harness builds it
@@ -47,11 +48,11 @@ type Env struct {
 	// payload is still stored (capability retention).
 	Retention Retention
 	// Vocab is the receiver's event vocabulary: declared in the target file, or
-	// BuiltinVocabulary for the conformance domain (nil means the latter).
-	Vocab *Vocabulary
+	// vocab.BuiltinVocabulary for the conformance domain (nil means the latter).
+	Vocab *vocab.Vocabulary
 	// Acceptance says whether the receiver applies events after its 2xx, and
 	// how long it may take.
-	Acceptance Acceptance
+	Acceptance vocab.Acceptance
 	// Quiescent reports whether the receiver has no accepted work left pending
 	// (the target's quiescent query); nil when the target declares none.
 	Quiescent func(ctx context.Context) (bool, error)
@@ -142,7 +143,7 @@ type SinkCall struct {
 // application would before the provider sends events about them.
 type Fixtures interface {
 	// Create runs the named fixture for one object.
-	Create(ctx context.Context, name string, d ObjectData) error
+	Create(ctx context.Context, name string, d vocab.ObjectData) error
 }
 
 // Retention is the receiver's declared purge and the payload observation the

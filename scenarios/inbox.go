@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -59,10 +60,10 @@ func init() {
 		var mu sync.Mutex
 		early, released := 0, false
 		finished := make(chan struct{})
-		var recs []simulator.AttemptRecord
+		var recs []history.Attempt
 		wait := s.spawn(func() {
 			defer close(finished)
-			recs = s.deliver(ep, RoleAccept, evs, simulator.Step{}, true, func(a simulator.AttemptRecord) {
+			recs = s.deliver(ep, RoleAccept, evs, simulator.Step{}, true, func(a history.Attempt) {
 				mu.Lock()
 				defer mu.Unlock()
 				if acked(a) && !released {
@@ -510,7 +511,7 @@ func (s *session) inboxStateQuiet(k profiles.Key) QueueState {
 	return st
 }
 
-func queueRead(o *simulator.Observation, st QueueState) {
+func queueRead(o *history.Observation, st QueueState) {
 	o.Status, o.Count, o.Found = st.State, int64(st.Attempts), st.Found
 }
 
@@ -523,7 +524,7 @@ func (s *session) inboxState(k profiles.Key, phase string) QueueState {
 // inboxStateNow reads it at once (status: state, count: attempts).
 func (s *session) inboxStateNow(k profiles.Key, phase string) QueueState {
 	var st QueueState
-	s.readNow(QueryInboxState, phase, keyParams(k), func(ctx context.Context, o *simulator.Observation) error {
+	s.readNow(QueryInboxState, phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
 		var err error
 		st, err = s.env.Queue.InboxState(ctx, k)
 		queueRead(o, st)
@@ -535,7 +536,7 @@ func (s *session) inboxStateNow(k profiles.Key, phase string) QueueState {
 // outboxState reads an event's outbox message state at once.
 func (s *session) outboxState(k profiles.Key, phase string) QueueState {
 	var st QueueState
-	s.readNow(QueryOutboxState, phase, keyParams(k), func(ctx context.Context, o *simulator.Observation) error {
+	s.readNow(QueryOutboxState, phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
 		var err error
 		st, err = s.env.Queue.OutboxState(ctx, k)
 		queueRead(o, st)
@@ -548,7 +549,7 @@ func (s *session) outboxState(k profiles.Key, phase string) QueueState {
 // read marking the moment (count: calls; version: operations applied).
 func (s *session) sinkCalls(k profiles.Key, phase string) []SinkCall {
 	var calls []SinkCall
-	s.readNow(QuerySinkCalls, phase, keyParams(k), func(ctx context.Context, o *simulator.Observation) error {
+	s.readNow(QuerySinkCalls, phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
 		calls = s.env.Sink.Calls(k.EventID)
 		s.recordSink(k.EventID, calls)
 		o.Count, o.Found = int64(len(calls)), true
@@ -570,13 +571,13 @@ func (s *session) recordSink(eventID string, calls []SinkCall) {
 	if s.sinkSeen == nil {
 		s.sinkSeen = map[int]string{}
 	}
-	var add []simulator.SinkRecord
+	var add []history.Sink
 	for _, c := range calls {
 		if c.Outcome == "" || s.sinkSeen[c.Seq] == c.Outcome {
 			continue // still being answered, or recorded already
 		}
 		s.sinkSeen[c.Seq] = c.Outcome
-		add = append(add, simulator.SinkRecord{Scenario: s.index, EventID: eventID, Seq: c.Seq, Key: c.Key,
+		add = append(add, history.Sink{Scenario: s.index, EventID: eventID, Seq: c.Seq, Key: c.Key,
 			Status: c.Status, Outcome: c.Outcome, AtNS: int64(c.At.Sub(s.run.start))})
 	}
 	s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // versionsORDER2 and dupsORDER2 shape ORDER-2's stream: every version of one
@@ -110,7 +111,7 @@ func init() {
 	register("ORDER-3", "a forbidden state transition is refused", func(s *session) {
 		ep := s.primary()
 		l := s.lifecycle()
-		var stale []Pair
+		var stale []vocab.Pair
 		for _, p := range l.Forbidden() {
 			if p.Stale {
 				stale = append(stale, p)
@@ -133,7 +134,7 @@ func init() {
 			s.fact(FactLateType+obj, p.T.Type)
 			s.lifecycleState(ep, obj, PhaseFinal)
 			if l.CountsEffects {
-				s.fact(FactWantEffects+obj, EffectsOf(path))
+				s.fact(FactWantEffects+obj, vocab.EffectsOf(path))
 				s.objectEffects(ep.source(), ep.Account, obj, PhaseFinal)
 			}
 		}
@@ -188,7 +189,7 @@ func init() {
 
 // createOrdered makes an ordered object exist first where the target says its
 // application creates it.
-func (s *session) createOrdered(ep Endpoint, o *Ordered, obj string) {
+func (s *session) createOrdered(ep Endpoint, o *vocab.Ordered, obj string) {
 	if o.Fixture != "" {
 		s.runFixture(ep, o.Fixture, obj)
 	}
@@ -197,19 +198,19 @@ func (s *session) createOrdered(ep Endpoint, o *Ordered, obj string) {
 // orderedEvent is update number v of obj, its ordering key set the way the
 // target declares: the version field, the event's created time (base plus v
 // seconds), or the object's key field.
-func (s *session) orderedEvent(ep Endpoint, o *Ordered, obj string, v int64, base time.Time) profiles.Event {
+func (s *session) orderedEvent(ep Endpoint, o *vocab.Ordered, obj string, v int64, base time.Time) profiles.Event {
 	ev := s.event(ep, o.Type, obj)
 	ev.Version = v
 	ev.Status = fmt.Sprintf("v%d", v)
-	if o.Key == OrderCreated {
+	if o.Key == vocab.OrderCreated {
 		ev.Created = base.Add(time.Duration(v) * time.Second)
 	}
 	return ev
 }
 
 // orderValue is what the target's state query returns once ev is applied.
-func orderValue(o *Ordered, ev profiles.Event) int64 {
-	if o.Key == OrderCreated {
+func orderValue(o *vocab.Ordered, ev profiles.Event) int64 {
+	if o.Key == vocab.OrderCreated {
 		return ev.Created.Unix()
 	}
 	return ev.Version

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -116,7 +117,7 @@ func (s *session) purgeAsOf(asOf time.Time, why string) {
 
 // payload reads whether any payload of k is still stored.
 func (s *session) payload(k profiles.Key, phase string) bool {
-	o := s.read("payload_present", phase, keyParams(k), func(ctx context.Context, o *simulator.Observation) error {
+	o := s.read("payload_present", phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
 		var err error
 		o.Present, o.Found, err = s.env.Retention.PayloadPresent(ctx, k)
 		return err

@@ -6,6 +6,7 @@ import (
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // Facts every scenario that judges declared expectations records: the checker
@@ -25,11 +26,11 @@ const (
 	FactLateType = "late_type:"
 )
 
-func (s *session) voc() *Vocabulary { return s.env.vocab() }
+func (s *session) voc() *vocab.Vocabulary { return s.env.vocabulary() }
 
 // effectRole is the role every event-count check sends; a target that declares
 // a vocabulary without one makes those checks not applicable.
-func (s *session) effectRole() *EventRole {
+func (s *session) effectRole() *vocab.EventRole {
 	if r := s.voc().Effect; r != nil {
 		return r
 	}
@@ -45,7 +46,7 @@ func (s *session) effectEvent(ep Endpoint) profiles.Event {
 
 // lifecycle is the target's lifecycle object (the built-in payment needs the
 // state-machine capability, which the guarantee's Needs check).
-func (s *session) lifecycle() *Lifecycle {
+func (s *session) lifecycle() *vocab.Lifecycle {
 	if l := s.voc().Lifecycle; l != nil {
 		s.fact(FactObject, l.Object)
 		return l
@@ -54,7 +55,7 @@ func (s *session) lifecycle() *Lifecycle {
 	return nil
 }
 
-func (s *session) orderedRole() *Ordered {
+func (s *session) orderedRole() *vocab.Ordered {
 	if o := s.voc().Ordered; o != nil {
 		return o
 	}
@@ -62,7 +63,7 @@ func (s *session) orderedRole() *Ordered {
 	return nil
 }
 
-func (s *session) unhandledRole() *EventRole {
+func (s *session) unhandledRole() *vocab.EventRole {
 	if r := s.voc().Unhandled; r != nil {
 		return r
 	}
@@ -76,14 +77,14 @@ func (s *session) unhandledRole() *EventRole {
 // a plain object in the provider's shape, with no field the provider does not
 // send (the built-in fields carry a version real objects lack).
 func (s *session) render(ep Endpoint, ev profiles.Event) profiles.Event {
-	tpl, state := s.voc().template(ev.Type)
+	tpl, state := s.voc().Template(ev.Type)
 	if tpl == nil && s.voc().Declared && ep.Profile.Facts().DeclaredObjectJSONPath != "" {
 		tpl = defaultObject(ep.Profile.ID())
 	}
 	if tpl == nil {
 		return ev
 	}
-	obj, err := tpl.Render(ObjectData{EventID: ev.ID, Type: ev.Type, ObjectID: ev.ObjectID, Source: ev.Source, Account: ev.Account,
+	obj, err := tpl.Render(vocab.ObjectData{EventID: ev.ID, Type: ev.Type, ObjectID: ev.ObjectID, Source: ev.Source, Account: ev.Account,
 		Currency: ev.Currency, State: state, Amount: ev.Amount, Created: ev.Created.Unix(), Key: ev.Version})
 	if err != nil {
 		s.abort("rendering the declared object of %s: %v", ev.Type, err)
@@ -95,12 +96,12 @@ func (s *session) render(ep Endpoint, ev profiles.Event) profiles.Event {
 // defaultObject is the object a declared role without a template sends: the
 // object's ID, amount and currency, and for Stripe its resource name and empty
 // metadata, as Stripe's objects have.
-func defaultObject(profile string) *ObjectTemplate {
+func defaultObject(profile string) *vocab.ObjectTemplate {
 	src := `{"id": "{{.ObjectID}}", "amount": {{.Amount}}, "currency": "{{.Currency}}"}`
 	if profile == "stripe" {
 		src = `{"id": "{{.ObjectID}}", "object": "{{stripeObject .Type}}", "amount": {{.Amount}}, "currency": "{{.Currency}}", "metadata": {}}`
 	}
-	t, err := ParseObjectTemplate(src)
+	t, err := vocab.ParseObjectTemplate(src)
 	if err != nil {
 		panic(err) // a constant template
 	}
@@ -125,11 +126,11 @@ func (s *session) objectEvent(ep Endpoint, typ, obj string) profiles.Event {
 }
 
 // newObject names a fresh lifecycle object.
-func (s *session) newObject(l *Lifecycle) string { return s.newID(prefixOr(l.IDPrefix)) }
+func (s *session) newObject(l *vocab.Lifecycle) string { return s.newID(prefixOr(l.IDPrefix)) }
 
 // create makes obj exist the way the target declares: its creating event, or
 // its fixture (the receiver's own application writing the row).
-func (s *session) create(ep Endpoint, l *Lifecycle, obj string) {
+func (s *session) create(ep Endpoint, l *vocab.Lifecycle, obj string) {
 	if l.Create != nil {
 		s.send(ep, s.objectEvent(ep, l.Create.Type, obj), RoleSetup, simulator.SendOptions{})
 		s.settledNow()
@@ -146,7 +147,7 @@ func (s *session) runFixture(ep Endpoint, name, obj string) {
 	}
 	ev := s.objectEvent(ep, "", obj)
 	t0 := time.Now()
-	if err := s.env.Fixtures.Create(s.ctx, name, ObjectData{ObjectID: obj, Source: ep.source(), Account: ep.Account,
+	if err := s.env.Fixtures.Create(s.ctx, name, vocab.ObjectData{ObjectID: obj, Source: ep.source(), Account: ep.Account,
 		Amount: ev.Amount, Currency: ev.Currency}); err != nil {
 		s.abort("fixture %q for %s: %v", name, obj, err)
 	}
@@ -156,7 +157,7 @@ func (s *session) runFixture(ep Endpoint, name, obj string) {
 // drive sends the transitions of path for obj one after another, each once the
 // previous has settled, so no event of the setup arrives before its
 // precondition.
-func (s *session) drive(ep Endpoint, obj string, path []Transition) {
+func (s *session) drive(ep Endpoint, obj string, path []vocab.Transition) {
 	for _, t := range path {
 		s.send(ep, s.objectEvent(ep, t.Type, obj), RoleSetup, simulator.SendOptions{})
 		s.settledNow()

@@ -3,6 +3,8 @@ package scenarios
 import (
 	"encoding/json"
 	"testing"
+
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // A declared role without a template sends the provider's shape and no field
@@ -12,7 +14,7 @@ func TestDefaultObjectHasNoInventedFields(t *testing.T) {
 		"stripe":            {"id", "object", "amount", "currency", "metadata"},
 		"standard-webhooks": {"id", "amount", "currency"},
 	} {
-		b, err := defaultObject(profile).Render(ObjectData{ObjectID: "pi_1", Type: "payment_intent.succeeded", Amount: 5, Currency: "usd"})
+		b, err := defaultObject(profile).Render(vocab.ObjectData{ObjectID: "pi_1", Type: "payment_intent.succeeded", Amount: 5, Currency: "usd"})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/onsi/ginkgo/v2/types"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -135,7 +136,7 @@ type Run struct {
 	start time.Time
 
 	mu      sync.Mutex
-	hist    simulator.History
+	hist    history.History
 	runners map[string]*simulator.Runner
 	prev    *session
 	// lost is why the receiver cannot be reached any more, once it cannot.
@@ -146,7 +147,7 @@ type Run struct {
 }
 
 // NewRun prepares a run against env. meta describes it in the history.
-func NewRun(env *Env, opt RunOptions, meta simulator.RunMeta) (*Run, error) {
+func NewRun(env *Env, opt RunOptions, meta history.Meta) (*Run, error) {
 	if env == nil {
 		return nil, errors.New("scenarios: no environment")
 	}
@@ -179,16 +180,16 @@ func (r *Run) Close() {
 }
 
 // History returns what the run recorded so far, attempts in start order.
-func (r *Run) History() *simulator.History {
+func (r *Run) History() *history.History {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	h := r.hist
-	h.Scenarios = append([]simulator.ScenarioRecord(nil), r.hist.Scenarios...)
-	h.Attempts = append([]simulator.AttemptRecord(nil), r.hist.Attempts...)
+	h.Scenarios = append([]history.Scenario(nil), r.hist.Scenarios...)
+	h.Attempts = append([]history.Attempt(nil), r.hist.Attempts...)
 	sort.SliceStable(h.Attempts, func(i, j int) bool { return h.Attempts[i].StartNS < h.Attempts[j].StartNS })
-	h.Releases = append([]simulator.ReleaseRecord(nil), r.hist.Releases...)
-	h.Observations = append([]simulator.Observation(nil), r.hist.Observations...)
-	h.Sink = append([]simulator.SinkRecord(nil), r.hist.Sink...)
+	h.Releases = append([]history.Release(nil), r.hist.Releases...)
+	h.Observations = append([]history.Observation(nil), r.hist.Observations...)
+	h.Sink = append([]history.Sink(nil), r.hist.Sink...)
 	if h.Meta.Finished.IsZero() {
 		h.Meta.Finished = time.Now().UTC()
 	}
@@ -223,13 +224,13 @@ func (r *Run) finish() {
 func (r *Run) skipInterrupted(rest []Spec, ctx context.Context) {
 	now := int64(time.Since(r.start))
 	for _, sp := range rest {
-		r.addScenario(simulator.ScenarioRecord{Guarantee: sp.Guarantee, Name: sp.Text, State: simulator.ScenarioError,
+		r.addScenario(history.Scenario{Guarantee: sp.Guarantee, Name: sp.Text, State: history.ScenarioError,
 			Reason: fmt.Sprintf("interrupted before it ran: %v", context.Cause(ctx)), StartNS: now, EndNS: now})
 	}
 }
 
 // Scenario runs one scenario and records it; n of total is for progress only.
-func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.ScenarioRecord {
+func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) history.Scenario {
 	g, _ := Lookup(sp.Guarantee)
 	if r.opt.Progress != nil {
 		r.opt.Progress(ProgressEvent{Index: n, Total: total, Guarantee: g.ID, Name: sp.Text})
@@ -239,13 +240,13 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.Sce
 	index := len(r.hist.Scenarios) + 1
 	r.mu.Unlock()
 	s := &session{run: r, env: r.env, g: g, index: index, rng: scenarioRand(r.opt.Seed, g.ID), waited: map[profiles.Key]bool{}}
-	rec := simulator.ScenarioRecord{Index: index, Guarantee: g.ID, Name: sp.Text, StartNS: int64(time.Since(r.start))}
+	rec := history.Scenario{Index: index, Guarantee: g.ID, Name: sp.Text, StartNS: int64(time.Since(r.start))}
 
 	// Isolation: nothing of the previous scenario may still be running.
 	r.quiesce(ctx, s)
 	r.revive(ctx, s)
 	if reason := r.gone(); reason != "" {
-		rec.State, rec.Reason, rec.EndNS = simulator.ScenarioError, reason, int64(time.Since(r.start))
+		rec.State, rec.Reason, rec.EndNS = history.ScenarioError, reason, int64(time.Since(r.start))
 		s.mu.Lock()
 		rec.Notes = s.notes
 		s.mu.Unlock()
@@ -266,11 +267,11 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) simulator.Sce
 	// A receiver that died or stopped answering during the scenario is named:
 	// what the scenario saw is no verdict on the promise.
 	if why := r.died(ctx); why != "" {
-		if rec.State == simulator.ScenarioError && rec.Reason != "" {
+		if rec.State == history.ScenarioError && rec.Reason != "" {
 			// Keep what the scenario itself ran into; the death comes after.
 			why = rec.Reason + "; then " + why
 		}
-		rec.State, rec.Reason = simulator.ScenarioError, why
+		rec.State, rec.Reason = history.ScenarioError, why
 	}
 
 	rec.EndNS = int64(time.Since(r.start))
@@ -361,14 +362,14 @@ func (r *Run) drive(s *session, sp Spec) (state, reason string) {
 		if p := recover(); p != nil {
 			switch v := p.(type) {
 			case abortSignal:
-				state, reason = simulator.ScenarioError, v.reason
+				state, reason = history.ScenarioError, v.reason
 			case naSignal:
-				state, reason = simulator.ScenarioNotApplicable, v.reason
+				state, reason = history.ScenarioNotApplicable, v.reason
 			default:
-				state, reason = simulator.ScenarioError, fmt.Sprintf("harness panic: %v", p)
+				state, reason = history.ScenarioError, fmt.Sprintf("harness panic: %v", p)
 			}
 		}
-		if state == simulator.ScenarioError && s.ctx.Err() != nil && !strings.HasPrefix(reason, "interrupted") {
+		if state == history.ScenarioError && s.ctx.Err() != nil && !strings.HasPrefix(reason, "interrupted") {
 			reason = fmt.Sprintf("interrupted (%v): %s", context.Cause(s.ctx), reason)
 		}
 	}()
@@ -383,7 +384,7 @@ func (r *Run) drive(s *session, sp Spec) (state, reason string) {
 	if err := s.ctx.Err(); err != nil {
 		s.abort("interrupted: %v", context.Cause(s.ctx))
 	}
-	return simulator.ScenarioRan, ""
+	return history.ScenarioRan, ""
 }
 
 // quiesce waits, bounded, until the previous scenario's background work has
@@ -453,7 +454,7 @@ func (r *Run) awaitStragglers(ctx context.Context, s *session, prev *session, de
 	seen := map[profiles.Key]bool{}
 	var keys []profiles.Key
 	for _, a := range r.attemptsOf(prev.index) {
-		if a.Outcome != simulator.OutcomeUnknown || a.Key.EventID == "" || BadInput(a.Faults) || !r.env.vocab().Handled(a.EventType) || seen[a.Key] {
+		if a.Outcome != history.OutcomeUnknown || a.Key.EventID == "" || BadInput(a.Faults) || !r.env.vocabulary().Handled(a.EventType) || seen[a.Key] {
 			continue
 		}
 		seen[a.Key] = true
@@ -471,7 +472,7 @@ func (r *Run) awaitStragglers(ctx context.Context, s *session, prev *session, de
 		var still []profiles.Key
 		for _, k := range pending {
 			n, err := r.env.Observer.EventRows(ctx, k)
-			o := simulator.Observation{Scenario: s.index, Query: "event_rows", Phase: PhaseQuiesce, Params: keyParams(k), Found: err == nil, Count: int64(n), AtNS: int64(time.Since(r.start))}
+			o := history.Observation{Scenario: s.index, Query: "event_rows", Phase: PhaseQuiesce, Params: keyParams(k), Found: err == nil, Count: int64(n), AtNS: int64(time.Since(r.start))}
 			if err != nil {
 				o.Error = err.Error()
 			}
@@ -510,7 +511,7 @@ func (r *Run) runner(ep Endpoint) *simulator.Runner {
 }
 
 // align moves a runner's attempt times onto the run's clock.
-func (r *Run) align(rn *simulator.Runner, recs ...simulator.AttemptRecord) []simulator.AttemptRecord {
+func (r *Run) align(rn *simulator.Runner, recs ...history.Attempt) []history.Attempt {
 	off := int64(rn.Started().Sub(r.start))
 	for i := range recs {
 		recs[i].StartNS += off
@@ -519,31 +520,31 @@ func (r *Run) align(rn *simulator.Runner, recs ...simulator.AttemptRecord) []sim
 	return recs
 }
 
-func (r *Run) addAttempts(recs ...simulator.AttemptRecord) {
+func (r *Run) addAttempts(recs ...history.Attempt) {
 	r.mu.Lock()
 	r.hist.Attempts = append(r.hist.Attempts, recs...)
 	r.mu.Unlock()
 }
 
-func (r *Run) addRelease(rel simulator.ReleaseRecord) {
+func (r *Run) addRelease(rel history.Release) {
 	r.mu.Lock()
 	r.hist.Releases = append(r.hist.Releases, rel)
 	r.mu.Unlock()
 }
 
-func (r *Run) addObservation(o simulator.Observation) {
+func (r *Run) addObservation(o history.Observation) {
 	r.mu.Lock()
 	r.hist.Observations = append(r.hist.Observations, o)
 	r.mu.Unlock()
 }
 
-func (r *Run) addSink(c simulator.SinkRecord) {
+func (r *Run) addSink(c history.Sink) {
 	r.mu.Lock()
 	r.hist.Sink = append(r.hist.Sink, c)
 	r.mu.Unlock()
 }
 
-func (r *Run) addScenario(rec simulator.ScenarioRecord) {
+func (r *Run) addScenario(rec history.Scenario) {
 	r.mu.Lock()
 	if rec.Index == 0 {
 		rec.Index = len(r.hist.Scenarios) + 1
@@ -552,10 +553,10 @@ func (r *Run) addScenario(rec simulator.ScenarioRecord) {
 	r.mu.Unlock()
 }
 
-func (r *Run) attemptsOf(index int) []simulator.AttemptRecord {
+func (r *Run) attemptsOf(index int) []history.Attempt {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []simulator.AttemptRecord
+	var out []history.Attempt
 	for _, a := range r.hist.Attempts {
 		if a.Scenario == index {
 			out = append(out, a)
@@ -564,10 +565,10 @@ func (r *Run) attemptsOf(index int) []simulator.AttemptRecord {
 	return out
 }
 
-func (r *Run) observationsOf(index int) []simulator.Observation {
+func (r *Run) observationsOf(index int) []history.Observation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []simulator.Observation
+	var out []history.Observation
 	for _, o := range r.hist.Observations {
 		if o.Scenario == index {
 			out = append(out, o)

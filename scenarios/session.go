@@ -10,13 +10,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
-
-// CreditType is the built-in domain's credit-like event type: applied at most
-// once per event key.
-const CreditType = typeCash
 
 // settle bounds how long a positive expectation on the receiver's state is polled:
 // a synchronous receiver is already there, an inbox receiver gets a moment.
@@ -215,13 +213,13 @@ func (s *session) event(ep Endpoint, typ, objectID string) profiles.Event {
 		ev.ID = s.newID("evt")
 	}
 	switch typ {
-	case typePayCreated:
+	case vocab.TypePaymentCreated:
 		ev.Status = "requires_payment_method"
-	case typePaySucceeded:
+	case vocab.TypePaymentSucceeded:
 		ev.Status = "succeeded"
-	case typeRefunded:
+	case vocab.TypeRefunded:
 		ev.Status = "refunded"
-	case typeSubUpdated:
+	case vocab.TypeSubscriptionUpdated:
 		ev.Status = "active"
 	}
 	return ev
@@ -247,7 +245,7 @@ func (s *session) objectOf(k profiles.Key) string {
 }
 
 // record files attempts under this scenario and role in the run's history.
-func (s *session) record(role string, recs ...simulator.AttemptRecord) []simulator.AttemptRecord {
+func (s *session) record(role string, recs ...history.Attempt) []history.Attempt {
 	for i := range recs {
 		recs[i].Scenario, recs[i].Role = s.index, role
 	}
@@ -259,13 +257,13 @@ func (s *session) record(role string, recs ...simulator.AttemptRecord) []simulat
 // and files its attempts under role. Each event becomes one step; consecutive
 // steps go at the same time when together is set. each, when set, hears of every
 // attempt as it ends. The attempts come back in step order.
-func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(simulator.AttemptRecord)) []simulator.AttemptRecord {
+func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(history.Attempt)) []history.Attempt {
 	recs, _ := s.deliverPlan(ep, role, evs, step, together, each)
 	return recs
 }
 
 // deliverPlan is deliver that also returns the plan's barrier releases.
-func (s *session) deliverPlan(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(simulator.AttemptRecord)) ([]simulator.AttemptRecord, []simulator.ReleaseRecord) {
+func (s *session) deliverPlan(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(history.Attempt)) ([]history.Attempt, []history.Release) {
 	s.mu.Lock()
 	s.plans++
 	name := fmt.Sprintf("%s/%d", s.g.ID, s.plans)
@@ -314,7 +312,7 @@ func (s *session) deliverPlan(ep Endpoint, role string, evs []profiles.Event, st
 	return s.record(role, s.run.align(r, recs...)...), h.Releases
 }
 
-func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.SendOptions) simulator.AttemptRecord {
+func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.SendOptions) history.Attempt {
 	recs := s.deliver(ep, role, []profiles.Event{ev}, stepOf(o), false, nil)
 	if len(recs) != 1 {
 		s.abort("delivering %s: %d attempts recorded, want 1", ev.ID, len(recs))
@@ -323,7 +321,7 @@ func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.
 }
 
 // copies releases n copies of one delivery together (a barrier release).
-func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o simulator.SendOptions) ([]simulator.AttemptRecord, simulator.ReleaseRecord) {
+func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o simulator.SendOptions) ([]history.Attempt, history.Release) {
 	st := stepOf(o)
 	st.Copies = n
 	recs, rels := s.deliverPlan(ep, role, []profiles.Event{ev}, st, false, nil)
@@ -335,7 +333,7 @@ func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o s
 
 // parallel sends each event once, all at the same time, and returns the records in
 // the order of evs.
-func (s *session) parallel(ep Endpoint, evs []profiles.Event, role string, o simulator.SendOptions) []simulator.AttemptRecord {
+func (s *session) parallel(ep Endpoint, evs []profiles.Event, role string, o simulator.SendOptions) []history.Attempt {
 	return s.deliver(ep, role, evs, stepOf(o), true, nil)
 }
 
@@ -345,10 +343,10 @@ func stepOf(o simulator.SendOptions) simulator.Step {
 
 // harnessSide aborts when an attempt ended because the run itself was stopped:
 // that is no verdict on the receiver.
-func (s *session) harnessSide(recs ...simulator.AttemptRecord) {
+func (s *session) harnessSide(recs ...history.Attempt) {
 	if err := s.ctx.Err(); err != nil {
 		for _, a := range recs {
-			if a.Outcome != simulator.OutcomeAcknowledged {
+			if a.Outcome != history.OutcomeAcknowledged {
 				s.abort("interrupted: %v", context.Cause(s.ctx))
 			}
 		}
@@ -357,12 +355,12 @@ func (s *session) harnessSide(recs ...simulator.AttemptRecord) {
 
 // acked reports whether the attempt reached the provider as an acknowledgement:
 // the outcome, not the status line, decides.
-func acked(a simulator.AttemptRecord) bool { return a.Outcome == simulator.OutcomeAcknowledged }
+func acked(a history.Attempt) bool { return a.Outcome == history.OutcomeAcknowledged }
 
 func is2xx(st int) bool { return st >= 200 && st < 300 }
 
 // Describe names an attempt's result for evidence.
-func Describe(a simulator.AttemptRecord) string {
+func Describe(a history.Attempt) string {
 	d := fmt.Sprintf("status %d", a.Status)
 	if a.Status == 0 {
 		d = "no response"
@@ -370,7 +368,7 @@ func Describe(a simulator.AttemptRecord) string {
 	if a.ErrorClass != "" {
 		d += " (" + a.ErrorClass + ")"
 	}
-	if a.Outcome == simulator.OutcomeUnknown && a.Status != 0 {
+	if a.Outcome == history.OutcomeUnknown && a.Status != 0 {
 		d += ", outcome unknown"
 	}
 	if ex := strings.TrimSpace(a.ResponseExcerpt); ex != "" {
@@ -389,15 +387,15 @@ func KeyString(k profiles.Key) string {
 
 // read runs one observer query and records it; a failed read aborts the
 // scenario (the harness could not judge).
-func (s *session) read(query, phase string, params []string, fn func(ctx context.Context, o *simulator.Observation) error) simulator.Observation {
+func (s *session) read(query, phase string, params []string, fn func(ctx context.Context, o *history.Observation) error) history.Observation {
 	s.settled()
 	return s.readNow(query, phase, params, fn)
 }
 
 // readNow reads without waiting for an asynchronous receiver to settle: for
 // reads made while the harness itself holds the receiver's work back.
-func (s *session) readNow(query, phase string, params []string, fn func(ctx context.Context, o *simulator.Observation) error) simulator.Observation {
-	o := simulator.Observation{Scenario: s.index, Query: query, Params: params, Phase: phase}
+func (s *session) readNow(query, phase string, params []string, fn func(ctx context.Context, o *history.Observation) error) history.Observation {
+	o := history.Observation{Scenario: s.index, Query: query, Params: params, Phase: phase}
 	err := fn(s.ctx, &o)
 	o.AtNS = int64(time.Since(s.run.start))
 	if err != nil {
@@ -416,7 +414,7 @@ func objParams(source, account, objectID string) []string {
 }
 
 func (s *session) countOf(query, phase string, params []string, fn func(context.Context) (int, error)) int {
-	o := s.read(query, phase, params, func(ctx context.Context, o *simulator.Observation) error {
+	o := s.read(query, phase, params, func(ctx context.Context, o *history.Observation) error {
 		n, err := fn(ctx)
 		o.Count, o.Found = int64(n), err == nil
 		return err
@@ -484,7 +482,7 @@ func (s *session) states(phase string, hint int, keys ...profiles.Key) {
 
 // lastObject is the last object read of objectID in phase.
 func (s *session) lastObject(ep Endpoint, objectID, phase string) (int64, string, bool) {
-	var last simulator.Observation
+	var last history.Observation
 	for _, o := range s.run.observationsOf(s.index) {
 		if o.Query == "object" && o.Phase == phase && len(o.Params) == 4 && o.Params[3] == objectID {
 			last = o
@@ -494,7 +492,7 @@ func (s *session) lastObject(ep Endpoint, objectID, phase string) (int64, string
 }
 
 func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bool) {
-	o := s.read("object", phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *simulator.Observation) error {
+	o := s.read("object", phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *history.Observation) error {
 		var err error
 		o.Version, o.Status, o.Found, err = s.env.Observer.Object(ctx, ep.source(), ep.Account, objectID)
 		return err
@@ -504,7 +502,7 @@ func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bo
 
 // lifecycleState reads a lifecycle object's state (query "state").
 func (s *session) lifecycleState(ep Endpoint, objectID, phase string) (string, bool) {
-	o := s.read(QueryState, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *simulator.Observation) error {
+	o := s.read(QueryState, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *history.Observation) error {
 		var err error
 		o.Status, o.Found, err = s.env.Observer.Payment(ctx, ep.source(), ep.Account, objectID)
 		return err
@@ -679,7 +677,7 @@ func (s *session) reconcile() {
 		acked bool
 		cash  bool
 	}
-	voc := s.env.vocab()
+	voc := s.env.vocabulary()
 	// The checker reads what counts as stored, and what applies once, from
 	// the history alone.
 	s.fact(FactHandled, strings.Join(voc.HandledTypes(), " "))

@@ -14,7 +14,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 
-	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -166,7 +166,7 @@ func TestSelectionOrderFollowsTheSeed(t *testing.T) {
 // A run records an interrupted scenario and every one left as errors.
 func TestInterruptedRunRecordsEveryScenarioAsError(t *testing.T) {
 	env := &Env{RunID: "x", Observer: nopObserver{}}
-	r, err := NewRun(env, RunOptions{Seed: 1, LabelFilter: "ACK-3 || ACK-5"}, simulator.RunMeta{})
+	r, err := NewRun(env, RunOptions{Seed: 1, LabelFilter: "ACK-3 || ACK-5"}, history.Meta{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +180,7 @@ func TestInterruptedRunRecordsEveryScenarioAsError(t *testing.T) {
 		t.Fatalf("%d scenarios recorded", len(h.Scenarios))
 	}
 	for _, sc := range h.Scenarios {
-		if sc.State != simulator.ScenarioError || !strings.Contains(sc.Reason, "interrupted") || !strings.Contains(sc.Reason, "SIGINT") {
+		if sc.State != history.ScenarioError || !strings.Contains(sc.Reason, "interrupted") || !strings.Contains(sc.Reason, "SIGINT") {
 			t.Fatalf("%s: %s %q", sc.Guarantee, sc.State, sc.Reason)
 		}
 	}
@@ -214,7 +214,7 @@ func TestTwoRunsInOneProcess(t *testing.T) {
 	for i := range runs {
 		env := &Env{RunID: fmt.Sprintf("run%d", i), Observer: nopObserver{}, TimeScale: 3600,
 			Endpoints: []Endpoint{{Profile: p, Account: "acct_A", URL: srv.URL + "/hook", Secrets: []string{"whsec_test"}}}}
-		r, err := NewRun(env, RunOptions{Seed: 3, LabelFilter: "ACK-6"}, simulator.RunMeta{})
+		r, err := NewRun(env, RunOptions{Seed: 3, LabelFilter: "ACK-6"}, history.Meta{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +225,7 @@ func TestTwoRunsInOneProcess(t *testing.T) {
 	wg.Wait()
 	for i, r := range runs {
 		h := r.History()
-		if len(h.Scenarios) != 1 || h.Scenarios[0].State != simulator.ScenarioRan || len(h.Attempts) != 2 {
+		if len(h.Scenarios) != 1 || h.Scenarios[0].State != history.ScenarioRan || len(h.Attempts) != 2 {
 			t.Fatalf("run %d: scenarios %+v, %d attempts", i, h.Scenarios, len(h.Attempts))
 		}
 		if ns := Namespace(fmt.Sprintf("run%d", i)); !strings.Contains(h.Attempts[0].Key.EventID, ns) {
@@ -243,7 +243,7 @@ func TestGateThatHeldNobodyBecauseAllWereRefused(t *testing.T) {
 	db := newMockDBFaults(t)
 	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
 	s := testSession(t, &Env{DB: db})
-	refused := func() { s.record(RoleCopy, simulator.AttemptRecord{Status: 401, Outcome: simulator.OutcomeFailed}) }
+	refused := func() { s.record(RoleCopy, history.Attempt{Status: 401, Outcome: history.OutcomeFailed}) }
 	if r := catch(func() {
 		if n := s.gate("events", 16, refused); n != 0 {
 			t.Errorf("gate = %d, want 0", n)

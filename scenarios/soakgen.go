@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // ErrNoEffectRole: the target declares a vocabulary without events.effect, so
@@ -17,7 +18,7 @@ var ErrNoEffectRole = errors.New("the target declares no events.effect: no event
 // outside a scenario (hookcert soak). tag makes the IDs unique within the run
 // (the run's namespace is added); rnd picks the amount.
 func EffectEvent(env *Env, ep Endpoint, tag string, rnd uint32) (profiles.Event, profiles.Key, error) {
-	voc := env.vocab()
+	voc := env.vocabulary()
 	r := voc.Effect
 	if r == nil {
 		return profiles.Event{}, profiles.Key{}, ErrNoEffectRole
@@ -31,12 +32,12 @@ func EffectEvent(env *Env, ep Endpoint, tag string, rnd uint32) (profiles.Event,
 		ev.ID = "evt_" + id
 	}
 	// As session.render, without a session to abort.
-	tpl, state := voc.template(ev.Type)
+	tpl, state := voc.Template(ev.Type)
 	if tpl == nil && voc.Declared && ep.Profile.Facts().DeclaredObjectJSONPath != "" {
 		tpl = defaultObject(ep.Profile.ID())
 	}
 	if tpl != nil {
-		obj, err := tpl.Render(ObjectData{EventID: ev.ID, Type: ev.Type, ObjectID: ev.ObjectID, Source: ev.Source, Account: ev.Account,
+		obj, err := tpl.Render(vocab.ObjectData{EventID: ev.ID, Type: ev.Type, ObjectID: ev.ObjectID, Source: ev.Source, Account: ev.Account,
 			Currency: ev.Currency, State: state, Amount: ev.Amount, Created: ev.Created.Unix(), Key: ev.Version})
 		if err != nil {
 			return profiles.Event{}, profiles.Key{}, fmt.Errorf("rendering the declared object of %s: %w", ev.Type, err)

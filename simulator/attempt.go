@@ -14,12 +14,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
 // newRecord fills the fields every attempt record shares.
-func (r *Runner) newRecord(ev profiles.Event, at profiles.Attempt, p *prepared, step, cp int) AttemptRecord {
-	return AttemptRecord{
+func (r *Runner) newRecord(ev profiles.Event, at profiles.Attempt, p *prepared, step, cp int) history.Attempt {
+	return history.Attempt{
 		Key: profiles.EventKey(r.target.Profile, ev), EventType: ev.Type, Step: step, Attempt: at.N, Copy: cp,
 		DeliveryID: at.DeliveryID, SignedAt: p.signedAt.UTC(), Faults: p.faults,
 		BodyBytes: len(p.body), PadTo: p.padTo,
@@ -47,7 +48,7 @@ type response struct {
 }
 
 // finish classifies the result into the record.
-func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now time.Time) {
+func (r *Runner) finish(rec *history.Attempt, res response, lostAck string, now time.Time) {
 	rec.Status = res.status
 	if res.tries > 1 {
 		rec.ConnectTries = res.tries
@@ -63,7 +64,7 @@ func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now ti
 		rec.ErrorClass = classify(res.err)
 		rec.Error = res.err.Error()
 	} else if res.tooBig {
-		rec.ErrorClass = ErrClassTooLarge
+		rec.ErrorClass = history.ErrClassTooLarge
 		rec.Error = "response body exceeds the read limit; the rest was not read"
 	}
 	if res.gotResp {
@@ -72,17 +73,17 @@ func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now ti
 	switch {
 	case lostAck != "" && res.wrote && !res.early:
 		// The provider never sees this answer: it retries as after a timeout.
-		rec.Outcome, rec.Verdict = OutcomeUnknown, profiles.Retry.String()
+		rec.Outcome, rec.Verdict = history.OutcomeUnknown, profiles.Retry.String()
 	case res.gotResp && res.err == nil && (res.early || !res.wrote):
 		// The receiver answered before it could have read the whole request: a
 		// rejection stands (it may judge the headers alone), but a success
 		// cannot be a delivery of a request it did not read.
 		v := r.target.Profile.Verdict(res.status, res.header, res.body)
 		rec.Verdict = v.String()
-		rec.Outcome = OutcomeFailed
+		rec.Outcome = history.OutcomeFailed
 		if v == profiles.Acknowledged {
-			rec.Outcome, rec.Verdict = OutcomeUnknown, profiles.Retry.String()
-			rec.ErrorClass = ErrClassEarlyResponse
+			rec.Outcome, rec.Verdict = history.OutcomeUnknown, profiles.Retry.String()
+			rec.ErrorClass = history.ErrClassEarlyResponse
 			rec.Error = fmt.Sprintf("the receiver answered %d before the request was written in full (%d of %d bytes sent); a provider cannot count that as a delivery",
 				res.status, res.sentEarly, res.size)
 		}
@@ -90,15 +91,15 @@ func (r *Runner) finish(rec *AttemptRecord, res response, lostAck string, now ti
 		v := r.target.Profile.Verdict(res.status, res.header, res.body)
 		rec.Verdict = v.String()
 		if v == profiles.Acknowledged {
-			rec.Outcome = OutcomeAcknowledged
+			rec.Outcome = history.OutcomeAcknowledged
 		} else {
-			rec.Outcome = OutcomeFailed
+			rec.Outcome = history.OutcomeFailed
 		}
 	case res.wrote:
 		// Written in full, answer missing or cut: the receiver may have processed it.
-		rec.Outcome, rec.Verdict = OutcomeUnknown, profiles.Retry.String()
+		rec.Outcome, rec.Verdict = history.OutcomeUnknown, profiles.Retry.String()
 	default:
-		rec.Outcome, rec.Verdict = OutcomeFailed, profiles.Retry.String()
+		rec.Outcome, rec.Verdict = history.OutcomeFailed, profiles.Retry.String()
 	}
 }
 
@@ -119,7 +120,7 @@ func (r *Runner) excerpt(ex []byte) string {
 type excerptText struct{ raw, text string }
 
 // single makes one attempt over the runner's keep-alive pool.
-func (r *Runner) single(ctx context.Context, ev profiles.Event, at profiles.Attempt, p *prepared, lostAck string, timeout time.Duration, step, cp int, clock Clock) AttemptRecord {
+func (r *Runner) single(ctx context.Context, ev profiles.Event, at profiles.Attempt, p *prepared, lostAck string, timeout time.Duration, step, cp int, clock Clock) history.Attempt {
 	rec := r.newRecord(ev, at, p, step, cp)
 	wb := wirePool.Get().(*[]byte)
 	wire := r.serialize(p, *wb)
@@ -289,27 +290,27 @@ func classify(err error) string {
 	switch {
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, os.ErrDeadlineExceeded),
 		errors.As(err, &ne) && ne.Timeout():
-		return ErrClassTimeout
+		return history.ErrClassTimeout
 	case errors.Is(err, syscall.ECONNREFUSED):
-		return ErrClassRefused
+		return history.ErrClassRefused
 	case errors.As(err, &certErr), errors.As(err, &recErr), errors.As(err, &alert),
 		errors.As(err, &unk), errors.As(err, &host), errors.As(err, &inv):
-		return ErrClassTLS
+		return history.ErrClassTLS
 	case errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE),
 		errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, net.ErrClosed):
-		return ErrClassReset
+		return history.ErrClassReset
 	}
 	s := err.Error()
 	switch {
 	case errors.Is(err, errHeadersTooLarge), errors.Is(err, errTooManyInterim), errors.Is(err, errResponseTooLarge):
-		return ErrClassTooLarge
+		return history.ErrClassTooLarge
 	case strings.Contains(s, "exceeded") && strings.Contains(s, "bytes"):
-		return ErrClassTooLarge
+		return history.ErrClassTooLarge
 	case strings.Contains(s, "tls:") || strings.Contains(s, "x509:"):
-		return ErrClassTLS
+		return history.ErrClassTLS
 	case strings.Contains(s, "connection reset") || strings.Contains(s, "broken pipe") ||
 		strings.Contains(s, "EOF") || strings.Contains(s, "server closed"):
-		return ErrClassReset
+		return history.ErrClassReset
 	}
-	return ErrClassOther
+	return history.ErrClassOther
 }

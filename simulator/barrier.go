@@ -8,6 +8,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -30,7 +31,7 @@ import (
 //   - A copy the barrier fell without is late: it completes its own request
 //     (its final byte once acknowledged, or the whole request on a connection
 //     opened after the barrier fell) as a provider would. Only held copies
-//     count in ReleaseRecord.Released and SpreadNS.
+//     count in history.Release.Released and SpreadNS.
 //   - A connection the receiver refused, never accepted, or reset before it
 //     acknowledged any byte is opened again for the same attempt (bounded,
 //     see connect and deliver).
@@ -88,10 +89,10 @@ type barrier struct {
 
 // copies sends n copies of one prepared request released together by a
 // barrier (see above) and returns their records and the release.
-func (r *Runner) copies(ctx context.Context, ev profiles.Event, at profiles.Attempt, p *prepared, lostAck string, timeout time.Duration, step, n int, clock Clock) ([]AttemptRecord, ReleaseRecord) {
+func (r *Runner) copies(ctx context.Context, ev profiles.Event, at profiles.Attempt, p *prepared, lostAck string, timeout time.Duration, step, n int, clock Clock) ([]history.Attempt, history.Release) {
 	wire := r.serialize(p, nil)
-	recs := make([]AttemptRecord, n)
-	rel := ReleaseRecord{Step: step, Attempt: at.N, Key: profiles.EventKey(r.target.Profile, ev), Copies: n}
+	recs := make([]history.Attempt, n)
+	rel := history.Release{Step: step, Attempt: at.N, Key: profiles.EventKey(r.target.Profile, ev), Copies: n}
 	b := &barrier{r: r, ctx: ctx, wire: wire, lostAck: lostAck, deadline: time.Now().Add(timeout),
 		st: make([]copyState, n), settled: make(chan bool, n), fell: make(chan struct{})}
 	var done sync.WaitGroup
@@ -142,7 +143,7 @@ func (r *Runner) copies(ctx context.Context, ev profiles.Event, at profiles.Atte
 	return recs, rel
 }
 
-// Why a barrier fell (ReleaseRecord.FellBecause).
+// Why a barrier fell (history.Release.FellBecause).
 const (
 	FellAllSettled = "all_settled" // every copy was held or gave up
 	FellStalled    = "stalled"     // no copy was newly held for a while: the rest went late

@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/hookcert/hookcert/history"
 )
 
 // listenBacklog listens on a loopback port with an accept queue of backlog
@@ -78,7 +80,7 @@ func releases(t *testing.T, url string, n int, valid *atomic.Int64) {
 			t.Fatal(err)
 		}
 		for _, a := range recs {
-			if a.Outcome != OutcomeAcknowledged {
+			if a.Outcome != history.OutcomeAcknowledged {
 				t.Fatalf("release %d copy %d: %s %s %s (release %+v)", i, a.Copy, a.Outcome, a.ErrorClass, a.Error, rel)
 			}
 		}
@@ -178,7 +180,7 @@ func TestConnectTriesAreRecorded(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Outcome != OutcomeAcknowledged || a.ConnectTries < 2 {
+	if a.Outcome != history.OutcomeAcknowledged || a.ConnectTries < 2 {
 		t.Fatalf("outcome %s after %d connection tries (error %q); want acknowledged after at least 2", a.Outcome, a.ConnectTries, a.Error)
 	}
 }

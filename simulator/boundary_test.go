@@ -23,6 +23,7 @@ import (
 	"github.com/stripe/stripe-go/v85/webhook"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -60,7 +61,7 @@ func capturing(t *testing.T, check func([]byte, http.Header) error, fail func(n 
 	return srv, func() []got { mu.Lock(); defer mu.Unlock(); return append([]got(nil), seenReqs...) }
 }
 
-func runPlan(t *testing.T, url string, p profiles.Profile, secret string, plan *Plan) *History {
+func runPlan(t *testing.T, url string, p profiles.Profile, secret string, plan *Plan) *history.History {
 	t.Helper()
 	r, err := NewRunner(Target{URL: url, Profile: p, Secrets: []string{secret}, Account: "acct_A"}, Options{})
 	if err != nil {
@@ -316,7 +317,7 @@ func TestEventSpecObjectAndCreatedRoundTrip(t *testing.T) {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
-	if err := (&History{Meta: RunMeta{Seed: 9, Run: raw}}).WriteJSONL(&buf); err != nil {
+	if err := (&history.History{Meta: history.Meta{Seed: 9, Run: raw}}).WriteJSONL(&buf); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"object":{"id":"in_1","total":5}`, `"created":"2025-06-01T12:30:00Z"`, `"pad_to":4096`, `"ahead_by":"1m0s"`} {
@@ -327,7 +328,7 @@ func TestEventSpecObjectAndCreatedRoundTrip(t *testing.T) {
 	if strings.Count(buf.String(), `"created"`) != 1 || strings.Count(buf.String(), `"object"`) != 1 {
 		t.Errorf("unset created/object written:\n%s", buf.String())
 	}
-	h, err := ReadJSONL(&buf)
+	h, err := history.ReadJSONL(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -16,14 +17,14 @@ func TestClosedIdleConnectionIsNotReused(t *testing.T) {
 	rc := newReceiver(t, nil)
 	r := newTestRunner(t, rc.srv.URL, testProfile{})
 	ctx := context.Background()
-	if a, _ := r.Send(ctx, testEvent(), SendOptions{}); a.Outcome != OutcomeAcknowledged {
+	if a, _ := r.Send(ctx, testEvent(), SendOptions{}); a.Outcome != history.OutcomeAcknowledged {
 		t.Fatalf("first send: %+v", a)
 	}
 	// The receiver drops its keep-alive connections (restart, idle timeout).
 	rc.srv.CloseClientConnections()
 	time.Sleep(20 * time.Millisecond)
 	a, _ := r.Send(ctx, testEvent(), SendOptions{})
-	if a.Outcome != OutcomeAcknowledged || rc.count() != 2 {
+	if a.Outcome != history.OutcomeAcknowledged || rc.count() != 2 {
 		t.Fatalf("send after the receiver closed the pooled connection: %+v (receiver saw %d)", a, rc.count())
 	}
 }
@@ -40,7 +41,7 @@ func TestKeepAliveReusesConnection(t *testing.T) {
 	defer srv.Close()
 	r := newTestRunner(t, srv.URL, testProfile{})
 	for i := 0; i < 20; i++ {
-		if a, _ := r.Send(context.Background(), testEvent(), SendOptions{}); a.Outcome != OutcomeAcknowledged {
+		if a, _ := r.Send(context.Background(), testEvent(), SendOptions{}); a.Outcome != history.OutcomeAcknowledged {
 			t.Fatalf("send %d: %+v", i, a)
 		}
 	}
@@ -61,7 +62,7 @@ func TestTLSTarget(t *testing.T) {
 	a, _ := r.Send(context.Background(), testEvent(), SendOptions{})
 	recs, rel, _ := r.SendCopies(context.Background(), testEvent(), 4, SendOptions{})
 	for _, x := range append(recs, a) {
-		if x.Outcome != OutcomeAcknowledged {
+		if x.Outcome != history.OutcomeAcknowledged {
 			t.Fatalf("TLS delivery: %+v", x)
 		}
 	}
@@ -72,7 +73,7 @@ func TestTLSTarget(t *testing.T) {
 	bad, _ := NewRunner(Target{URL: srv.URL, Profile: testProfile{}, Secrets: []string{testSecret}}, Options{})
 	defer bad.Close()
 	b, _ := bad.Send(context.Background(), testEvent(), SendOptions{})
-	if b.ErrorClass != ErrClassTLS || b.Outcome != OutcomeFailed {
+	if b.ErrorClass != history.ErrClassTLS || b.Outcome != history.OutcomeFailed {
 		t.Fatalf("untrusted certificate: %+v", b)
 	}
 }
@@ -93,7 +94,7 @@ func TestRetryFollowsSchedule(t *testing.T) {
 		t.Fatal(err)
 	}
 	recs := h.Attempts
-	if len(recs) != 3 || recs[2].Outcome != OutcomeAcknowledged || recs[1].Outcome != OutcomeFailed || recs[1].Attempt != 2 {
+	if len(recs) != 3 || recs[2].Outcome != history.OutcomeAcknowledged || recs[1].Outcome != history.OutcomeFailed || recs[1].Attempt != 2 {
 		t.Fatalf("attempts: %+v", recs)
 	}
 	if recs[0].DeliveryID == recs[1].DeliveryID {

@@ -1,6 +1,6 @@
 // Package simulator is hookcert's provider simulator: it delivers events to a
 // webhook receiver over real HTTP the way a provider does on a bad day, and records
-// every attempt in a History.
+// every attempt in a History (package history).
 //
 // A Plan (Go value or YAML file) lists events and the deliveries of them: how many
 // copies are released together by a barrier over pre-opened connections, which
@@ -35,7 +35,7 @@
 // writes the last byte on each connection. A receiver must read the whole body
 // before it can verify and process a delivery, so all copies become
 // processable within microseconds of each other. The send spread (first to
-// last final-byte write) is recorded in the history's ReleaseRecord; the
+// last final-byte write) is recorded in the history's Release record (package history); the
 // benchmark in simulator/benchmark measures the spread as the receiver sees it.
 //
 // Holding bytes back is the barrier's doing, not a provider's, so it must not
@@ -44,7 +44,7 @@
 // in an overflowing accept queue would answer the final byte with a reset), the
 // pre-open phase is bounded so that a receiver serving one connection at a time
 // is not deadlocked, and copies the barrier could not hold complete their own
-// requests. ReleaseRecord.Released counts the copies the barrier held and
+// requests. Release.Released (package history) counts the copies the barrier held and
 // released together.
 //
 // # Wire behaviour

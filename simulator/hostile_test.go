@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hookcert/hookcert/history"
 )
 
 // hostile is a receiver over loopback that does whatever handle does with each
@@ -85,7 +87,7 @@ func resetClose(c net.Conn) {
 
 // sendBoth makes one Send and one SendCopies of n copies and returns every
 // record, failing if they took longer than limit.
-func sendBoth(t *testing.T, url string, o SendOptions, n int, limit time.Duration) ([]AttemptRecord, ReleaseRecord) {
+func sendBoth(t *testing.T, url string, o SendOptions, n int, limit time.Duration) ([]history.Attempt, history.Release) {
 	t.Helper()
 	r := newTestRunner(t, url, testProfile{})
 	start := time.Now()
@@ -100,10 +102,10 @@ func sendBoth(t *testing.T, url string, o SendOptions, n int, limit time.Duratio
 	if el := time.Since(start); el > limit {
 		t.Fatalf("took %v, want at most %v", el, limit)
 	}
-	return append([]AttemptRecord{a}, recs...), rel
+	return append([]history.Attempt{a}, recs...), rel
 }
 
-func wantRecord(t *testing.T, a AttemptRecord, outcome Outcome, class, errPart string) {
+func wantRecord(t *testing.T, a history.Attempt, outcome history.Outcome, class, errPart string) {
 	t.Helper()
 	if a.Outcome != outcome || a.ErrorClass != class || !strings.Contains(a.Error, errPart) {
 		t.Fatalf("copy %d: outcome %s class %q error %q status %d; want %s %q containing %q", a.Copy, a.Outcome, a.ErrorClass, a.Error, a.Status, outcome, class, errPart)
@@ -117,7 +119,7 @@ func TestHostileNeverAnswers(t *testing.T) {
 	})
 	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: time.Second}, 3, 4*time.Second)
 	for _, a := range recs {
-		wantRecord(t, a, OutcomeUnknown, ErrClassTimeout, "timeout")
+		wantRecord(t, a, history.OutcomeUnknown, history.ErrClassTimeout, "timeout")
 	}
 }
 
@@ -135,7 +137,7 @@ func TestHostileDribblesStatusLine(t *testing.T) {
 	})
 	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: time.Second}, 3, 4*time.Second)
 	for _, a := range recs {
-		wantRecord(t, a, OutcomeUnknown, ErrClassTimeout, "timeout")
+		wantRecord(t, a, history.OutcomeUnknown, history.ErrClassTimeout, "timeout")
 	}
 }
 
@@ -157,7 +159,7 @@ func TestHostileEndlessHeaders(t *testing.T) {
 	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
 	for _, a := range recs {
 		// The receiver read the whole request: it may have processed it.
-		wantRecord(t, a, OutcomeUnknown, ErrClassTooLarge, "response headers exceed 64 KiB")
+		wantRecord(t, a, history.OutcomeUnknown, history.ErrClassTooLarge, "response headers exceed 64 KiB")
 	}
 }
 
@@ -171,17 +173,17 @@ func TestHostileClosesOnAccept(t *testing.T) {
 	recs, rel := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
 	for _, a := range recs {
 		switch {
-		case a.Outcome == OutcomeFailed && a.ErrorClass == ErrClassReset:
+		case a.Outcome == history.OutcomeFailed && a.ErrorClass == history.ErrClassReset:
 			// Reset before any byte was acknowledged, during the handshake, or
 			// while the request was being written.
-		case a.Outcome == OutcomeUnknown && a.ErrorClass == ErrClassReset:
+		case a.Outcome == history.OutcomeUnknown && a.ErrorClass == history.ErrClassReset:
 		default:
 			t.Fatalf("copy %d: outcome %s class %q error %q", a.Copy, a.Outcome, a.ErrorClass, a.Error)
 		}
 	}
 	failed := 0
 	for _, a := range recs[1:] {
-		if a.Outcome == OutcomeFailed {
+		if a.Outcome == history.OutcomeFailed {
 			failed++
 		}
 	}
@@ -216,7 +218,7 @@ func TestHostileEarlyAnswerBeforeBodyIsRead(t *testing.T) {
 	if d := a.Duration(); d > 3*time.Second {
 		t.Fatalf("attempt took %v with a timeout of 1s", d)
 	}
-	wantRecord(t, a, OutcomeUnknown, ErrClassEarlyResponse, "answered 200 before the request was written in full")
+	wantRecord(t, a, history.OutcomeUnknown, history.ErrClassEarlyResponse, "answered 200 before the request was written in full")
 	if a.Status != 200 || a.BytesSent >= size {
 		t.Fatalf("record: status %d bytes sent %d", a.Status, a.BytesSent)
 	}
@@ -268,9 +270,9 @@ func TestHeldCopyAnsweredBeforeRelease(t *testing.T) {
 	if res.sent != int64(len(wire)-1) {
 		t.Fatalf("sent %d bytes, want %d (the final byte held back)", res.sent, len(wire)-1)
 	}
-	var rec AttemptRecord
+	var rec history.Attempt
 	r.finish(&rec, res.response, "", time.Now())
-	wantRecord(t, rec, OutcomeUnknown, ErrClassEarlyResponse, "answered 200 before the request was written in full")
+	wantRecord(t, rec, history.OutcomeUnknown, history.ErrClassEarlyResponse, "answered 200 before the request was written in full")
 	if want := "(" + strconv.Itoa(len(wire)-1) + " of " + strconv.Itoa(len(wire)) + " bytes sent)"; !strings.Contains(rec.Error, want) {
 		t.Fatalf("error %q does not say %s", rec.Error, want)
 	}
@@ -285,7 +287,7 @@ func TestHostileHTTP10Response(t *testing.T) {
 	})
 	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
 	for _, a := range recs {
-		wantRecord(t, a, OutcomeAcknowledged, "", "")
+		wantRecord(t, a, history.OutcomeAcknowledged, "", "")
 		if a.Status != 200 || a.ResponseExcerpt != "ok" {
 			t.Fatalf("record: %+v", a)
 		}
@@ -308,7 +310,7 @@ func TestHostileInterimThenFinal(t *testing.T) {
 	})
 	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
 	for _, a := range recs {
-		wantRecord(t, a, OutcomeAcknowledged, "", "")
+		wantRecord(t, a, history.OutcomeAcknowledged, "", "")
 		if a.Status != 200 {
 			t.Fatalf("record: %+v", a)
 		}
@@ -325,7 +327,7 @@ func TestHostileBadStatusLine(t *testing.T) {
 	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
 	for _, a := range recs {
 		// Read in full, answered unreadably: the receiver may have processed it.
-		wantRecord(t, a, OutcomeUnknown, ErrClassOther, "malformed HTTP status code")
+		wantRecord(t, a, history.OutcomeUnknown, history.ErrClassOther, "malformed HTTP status code")
 	}
 }
 
@@ -373,7 +375,7 @@ func TestHostileRandomResets(t *testing.T) {
 	})
 	r := newTestRunner(t, h.url(), testProfile{})
 	start := time.Now()
-	outcomes := map[Outcome]int{}
+	outcomes := map[history.Outcome]int{}
 	for i := 0; i < 60; i++ {
 		a, err := r.Send(context.Background(), testEvent(), SendOptions{Step: i, Timeout: time.Second})
 		if err != nil {
@@ -384,19 +386,19 @@ func TestHostileRandomResets(t *testing.T) {
 		fr, an := fullRead[a.DeliveryID], answered[a.DeliveryID]
 		mu.Unlock()
 		switch a.Outcome {
-		case OutcomeAcknowledged:
+		case history.OutcomeAcknowledged:
 			if !an {
 				t.Fatalf("attempt %d acknowledged but never answered: %+v", i, a)
 			}
-		case OutcomeFailed:
+		case history.OutcomeFailed:
 			if fr {
 				t.Fatalf("attempt %d failed although the receiver read it all: %+v", i, a)
 			}
-			if a.ErrorClass != ErrClassReset {
+			if a.ErrorClass != history.ErrClassReset {
 				t.Fatalf("attempt %d: %+v", i, a)
 			}
-		case OutcomeUnknown:
-			if a.ErrorClass != ErrClassReset {
+		case history.OutcomeUnknown:
+			if a.ErrorClass != history.ErrClassReset {
 				t.Fatalf("attempt %d: %+v", i, a)
 			}
 		}
@@ -404,7 +406,7 @@ func TestHostileRandomResets(t *testing.T) {
 	if el := time.Since(start); el > 20*time.Second {
 		t.Fatalf("60 attempts took %v", el)
 	}
-	if outcomes[OutcomeAcknowledged] == 0 || outcomes[OutcomeUnknown] == 0 {
+	if outcomes[history.OutcomeAcknowledged] == 0 || outcomes[history.OutcomeUnknown] == 0 {
 		t.Fatalf("outcomes %v: the random resets did not cover both answered and unanswered requests", outcomes)
 	}
 	t.Logf("outcomes %v over %d connections", outcomes, h.conns.Load())

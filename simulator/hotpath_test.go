@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hookcert/hookcert/history"
 )
 
 // fnvIDHash is the original idHash on hash/fnv, kept as the reference the
@@ -200,7 +202,7 @@ func TestIdleConnectionReusedAfterItsDeadlinePassed(t *testing.T) {
 	r := newTestRunner(t, srv.URL, testProfile{})
 	for i := 0; i < 3; i++ {
 		a, _ := r.Send(context.Background(), testEvent(), SendOptions{Timeout: 30 * time.Millisecond})
-		if a.Outcome != OutcomeAcknowledged {
+		if a.Outcome != history.OutcomeAcknowledged {
 			t.Fatalf("send %d: %+v", i, a)
 		}
 		time.Sleep(60 * time.Millisecond)
@@ -214,9 +216,9 @@ func TestIdleConnectionReusedAfterItsDeadlinePassed(t *testing.T) {
 // order they were recorded in, across chunk boundaries.
 func TestSnapshotOrdersLikeStableSort(t *testing.T) {
 	rec := &recorder{}
-	var all []AttemptRecord
+	var all []history.Attempt
 	for i := 0; i < 3*recorderChunk+17; i++ {
-		a := AttemptRecord{StartNS: int64((i * 7919) % 500), Copy: i} // many ties, out of order
+		a := history.Attempt{StartNS: int64((i * 7919) % 500), Copy: i} // many ties, out of order
 		rec.attempt(a)
 		all = append(all, a)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -104,7 +105,7 @@ func TestSendCleanIsAcknowledged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a.Outcome != OutcomeAcknowledged || a.Status != 200 || a.Verdict != "acknowledged" || a.BytesSent == 0 ||
+	if a.Outcome != history.OutcomeAcknowledged || a.Status != 200 || a.Verdict != "acknowledged" || a.BytesSent == 0 ||
 		a.EndNS <= a.StartNS || a.ResponseExcerpt != `{"status":"processed"}` || a.Key.EventID != "evt_123" {
 		t.Fatalf("record: %+v", a)
 	}
@@ -192,13 +193,13 @@ func TestLostAckReachesReceiverButIsUnknown(t *testing.T) {
 				t.Fatalf("want 2 attempts, got %+v", h.Attempts)
 			}
 			first, second := h.Attempts[0], h.Attempts[1]
-			if first.Outcome != OutcomeUnknown || first.Faults[0] != "lost_ack:"+mode {
+			if first.Outcome != history.OutcomeUnknown || first.Faults[0] != "lost_ack:"+mode {
 				t.Fatalf("first attempt: %+v", first)
 			}
 			if mode == LostAckDiscard && first.Status != 200 {
 				t.Fatalf("discard mode did not record the response: %+v", first)
 			}
-			if second.Outcome != OutcomeAcknowledged || second.Attempt != 2 || len(second.Faults) != 0 {
+			if second.Outcome != history.OutcomeAcknowledged || second.Attempt != 2 || len(second.Faults) != 0 {
 				t.Fatalf("redelivery: %+v", second)
 			}
 			if got := len(processed); got != 2 {
@@ -227,8 +228,8 @@ func TestTimeoutRetryOverlapsFirstAttempt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Attempts) != 2 || h.Attempts[0].ErrorClass != ErrClassTimeout || h.Attempts[0].Outcome != OutcomeUnknown ||
-		h.Attempts[1].Outcome != OutcomeAcknowledged {
+	if len(h.Attempts) != 2 || h.Attempts[0].ErrorClass != history.ErrClassTimeout || h.Attempts[0].Outcome != history.OutcomeUnknown ||
+		h.Attempts[1].Outcome != history.OutcomeAcknowledged {
 		t.Fatalf("attempts: %+v", h.Attempts)
 	}
 	if d := h.Attempts[0].Duration(); d < 150*time.Millisecond || d > 600*time.Millisecond {
@@ -266,7 +267,7 @@ func TestBarrierReleases16ConcurrentCopies(t *testing.T) {
 		t.Fatalf("release: %+v", rel)
 	}
 	for _, a := range recs {
-		if a.Outcome != OutcomeAcknowledged || a.BytesSent == 0 {
+		if a.Outcome != history.OutcomeAcknowledged || a.BytesSent == 0 {
 			t.Fatalf("copy %d: %+v", a.Copy, a)
 		}
 	}
@@ -293,7 +294,7 @@ func TestRedirectIsTheResponse(t *testing.T) {
 	a, _ := r.Send(context.Background(), testEvent(), SendOptions{})
 	recs, _, _ := r.SendCopies(context.Background(), testEvent(), 2, SendOptions{})
 	for _, x := range append(recs, a) {
-		if x.Status != http.StatusFound || x.Outcome != OutcomeFailed || x.Verdict != "retry" {
+		if x.Status != http.StatusFound || x.Outcome != history.OutcomeFailed || x.Verdict != "retry" {
 			t.Fatalf("record: %+v", x)
 		}
 	}
@@ -326,7 +327,7 @@ func TestEndlessResponseBoundedByDeadline(t *testing.T) {
 		t.Fatalf("endless responses took %v, want about 2×300ms", el)
 	}
 	for _, x := range append(recs, a) {
-		if x.ErrorClass != ErrClassTimeout || x.Outcome != OutcomeUnknown {
+		if x.ErrorClass != history.ErrClassTimeout || x.Outcome != history.OutcomeUnknown {
 			t.Fatalf("record: %+v", x)
 		}
 	}
@@ -346,7 +347,7 @@ func TestHugeResponseBodyBounded(t *testing.T) {
 	a, _ := r.Send(context.Background(), testEvent(), SendOptions{})
 	recs, _, _ := r.SendCopies(context.Background(), testEvent(), 2, SendOptions{})
 	for _, x := range append(recs, a) {
-		if x.ErrorClass != ErrClassTooLarge || len(x.ResponseExcerpt) != ExcerptLimit || x.Status != 200 || x.Outcome != OutcomeAcknowledged {
+		if x.ErrorClass != history.ErrClassTooLarge || len(x.ResponseExcerpt) != ExcerptLimit || x.Status != 200 || x.Outcome != history.OutcomeAcknowledged {
 			t.Fatalf("record: class %q excerpt %d status %d outcome %s err %s", x.ErrorClass, len(x.ResponseExcerpt), x.Status, x.Outcome, x.Error)
 		}
 	}
@@ -363,7 +364,7 @@ func TestUnreachableAndReset(t *testing.T) {
 	a, _ := r.Send(context.Background(), testEvent(), SendOptions{})
 	recs, rel, _ := r.SendCopies(context.Background(), testEvent(), 2, SendOptions{})
 	for _, x := range append(recs, a) {
-		if x.ErrorClass != ErrClassRefused || x.Outcome != OutcomeFailed || x.BytesSent != 0 {
+		if x.ErrorClass != history.ErrClassRefused || x.Outcome != history.OutcomeFailed || x.BytesSent != 0 {
 			t.Fatalf("refused record: %+v", x)
 		}
 	}
@@ -385,7 +386,7 @@ func TestUnreachableAndReset(t *testing.T) {
 	b, _ := r2.Send(context.Background(), testEvent(), SendOptions{})
 	recs, _, _ = r2.SendCopies(context.Background(), testEvent(), 2, SendOptions{})
 	for _, x := range append(recs, b) {
-		if x.ErrorClass != ErrClassReset || x.Outcome != OutcomeUnknown {
+		if x.ErrorClass != history.ErrClassReset || x.Outcome != history.OutcomeUnknown {
 			t.Fatalf("reset record: %+v", x)
 		}
 	}
@@ -428,7 +429,7 @@ func TestCompressedScheduleAndRetryAfter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(h.Attempts) != 3 || h.Attempts[2].Outcome != OutcomeAcknowledged {
+	if len(h.Attempts) != 3 || h.Attempts[2].Outcome != history.OutcomeAcknowledged {
 		t.Fatalf("attempts: %+v", h.Attempts)
 	}
 	for i, wantV := range []time.Duration{time.Hour, 3 * time.Hour} {
@@ -502,7 +503,7 @@ func TestPlanWithCopiesAndLostAckRecordsRelease(t *testing.T) {
 	if len(h.Releases) != 1 || h.Releases[0].Released != 8 || len(h.Attempts) != 16 || !h.AllAcknowledged() {
 		t.Fatalf("releases %+v, %d attempts, deliveries %+v", h.Releases, len(h.Attempts), h.Deliveries())
 	}
-	if c := h.OutcomeCounts(); c[OutcomeUnknown] != 8 || c[OutcomeAcknowledged] != 8 || rc.count() != 16 {
+	if c := h.OutcomeCounts(); c[history.OutcomeUnknown] != 8 || c[history.OutcomeAcknowledged] != 8 || rc.count() != 16 {
 		t.Fatalf("outcomes %v, receiver saw %d", c, rc.count())
 	}
 }

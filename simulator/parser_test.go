@@ -3,6 +3,8 @@ package simulator
 import (
 	"strings"
 	"testing"
+
+	"github.com/hookcert/hookcert/history"
 )
 
 // parserRunner is a runner for reading responses only (nothing is sent).
@@ -67,7 +69,7 @@ func TestInterimResponsesAreSkipped(t *testing.T) {
 		})
 	}
 	endless := testPconn(r, strings.NewReader(strings.Repeat("HTTP/1.1 100 Continue\r\n\r\n", maxInterimResponses+2)+"HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n"))
-	if res, _ := r.readResponse(endless); res.gotResp || classify(res.err) != ErrClassTooLarge {
+	if res, _ := r.readResponse(endless); res.gotResp || classify(res.err) != history.ErrClassTooLarge {
 		t.Fatalf("%d interim responses: status %d err %v (class %s), want class too_large", maxInterimResponses+2, res.status, res.err, classify(res.err))
 	}
 }
@@ -76,7 +78,7 @@ func TestEndlessHeadersAreTooLarge(t *testing.T) {
 	r := parserRunner(t, DefaultResponseReadLimit)
 	src := &endlessHeaders{}
 	res, reusable := r.readResponse(testPconn(r, src))
-	if res.gotResp || reusable || res.err == nil || classify(res.err) != ErrClassTooLarge || res.err.Error() != "response headers exceed 64 KiB" {
+	if res.gotResp || reusable || res.err == nil || classify(res.err) != history.ErrClassTooLarge || res.err.Error() != "response headers exceed 64 KiB" {
 		t.Fatalf("endless headers: gotResp %v err %v (class %s)", res.gotResp, res.err, classify(res.err))
 	}
 	// Bounded: the limit and one buffer of slack, not the stream.

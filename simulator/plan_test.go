@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/hookcert/hookcert/history"
 )
 
 func basePlan(seed int64) *Plan {
@@ -124,15 +126,15 @@ steps:
 }
 
 func TestHistoryJSONLRoundTrip(t *testing.T) {
-	h := &History{
-		Meta: RunMeta{Seed: 3, Profile: "testprof", TargetURL: "http://127.0.0.1:1/x", TimeScale: 3600, Started: time.Now().UTC()},
-		Attempts: []AttemptRecord{{
+	h := &history.History{
+		Meta: history.Meta{Seed: 3, Profile: "testprof", TargetURL: "http://127.0.0.1:1/x", TimeScale: 3600, Started: time.Now().UTC()},
+		Attempts: []history.Attempt{{
 			Step: 1, Attempt: 2, Copy: 3, DeliveryID: "dlv_1", StartNS: 10, EndNS: 20, VirtualNS: 36000,
 			WallStart: time.Now().UTC(), SignedAt: time.Unix(1700000000, 0).UTC(), BytesSent: 512, Status: 503,
-			ResponseExcerpt: `{"status":"retry"}`, ErrorClass: ErrClassTooLarge, Error: "cut", Faults: []string{"tamper"},
-			Verdict: "retry", Outcome: OutcomeFailed, RetryAfterNS: int64(time.Second),
-		}, {Attempt: 1, Outcome: OutcomeUnknown, Verdict: "retry", WallStart: time.Now().UTC(), SignedAt: time.Now().UTC()}},
-		Releases: []ReleaseRecord{{Step: 1, Attempt: 1, Copies: 16, Released: 16, SpreadNS: 12345, StartNS: 5}},
+			ResponseExcerpt: `{"status":"retry"}`, ErrorClass: history.ErrClassTooLarge, Error: "cut", Faults: []string{"tamper"},
+			Verdict: "retry", Outcome: history.OutcomeFailed, RetryAfterNS: int64(time.Second),
+		}, {Attempt: 1, Outcome: history.OutcomeUnknown, Verdict: "retry", WallStart: time.Now().UTC(), SignedAt: time.Now().UTC()}},
+		Releases: []history.Release{{Step: 1, Attempt: 1, Copies: 16, Released: 16, SpreadNS: 12345, StartNS: 5}},
 	}
 	h.Attempts[0].Key.EventID = "evt_1"
 	var buf bytes.Buffer
@@ -142,14 +144,14 @@ func TestHistoryJSONLRoundTrip(t *testing.T) {
 	if n := strings.Count(buf.String(), "\n"); n != 4 {
 		t.Fatalf("want 4 lines, got %d", n)
 	}
-	got, err := ReadJSONL(&buf)
+	got, err := history.ReadJSONL(&buf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(h, got) {
 		t.Fatalf("round trip differs:\nwant %+v\ngot  %+v", h, got)
 	}
-	if _, err := ReadJSONL(strings.NewReader(`{"kind":"bogus"}`)); err == nil || !strings.Contains(err.Error(), "line 1") {
+	if _, err := history.ReadJSONL(strings.NewReader(`{"kind":"bogus"}`)); err == nil || !strings.Contains(err.Error(), "line 1") {
 		t.Fatalf("want a line-numbered error for a bad kind, got %v", err)
 	}
 }
@@ -237,7 +239,7 @@ func TestPlanGroupsAttemptsAndNotify(t *testing.T) {
 	plan := &Plan{Seed: 2, Events: []EventSpec{{Name: "a", ID: "evt_a", Type: "t", Source: "src"}, {Name: "b", ID: "evt_b", Type: "t"}, {Name: "c", ID: "evt_c", Type: "t"}},
 		Steps: []Step{{Event: "a"}, {Event: "b", WithPrevious: true}, {Event: "c", WithPrevious: true, Attempt: 3}}}
 	var notified atomic.Int32
-	h, err := r.RunNotify(context.Background(), plan, func(AttemptRecord) { notified.Add(1) })
+	h, err := r.RunNotify(context.Background(), plan, func(history.Attempt) { notified.Add(1) })
 	if err != nil {
 		t.Fatal(err)
 	}

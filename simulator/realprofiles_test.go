@@ -12,6 +12,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 	"github.com/stripe/stripe-go/v85/webhook"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -79,9 +80,9 @@ func runFaultCases(t *testing.T, p profiles.Profile, secret string, check func([
 		if (verr != nil) != c.reject {
 			t.Errorf("%s %s: verifier error %v, want rejected=%v", p.ID(), c.name, verr, c.reject)
 		}
-		wantOutcome := OutcomeAcknowledged
+		wantOutcome := history.OutcomeAcknowledged
 		if c.reject {
-			wantOutcome = OutcomeFailed
+			wantOutcome = history.OutcomeFailed
 		}
 		if a.Outcome != wantOutcome {
 			t.Errorf("%s %s: outcome %s, want %s", p.ID(), c.name, a.Outcome, wantOutcome)

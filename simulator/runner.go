@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -75,7 +76,7 @@ func NewRunner(t Target, o Options) (*Runner, error) {
 	}
 	r := &Runner{target: t, u: u, opts: o, start: time.Now(), pool: &connPool{max: MaxCopies}, facts: t.Profile.Facts()}
 	r.reqHead = []byte("POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
-	r.rec = &recorder{h: History{Meta: r.meta(0, "", 0)}}
+	r.rec = &recorder{h: history.History{Meta: r.meta(0, "", 0)}}
 	return r, nil
 }
 
@@ -84,16 +85,16 @@ func (r *Runner) Close() { r.pool.closeAll() }
 
 // History returns what Send and SendCopies recorded so far (Run returns its own
 // history).
-func (r *Runner) History() *History { return r.rec.snapshot() }
+func (r *Runner) History() *history.History { return r.rec.snapshot() }
 
 // Started is the instant the runner's monotonic clock counts from.
 func (r *Runner) Started() time.Time { return r.start }
 
-func (r *Runner) meta(seed int64, plan string, scale float64) RunMeta {
+func (r *Runner) meta(seed int64, plan string, scale float64) history.Meta {
 	u := *r.u
 	u.User = nil // userinfo may carry credentials
 	u.RawQuery, u.ForceQuery = "", false
-	return RunMeta{Seed: seed, Profile: r.target.Profile.ID(), TargetURL: u.String(), Plan: plan,
+	return history.Meta{Seed: seed, Profile: r.target.Profile.ID(), TargetURL: u.String(), Plan: plan,
 		TimeScale: scale, Started: r.start.UTC()}
 }
 
@@ -154,14 +155,14 @@ func (o *SendOptions) validate() error {
 // Send makes one attempt of one event and returns its record (also kept in the
 // runner's History). The error is for bad input only; delivery failures are
 // recorded outcomes.
-func (r *Runner) Send(ctx context.Context, ev profiles.Event, o SendOptions) (AttemptRecord, error) {
+func (r *Runner) Send(ctx context.Context, ev profiles.Event, o SendOptions) (history.Attempt, error) {
 	at := r.attemptFor(ev, &o)
 	if err := o.validate(); err != nil {
-		return AttemptRecord{}, err
+		return history.Attempt{}, err
 	}
 	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, o.Faults, o.PadTo)
 	if err != nil {
-		return AttemptRecord{}, err
+		return history.Attempt{}, err
 	}
 	rec := r.single(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout), o.Step, o.Copy, r.clock)
 	r.rec.attempt(rec)
@@ -170,17 +171,17 @@ func (r *Runner) Send(ctx context.Context, ev profiles.Event, o SendOptions) (At
 
 // SendCopies makes n copies of one attempt, released together by a barrier over
 // pre-opened connections, and returns their records and the release.
-func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o SendOptions) ([]AttemptRecord, ReleaseRecord, error) {
+func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o SendOptions) ([]history.Attempt, history.Release, error) {
 	if n < 1 || n > MaxCopies {
-		return nil, ReleaseRecord{}, fmt.Errorf("copies must be between 1 and %d, got %d", MaxCopies, n)
+		return nil, history.Release{}, fmt.Errorf("copies must be between 1 and %d, got %d", MaxCopies, n)
 	}
 	at := r.attemptFor(ev, &o)
 	if err := o.validate(); err != nil {
-		return nil, ReleaseRecord{}, err
+		return nil, history.Release{}, err
 	}
 	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, o.Faults, o.PadTo)
 	if err != nil {
-		return nil, ReleaseRecord{}, err
+		return nil, history.Release{}, err
 	}
 	recs, rel := r.copies(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout), o.Step, n, r.clock)
 	for _, a := range recs {
@@ -205,13 +206,13 @@ type chain struct {
 }
 
 // follow makes the retries after first and returns their records (also recorded).
-func (c chain) follow(ctx context.Context, first AttemptRecord) []AttemptRecord {
-	var out []AttemptRecord
+func (c chain) follow(ctx context.Context, first history.Attempt) []history.Attempt {
+	var out []history.Attempt
 	rng := seededRand(c.seed, fmt.Sprintf("retry/%d/%d/%s", c.step, c.copy, c.ev.ID))
 	resign := c.r.facts.ResignsOnRetry
 	last := first
 	for {
-		if last.Outcome == OutcomeAcknowledged || last.Verdict == profiles.Stop.String() {
+		if last.Outcome == history.OutcomeAcknowledged || last.Verdict == profiles.Stop.String() {
 			return out
 		}
 		elapsed := time.Duration(last.VirtualNS - first.VirtualNS)
@@ -248,24 +249,24 @@ func (c chain) follow(ctx context.Context, first AttemptRecord) []AttemptRecord 
 
 // Run executes a plan and returns its history. Cancelling ctx stops the run
 // promptly; the history so far is returned with ctx's error.
-func (r *Runner) Run(ctx context.Context, plan *Plan) (*History, error) {
+func (r *Runner) Run(ctx context.Context, plan *Plan) (*history.History, error) {
 	return r.RunNotify(ctx, plan, nil)
 }
 
 // RunNotify is Run that also calls each, from the goroutine that made it, as
 // every attempt ends: a caller can act in the middle of a plan (kill a receiver
 // after its n-th acknowledgement, say). each must be safe for concurrent use.
-func (r *Runner) RunNotify(ctx context.Context, plan *Plan, each func(AttemptRecord)) (*History, error) {
+func (r *Runner) RunNotify(ctx context.Context, plan *Plan, each func(history.Attempt)) (*history.History, error) {
 	rp, err := plan.Resolve(r.target.Profile.ID(), r.target.Account, time.Now())
 	if err != nil {
 		return nil, err
 	}
 	clock := Clock{Scale: plan.TimeScale}
-	rec := &recorder{h: History{Meta: r.meta(plan.Seed, plan.Name, clock.scale())}, each: each}
+	rec := &recorder{h: history.History{Meta: r.meta(plan.Seed, plan.Name, clock.scale())}, each: each}
 	sched := ScheduleFor(r.target.Profile, plan)
 	var retries sync.WaitGroup
 	var mu sync.Mutex
-	firsts := map[string]AttemptRecord{} // step name → its first attempt (copy 0)
+	firsts := map[string]history.Attempt{} // step name → its first attempt (copy 0)
 	for i := 0; i < len(plan.Steps); {
 		// A group: this step and the ones after it that start with it.
 		j := i + 1
@@ -298,11 +299,11 @@ func (r *Runner) RunNotify(ctx context.Context, plan *Plan, each func(AttemptRec
 			go func() {
 				defer wg.Done()
 				s := plan.Steps[g.i]
-				var recs []AttemptRecord
+				var recs []history.Attempt
 				if n := max(s.Copies, 1); n == 1 {
-					recs = []AttemptRecord{r.single(ctx, g.ev, g.at, g.p, s.Faults.LostAck, g.timeout, g.i, 0, clock)}
+					recs = []history.Attempt{r.single(ctx, g.ev, g.at, g.p, s.Faults.LostAck, g.timeout, g.i, 0, clock)}
 				} else {
-					var rel ReleaseRecord
+					var rel history.Release
 					recs, rel = r.copies(ctx, g.ev, g.at, g.p, s.Faults.LostAck, g.timeout, g.i, n, clock)
 					rec.release(rel)
 				}

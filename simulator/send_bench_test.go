@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -123,7 +124,7 @@ func BenchmarkSend(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if a.Outcome != OutcomeAcknowledged {
+		if a.Outcome != history.OutcomeAcknowledged {
 			b.Fatalf("delivery %d: %s %s %s", i, a.Outcome, a.ErrorClass, a.Error)
 		}
 	}
@@ -162,7 +163,7 @@ func BenchmarkSendParallel(b *testing.B) {
 				b.Error(err)
 				return
 			}
-			if a.Outcome != OutcomeAcknowledged {
+			if a.Outcome != history.OutcomeAcknowledged {
 				b.Errorf("delivery %d: %s %s %s", i, a.Outcome, a.ErrorClass, a.Error)
 				return
 			}

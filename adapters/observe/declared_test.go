@@ -9,7 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 // shopSchema is a Stripe receiver's own tables, as a declared vocabulary reads
@@ -30,7 +30,7 @@ INSERT INTO customers VALUES ('cus_1', to_timestamp(1700000123)), ('cus_2', NULL
 `
 
 // shopQueries are the slots the loader fills from the declared vocabulary.
-var shopQueries = target.Queries{
+var shopQueries = targetfile.Queries{
 	EventRows:     "SELECT count(*) FROM stripe_events WHERE id = $3",
 	Effects:       "SELECT count(*) FROM charges WHERE id = $4",
 	Payment:       "SELECT status FROM payments WHERE id = $4",
@@ -126,7 +126,7 @@ func TestQuiescentUnclear(t *testing.T) {
 		"SELECT NULL::boolean":                        "NULL (want true or false)",
 		"SELECT bool_and(done_at IS NULL) FROM queue": "NULL (want true or false)",
 	} {
-		o, err := Open(ctx, dbURL, target.Queries{EventRows: shopQueries.EventRows, Effects: shopQueries.Effects, Quiescent: sql})
+		o, err := Open(ctx, dbURL, targetfile.Queries{EventRows: shopQueries.EventRows, Effects: shopQueries.Effects, Quiescent: sql})
 		if err != nil {
 			t.Fatalf("%s: %v", sql, err)
 		}
@@ -135,7 +135,7 @@ func TestQuiescentUnclear(t *testing.T) {
 		}
 		o.Close()
 	}
-	o, err := Open(ctx, dbURL, target.Queries{EventRows: shopQueries.EventRows, Effects: shopQueries.Effects})
+	o, err := Open(ctx, dbURL, targetfile.Queries{EventRows: shopQueries.EventRows, Effects: shopQueries.Effects})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestDeclaredQueryErrors(t *testing.T) {
 		t.Errorf("err does not wrap ErrInvalidQuery: %v", err)
 	}
 	// The looser rule of observe.postgres.queries.object stays: any first column.
-	old := target.Queries{EventRows: shopQueries.EventRows, Effects: shopQueries.Effects, Object: bad.Object}
+	old := targetfile.Queries{EventRows: shopQueries.EventRows, Effects: shopQueries.Effects, Object: bad.Object}
 	if o, err := Open(ctx, dbURL, old); err != nil {
 		t.Errorf("queries.object with a numeric column: %v", err)
 	} else {

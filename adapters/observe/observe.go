@@ -14,8 +14,8 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookcert/hookcert/adapters/pgfault"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/pgsession"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 // ErrNotConfigured is returned (wrapped) for a query the target does not configure.
@@ -79,21 +79,21 @@ func (k Key) param(n int) string {
 	}
 }
 
-// Query names, as in the target file (target.Query…).
+// Query names, as in the target file (targetfile.Query…).
 const (
-	QEventRows     = target.QueryEventRows
-	QEffects       = target.QueryEffects
-	QObjectEffects = target.QueryObjectEffects
-	QObject        = target.QueryObject
-	QPayment       = target.QueryPayment
+	QEventRows     = targetfile.QueryEventRows
+	QEffects       = targetfile.QueryEffects
+	QObjectEffects = targetfile.QueryObjectEffects
+	QObject        = targetfile.QueryObject
+	QPayment       = targetfile.QueryPayment
 	// QPayloadPresent reads whether one event's key row still holds its payload.
-	QPayloadPresent = target.QueryPayloadPresent
+	QPayloadPresent = targetfile.QueryPayloadPresent
 	// QQuiescent reads whether the receiver has accepted work pending.
-	QQuiescent = target.QueryQuiescent
+	QQuiescent = targetfile.QueryQuiescent
 	// QInboxState and QOutboxState read (state, attempts) of one event's accepted
 	// work and downstream message.
-	QInboxState  = target.QueryInboxState
-	QOutboxState = target.QueryOutboxState
+	QInboxState  = targetfile.QueryInboxState
+	QOutboxState = targetfile.QueryOutboxState
 )
 
 // queryOrder is the order the observer checks and snapshots its queries in.
@@ -118,7 +118,7 @@ const (
 type query struct {
 	name    string
 	sql     string // as configured
-	compact string // parameters renumbered from $1 (see target.CompactParams)
+	compact string // parameters renumbered from $1 (see targetfile.CompactParams)
 	params  []int  // original parameter numbers, in compact order
 }
 
@@ -132,7 +132,7 @@ type Observer struct {
 }
 
 // Timeouts bound the observer's work; a zero field takes the target package's
-// default (target.DefaultConnectTimeout and so on).
+// default (targetfile.DefaultConnectTimeout and so on).
 type Timeouts struct {
 	// Connect bounds one connection attempt (TCP, TLS, authentication).
 	Connect time.Duration
@@ -144,13 +144,13 @@ type Timeouts struct {
 
 func (t Timeouts) withDefaults() Timeouts {
 	if t.Connect <= 0 {
-		t.Connect = target.DefaultConnectTimeout
+		t.Connect = targetfile.DefaultConnectTimeout
 	}
 	if t.Statement <= 0 {
-		t.Statement = target.DefaultStatementTimeout
+		t.Statement = targetfile.DefaultStatementTimeout
 	}
 	if t.Lock <= 0 {
-		t.Lock = target.DefaultLockTimeout
+		t.Lock = targetfile.DefaultLockTimeout
 	}
 	return t
 }
@@ -174,13 +174,13 @@ func WithTimeouts(t Timeouts) Option {
 }
 
 // TargetTimeouts are the bounds a target file sets (or their defaults).
-func TargetTimeouts(p target.Postgres) Timeouts {
+func TargetTimeouts(p targetfile.Postgres) Timeouts {
 	return Timeouts{Connect: p.ConnectTimeout, Statement: p.StatementTimeout, Lock: p.LockTimeout}.withDefaults()
 }
 
 // OpenTarget opens the observer a target file describes: its URL, queries and
 // timeouts.
-func OpenTarget(ctx context.Context, p target.Postgres) (*Observer, error) {
+func OpenTarget(ctx context.Context, p targetfile.Postgres) (*Observer, error) {
 	return Open(ctx, p.URL.Reveal(), p.Queries, WithTimeouts(TargetTimeouts(p)))
 }
 
@@ -188,7 +188,7 @@ func OpenTarget(ctx context.Context, p target.Postgres) (*Observer, error) {
 // faults spare them, with statement_timeout and lock_timeout set) and checks every
 // configured query. A database that cannot be used gives an error wrapping
 // ErrUnreachable; a wrong query one wrapping ErrInvalidQuery.
-func Open(ctx context.Context, url string, q target.Queries, opts ...Option) (*Observer, error) {
+func Open(ctx context.Context, url string, q targetfile.Queries, opts ...Option) (*Observer, error) {
 	var to Timeouts
 	for _, f := range opts {
 		f(&to)
@@ -200,7 +200,7 @@ func Open(ctx context.Context, url string, q target.Queries, opts ...Option) (*O
 		return nil, classed("observe: invalid database URL (not shown: it may hold a password)", ErrUnreachable)
 	}
 	cc := cfg.ConnConfig
-	cc.RuntimeParams["application_name"] = pgfault.ApplicationName
+	cc.RuntimeParams["application_name"] = pgsession.ApplicationName
 	cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(to.Statement.Milliseconds(), 10)
 	cc.RuntimeParams["lock_timeout"] = strconv.FormatInt(to.Lock.Milliseconds(), 10)
 	cc.ConnectTimeout = to.Connect
@@ -234,7 +234,7 @@ func Open(ctx context.Context, url string, q target.Queries, opts ...Option) (*O
 // New checks the configured queries on an existing pool, which the caller closes.
 // The pool's own statement and lock timeouts apply on the server; opts bound the
 // wait on the client side.
-func New(ctx context.Context, pool *pgxpool.Pool, q target.Queries, opts ...Option) (*Observer, error) {
+func New(ctx context.Context, pool *pgxpool.Pool, q targetfile.Queries, opts ...Option) (*Observer, error) {
 	var to Timeouts
 	for _, f := range opts {
 		f(&to)
@@ -242,7 +242,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, q target.Queries, opts ...Opti
 	return newObserver(ctx, pool, q, to.withDefaults())
 }
 
-func newObserver(ctx context.Context, pool *pgxpool.Pool, q target.Queries, to Timeouts) (*Observer, error) {
+func newObserver(ctx context.Context, pool *pgxpool.Pool, q targetfile.Queries, to Timeouts) (*Observer, error) {
 	o := &Observer{pool: pool, queries: map[string]*query{}, timeouts: to}
 	named := q.Named()
 	fieldPath := q.FieldPath
@@ -259,7 +259,7 @@ func newObserver(ctx context.Context, pool *pgxpool.Pool, q target.Queries, to T
 		if !ok {
 			continue
 		}
-		compact, params, err := target.CompactParams(sql)
+		compact, params, err := targetfile.CompactParams(sql)
 		if err != nil {
 			errs = append(errs, classed(fmt.Sprintf("observe: %s: %v", fieldPath(name), err), ErrInvalidQuery))
 			continue
@@ -347,33 +347,10 @@ func (o *Observer) prepareError(ctx context.Context, name, path string, err erro
 		return classed(terr.Error(), terr, ErrUnreachable)
 	}
 	var pe *pgconn.PgError
-	if errors.As(err, &pe) && !unavailable(pe.Code) {
-		return classed(fmt.Sprintf("observe: %s: does not prepare: %s", path, pgMessage(pe)), ErrInvalidQuery, pe)
+	if errors.As(err, &pe) && !pgsession.Unavailable(pe.Code) {
+		return classed(fmt.Sprintf("observe: %s: does not prepare: %s", path, pgsession.Message(pe)), ErrInvalidQuery, pe)
 	}
 	return classed(fmt.Sprintf("observe: checking %s: %v", path, err), ErrUnreachable, err)
-}
-
-// unavailable reports SQLSTATEs that say the server cannot serve, not that the
-// query is wrong: connection exceptions (08), insufficient resources (53),
-// operator intervention (57: shutdown, cancel) and system errors (58).
-func unavailable(code string) bool {
-	return strings.HasPrefix(code, "08") || strings.HasPrefix(code, "53") ||
-		strings.HasPrefix(code, "57") || strings.HasPrefix(code, "58")
-}
-
-// pgMessage is the database's error as psql shows it, with the hint and position.
-func pgMessage(pe *pgconn.PgError) string {
-	m := fmt.Sprintf("%s: %s (SQLSTATE %s)", pe.Severity, pe.Message, pe.Code)
-	if pe.Detail != "" {
-		m += "; " + pe.Detail
-	}
-	if pe.Hint != "" {
-		m += "; hint: " + pe.Hint
-	}
-	if pe.Position > 0 {
-		m += fmt.Sprintf("; at character %d", pe.Position)
-	}
-	return m
 }
 
 // queryContext bounds one query on the client side too: statement_timeout is
@@ -391,10 +368,10 @@ func (o *Observer) timeoutError(ctx context.Context, name string, err error) err
 	switch {
 	case errors.As(err, &pe) && pe.Code == "55P03" && strings.Contains(pe.Message, "lock timeout"):
 		return classed(fmt.Sprintf("observe: query %s waited %s for a lock another session holds (lock_timeout, target.observe.postgres.lock_timeout): %s",
-			name, o.timeouts.Lock, pgMessage(pe)), ErrTimeout, pe)
+			name, o.timeouts.Lock, pgsession.Message(pe)), ErrTimeout, pe)
 	case errors.As(err, &pe) && pe.Code == "57014" && strings.Contains(pe.Message, "statement timeout"):
 		return classed(fmt.Sprintf("observe: query %s ran longer than %s (statement_timeout, target.observe.postgres.statement_timeout): %s",
-			name, o.timeouts.Statement, pgMessage(pe)), ErrTimeout, pe)
+			name, o.timeouts.Statement, pgsession.Message(pe)), ErrTimeout, pe)
 	case ctx.Err() == nil && (errors.Is(err, context.DeadlineExceeded) || pgconn.Timeout(err)):
 		return classed(fmt.Sprintf("observe: query %s: no answer from the database within %s (statement_timeout %s + connect_timeout %s)",
 			name, o.timeouts.Statement+o.timeouts.Connect, o.timeouts.Statement, o.timeouts.Connect), ErrTimeout, err)
@@ -630,7 +607,7 @@ func (o *Observer) Snapshot(ctx context.Context, k Key) []Result {
 		q := o.queries[name]
 		r := Result{Query: name, SQL: q.sql, Params: map[string]string{}, Rows: [][]string{}}
 		for _, n := range q.params {
-			r.Params[fmt.Sprintf("$%d %s", n, target.ParamNames[n-1])] = k.param(n)
+			r.Params[fmt.Sprintf("$%d %s", n, targetfile.ParamNames[n-1])] = k.param(n)
 		}
 		qctx, cancel := o.queryContext(ctx)
 		rows, err := o.pool.Query(qctx, q.compact, o.args(q, k)...)
@@ -669,7 +646,7 @@ func (o *Observer) Snapshot(ctx context.Context, k Key) []Result {
 }
 
 // QueueState is one event's row in the receiver's inbox or outbox, its state
-// mapped by the target's query onto target.InboxStates or target.OutboxStates.
+// mapped by the target's query onto targetfile.InboxStates or targetfile.OutboxStates.
 type QueueState struct {
 	State    string
 	Attempts int
@@ -678,12 +655,12 @@ type QueueState struct {
 
 // InboxState reads the accepted work of one event (target.inbox.state).
 func (o *Observer) InboxState(ctx context.Context, k Key) (QueueState, error) {
-	return o.queueState(ctx, QInboxState, k, target.InboxStates)
+	return o.queueState(ctx, QInboxState, k, targetfile.InboxStates)
 }
 
 // OutboxState reads the downstream message of one event (target.outbox.state).
 func (o *Observer) OutboxState(ctx context.Context, k Key) (QueueState, error) {
-	return o.queueState(ctx, QOutboxState, k, target.OutboxStates)
+	return o.queueState(ctx, QOutboxState, k, targetfile.OutboxStates)
 }
 
 func (o *Observer) queueState(ctx context.Context, name string, k Key, valid []string) (QueueState, error) {

@@ -11,7 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 // newDB creates a database of its own for the test and returns its URL.
@@ -31,7 +31,7 @@ INSERT INTO subscriptions VALUES ('stripe','acct_A','sub_1',3,'active'), ('strip
 INSERT INTO payments VALUES ('stripe','acct_A','pi_1','succeeded');
 `
 
-var queries = target.Queries{
+var queries = targetfile.Queries{
 	EventRows:     "SELECT count(*) FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3",
 	Effects:       "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND event_id=$3",
 	ObjectEffects: "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND object_id=$4",
@@ -120,7 +120,7 @@ func TestObserver(t *testing.T) {
 
 func TestNotConfigured(t *testing.T) {
 	ctx, dbURL := setup(t)
-	o, err := Open(ctx, dbURL, target.Queries{EventRows: queries.EventRows, Effects: queries.Effects})
+	o, err := Open(ctx, dbURL, targetfile.Queries{EventRows: queries.EventRows, Effects: queries.Effects})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestNotConfigured(t *testing.T) {
 // TestOpenChecksEveryQuery: each bad query is reported by name, all at once.
 func TestOpenChecksEveryQuery(t *testing.T) {
 	ctx, dbURL := setup(t)
-	bad := target.Queries{
+	bad := targetfile.Queries{
 		EventRows:     "SELECT count(*) FROM no_such_table WHERE event_id=$3",
 		Effects:       "SELECT count(*), 1 FROM ledger_entries WHERE event_id=$3",
 		ObjectEffects: "SELECT count(*) FROM ledger_entries WHERE object_id=$4 AND amount > $5",

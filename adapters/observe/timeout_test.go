@@ -12,7 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 // silentListener accepts TCP connections and never answers, like a port whose
@@ -189,13 +189,13 @@ func TestLockAndStatementTimeouts(t *testing.T) {
 
 func TestOpenTarget(t *testing.T) {
 	ctx, dbURL := setup(t)
-	p := target.Postgres{URL: target.NewSecret(dbURL), Queries: queries, StatementTimeout: 2 * time.Second}
+	p := targetfile.Postgres{URL: targetfile.NewSecret(dbURL), Queries: queries, StatementTimeout: 2 * time.Second}
 	o, err := OpenTarget(ctx, p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer o.Close()
-	if got := TargetTimeouts(p); got != (Timeouts{Connect: target.DefaultConnectTimeout, Statement: 2 * time.Second, Lock: target.DefaultLockTimeout}) {
+	if got := TargetTimeouts(p); got != (Timeouts{Connect: targetfile.DefaultConnectTimeout, Statement: 2 * time.Second, Lock: targetfile.DefaultLockTimeout}) {
 		t.Errorf("TargetTimeouts = %+v", got)
 	}
 	var st string

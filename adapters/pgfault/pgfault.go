@@ -9,13 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/hookcert/hookcert/adapters/pgsession"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
-
-// ApplicationName marks the harness's own PostgreSQL sessions.
-const ApplicationName = "hookcert-harness"
 
 // Defaults for the gate.
 const (
@@ -34,25 +32,6 @@ var modes = []string{"ACCESS SHARE", "ROW SHARE", "ROW EXCLUSIVE", "SHARE UPDATE
 	"SHARE", "SHARE ROW EXCLUSIVE", "EXCLUSIVE", "ACCESS EXCLUSIVE"}
 
 var identRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_$]{0,62}$`)
-
-// Connect opens a pool whose sessions carry application_name "hookcert-harness".
-func Connect(ctx context.Context, url string) (*pgxpool.Pool, error) {
-	cfg, err := pgxpool.ParseConfig(url)
-	if err != nil {
-		// pgx's parse errors can quote the URL (and its password): don't wrap them.
-		return nil, errors.New("pgfault: invalid database URL (not shown: it may hold a password)")
-	}
-	cfg.ConnConfig.RuntimeParams["application_name"] = ApplicationName
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		return nil, fmt.Errorf("pgfault: connect: %w", err)
-	}
-	if err := pool.Ping(ctx); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("pgfault: connect to %s/%s: %w", cfg.ConnConfig.Host, cfg.ConnConfig.Database, err)
-	}
-	return pool, nil
-}
 
 // TableIdent validates a table name ("table" or "schema.table", taken verbatim:
 // case-sensitive) and returns it as a pgx.Identifier.
@@ -222,7 +201,7 @@ type Filter struct {
 	InTransaction bool
 	// WaitingOn keeps only sessions waiting on this gate's table.
 	WaitingOn *Gate
-	// ApplicationName keeps only sessions with this application_name.
+	// pgsession.ApplicationName keeps only sessions with this application_name.
 	ApplicationName string
 }
 
@@ -259,7 +238,7 @@ func TerminateBackends(ctx context.Context, pool *pgxpool.Pool, database string,
 			  AND (NOT $4 OR xact_start IS NOT NULL)
 			  AND ($5 = '' OR application_name = $5)
 			  AND ($6::int[] IS NULL OR pid = ANY($6::int[])))
-		SELECT pid FROM victims WHERE pg_terminate_backend(pid) ORDER BY pid`, database, gatePID, ApplicationName, f.InTransaction, f.ApplicationName, waiting)
+		SELECT pid FROM victims WHERE pg_terminate_backend(pid) ORDER BY pid`, database, gatePID, pgsession.ApplicationName, f.InTransaction, f.ApplicationName, waiting)
 	if err != nil {
 		return nil, fmt.Errorf("pgfault: terminate backends of %s: %w", database, err)
 	}
@@ -307,7 +286,7 @@ func Busy(ctx context.Context, pool *pgxpool.Pool, database string) (int, string
 		  AND pid <> pg_backend_pid()
 		  AND coalesce(application_name, '') <> $2
 		  AND ((state IS NOT NULL AND state <> 'idle') OR wait_event_type = 'Lock')
-		ORDER BY pid`, database, ApplicationName)
+		ORDER BY pid`, database, pgsession.ApplicationName)
 	if err != nil {
 		return 0, "", fmt.Errorf("pgfault: busy sessions of %s: %w", database, err)
 	}

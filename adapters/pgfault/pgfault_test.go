@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/adapters/pgsession"
 )
 
 // newDB creates a database of its own for the test and returns its URL and name.
@@ -44,7 +45,7 @@ func receiverConn(t *testing.T, dbURL string) *pgx.Conn {
 
 func harness(t *testing.T, dbURL string) *pgxpool.Pool {
 	t.Helper()
-	pool, err := Connect(context.Background(), dbURL)
+	pool, err := pgsession.Connect(context.Background(), dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/scrub"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 // Defaults for Spec fields left zero.
@@ -59,7 +59,7 @@ type Spec struct {
 }
 
 // SpecFor builds the Spec of a target's lifecycle section.
-func SpecFor(t *target.Target) (Spec, error) {
+func SpecFor(t *targetfile.Target) (Spec, error) {
 	if t.Lifecycle == nil {
 		return Spec{}, errors.New("process: target has no lifecycle section")
 	}
@@ -71,7 +71,7 @@ func SpecFor(t *target.Target) (Spec, error) {
 // WorkerSpecs builds one Spec per worker process of lifecycle.worker (none
 // when the receiver's workers run inside it). A worker answers no HTTP, so it
 // is ready once started.
-func WorkerSpecs(t *target.Target) []Spec {
+func WorkerSpecs(t *targetfile.Target) []Spec {
 	if t.Lifecycle == nil || t.Lifecycle.Worker == nil {
 		return nil
 	}
@@ -88,7 +88,7 @@ func WorkerSpecs(t *target.Target) []Spec {
 // secrets, the database password, the values {{env}} passed, and lifecycle.env
 // values that carry a password or whose name says they are secret. Other env values (a port, "debug") are left
 // alone: scrubbing them would blank ordinary words out of the output.
-func targetSecrets(t *target.Target) []string {
+func targetSecrets(t *targetfile.Target) []string {
 	var out []string
 	for _, ep := range t.Endpoints {
 		out = append(out, ep.Secret.Reveal())

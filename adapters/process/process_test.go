@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 // TestHelperProcess is not a test: the other tests run the test binary itself as
@@ -284,7 +284,7 @@ func TestSpecFor(t *testing.T) {
         event_rows: SELECT count(*) FROM e WHERE event_id=$3
         effects: SELECT count(*) FROM l WHERE event_id=$3
 `
-	tg, err := target.Parse([]byte(src), target.Vars{ListenAddr: "127.0.0.1:9", DatabaseURL: "postgres://h/db"})
+	tg, err := targetfile.Parse([]byte(src), targetfile.Vars{ListenAddr: "127.0.0.1:9", DatabaseURL: "postgres://h/db"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/scrub"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 // A receiver that prints its secrets when it fails to start: neither the error
@@ -109,7 +109,7 @@ func TestSpecForSecrets(t *testing.T) {
         event_rows: SELECT count(*) FROM e WHERE event_id=$3
         effects: SELECT count(*) FROM l WHERE event_id=$3
 `
-	tg, err := target.Parse([]byte(src), target.Vars{ListenAddr: "127.0.0.1:9", DatabaseURL: "postgres://u:dbpw-42@h/db"})
+	tg, err := targetfile.Parse([]byte(src), targetfile.Vars{ListenAddr: "127.0.0.1:9", DatabaseURL: "postgres://u:dbpw-42@h/db"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestEnvPassedValueScrubbed(t *testing.T) {
         event_rows: SELECT count(*) FROM e WHERE event_id=$3
         effects: SELECT count(*) FROM l WHERE event_id=$3
 `
-	tg, err := target.Parse([]byte(src), target.Vars{ListenAddr: "127.0.0.1:9"})
+	tg, err := targetfile.Parse([]byte(src), targetfile.Vars{ListenAddr: "127.0.0.1:9"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,8 +15,8 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookcert/hookcert/adapters/pgfault"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/pgsession"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 // Options say where the trigger runs.
@@ -36,24 +36,24 @@ type Options struct {
 
 // Trigger purges a receiver as of a given time. It is safe for concurrent use.
 type Trigger struct {
-	spec target.Purge
+	spec targetfile.Purge
 	opts Options
 	pool *pgxpool.Pool
 }
 
 // New prepares the trigger of spec; a sql trigger connects now (sessions marked as
 // the harness's, so connection-loss faults spare them). Close releases it.
-func New(ctx context.Context, spec target.Purge, opts Options) (*Trigger, error) {
+func New(ctx context.Context, spec targetfile.Purge, opts Options) (*Trigger, error) {
 	t := &Trigger{spec: spec, opts: opts}
 	if t.spec.Timeout <= 0 {
-		t.spec.Timeout = target.DefaultPurgeTimeout
+		t.spec.Timeout = targetfile.DefaultPurgeTimeout
 	}
 	switch spec.Kind() {
 	case "sql":
 		if opts.DatabaseURL == "" {
 			return nil, errors.New("purge: sql trigger: no database URL")
 		}
-		pool, err := pgfault.Connect(ctx, opts.DatabaseURL)
+		pool, err := pgsession.Connect(ctx, opts.DatabaseURL)
 		if err != nil {
 			return nil, fmt.Errorf("purge: %w", err)
 		}
@@ -73,7 +73,7 @@ func New(ctx context.Context, spec target.Purge, opts Options) (*Trigger, error)
 }
 
 // FromTarget prepares the trigger a target file declares.
-func FromTarget(ctx context.Context, tg *target.Target) (*Trigger, error) {
+func FromTarget(ctx context.Context, tg *targetfile.Target) (*Trigger, error) {
 	if tg.Retention == nil {
 		return nil, errors.New("purge: the target has no retention section")
 	}
@@ -132,7 +132,7 @@ func (t *Trigger) Purge(ctx context.Context, asOf time.Time) error {
 func (t *Trigger) command(ctx context.Context, asOf time.Time) error {
 	args := make([]string, len(t.spec.Command))
 	for i, a := range t.spec.Command {
-		args[i] = strings.ReplaceAll(a, target.AsOfPlaceholder, FormatAsOf(asOf))
+		args[i] = strings.ReplaceAll(a, targetfile.AsOfPlaceholder, FormatAsOf(asOf))
 	}
 	cmd := exec.CommandContext(ctx, args[0], args[1:]...)
 	cmd.Dir = t.opts.Dir

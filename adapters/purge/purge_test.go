@@ -18,7 +18,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
 var asOf = time.Date(2026, 3, 4, 5, 6, 7, 8000, time.UTC)
@@ -44,7 +44,7 @@ func TestHTTPTrigger(t *testing.T) {
 		w.WriteHeader(http.StatusOK)
 	}))
 	defer srv.Close()
-	tr, err := New(context.Background(), target.Purge{HTTPMethod: "POST", HTTPPath: "/_hookcert/purge"}, Options{BaseURL: srv.URL})
+	tr, err := New(context.Background(), targetfile.Purge{HTTPMethod: "POST", HTTPPath: "/_hookcert/purge"}, Options{BaseURL: srv.URL})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestHTTPTrigger(t *testing.T) {
 func TestCommandTrigger(t *testing.T) {
 	dir := t.TempDir()
 	out := filepath.Join(dir, "as_of")
-	spec := target.Purge{Command: []string{"sh", "-c", `printf '%s %s' "$1" "$PURGE_ENV" > "$2"`, "sh", target.AsOfPlaceholder, out}}
+	spec := targetfile.Purge{Command: []string{"sh", "-c", `printf '%s %s' "$1" "$PURGE_ENV" > "$2"`, "sh", targetfile.AsOfPlaceholder, out}}
 	tr, err := New(context.Background(), spec, Options{Dir: dir, Env: map[string]string{"PURGE_ENV": "from-lifecycle"}})
 	if err != nil {
 		t.Fatal(err)
@@ -79,11 +79,11 @@ func TestCommandTrigger(t *testing.T) {
 	if err != nil || string(b) != "2026-03-04T05:06:07.000008Z from-lifecycle" {
 		t.Fatalf("command wrote %q (%v)", b, err)
 	}
-	bad, _ := New(context.Background(), target.Purge{Command: []string{"sh", "-c", "echo cannot purge >&2; exit 3", target.AsOfPlaceholder}}, Options{})
+	bad, _ := New(context.Background(), targetfile.Purge{Command: []string{"sh", "-c", "echo cannot purge >&2; exit 3", targetfile.AsOfPlaceholder}}, Options{})
 	if err := bad.Purge(context.Background(), asOf); err == nil || !strings.Contains(err.Error(), "exit status 3") || !strings.Contains(err.Error(), "cannot purge") {
 		t.Fatalf("failing command: %v", err)
 	}
-	slow, _ := New(context.Background(), target.Purge{Command: []string{"sleep", "5", target.AsOfPlaceholder}, Timeout: 100 * time.Millisecond}, Options{})
+	slow, _ := New(context.Background(), targetfile.Purge{Command: []string{"sleep", "5", targetfile.AsOfPlaceholder}, Timeout: 100 * time.Millisecond}, Options{})
 	start := time.Now()
 	if err := slow.Purge(context.Background(), asOf); err == nil || time.Since(start) > 3*time.Second {
 		t.Fatalf("timeout not applied: %v after %s", err, time.Since(start))
@@ -105,7 +105,7 @@ func TestSQLTrigger(t *testing.T) {
 		INSERT INTO keys VALUES ('old', '2026-01-01Z'), ('new', '2026-03-04Z')`); err != nil {
 		t.Fatal(err)
 	}
-	tr, err := New(ctx, target.Purge{SQL: "DELETE FROM keys WHERE received_at < $1::timestamptz - interval '30 days'"}, Options{DatabaseURL: u.String()})
+	tr, err := New(ctx, targetfile.Purge{SQL: "DELETE FROM keys WHERE received_at < $1::timestamptz - interval '30 days'"}, Options{DatabaseURL: u.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestSQLTrigger(t *testing.T) {
 	if err := c.QueryRow(ctx, `SELECT string_agg(id, ',') FROM keys`).Scan(&left); err != nil || left != "new" {
 		t.Fatalf("after the sql purge: %q (%v), want only the key younger than 30 days", left, err)
 	}
-	bad, err := New(ctx, target.Purge{SQL: "DELETE FROM nokeys WHERE received_at < $1"}, Options{DatabaseURL: u.String()})
+	bad, err := New(ctx, targetfile.Purge{SQL: "DELETE FROM nokeys WHERE received_at < $1"}, Options{DatabaseURL: u.String()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,7 +128,7 @@ func TestSQLTrigger(t *testing.T) {
 }
 
 func TestNoTrigger(t *testing.T) {
-	if _, err := New(context.Background(), target.Purge{}, Options{}); err == nil {
+	if _, err := New(context.Background(), targetfile.Purge{}, Options{}); err == nil {
 		t.Fatal("empty trigger accepted")
 	}
 }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/hookcert/hookcert/adapters/target"
-	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // These tests hold target.yaml — the file hookcert certifies the shop with —
@@ -24,7 +24,7 @@ import (
 func TestTargetFileLoads(t *testing.T) {
 	tf, data := readTarget(t)
 	endpointSecrets(t, tf)
-	if err := target.Validate(data, profiles.IDs()); err != nil {
+	if err := targetfile.Validate(data, profiles.IDs()); err != nil {
 		t.Fatalf("target.yaml does not load: %v", err)
 	}
 }
@@ -45,9 +45,9 @@ type params struct {
 
 func (b binder) args(sql string, p params, fixture bool) (string, []any) {
 	b.t.Helper()
-	compact, used, err := target.CompactParams(sql)
+	compact, used, err := targetfile.CompactParams(sql)
 	if fixture {
-		compact, used, err = target.CompactFixtureParams(sql)
+		compact, used, err = targetfile.CompactFixtureParams(sql)
 	}
 	if err != nil {
 		b.t.Fatalf("%s: %v", sql, err)
@@ -148,11 +148,11 @@ func TestTargetFileMatchesTheReceiver(t *testing.T) {
 	send := func(epIndex int, typ, tpl, eventID, objectID string, at int64) int {
 		t.Helper()
 		ep := tg.Endpoints[epIndex]
-		ot, err := scenarios.ParseObjectTemplate(tpl)
+		ot, err := vocab.ParseObjectTemplate(tpl)
 		if err != nil {
 			t.Fatalf("%s object template: %v", typ, err)
 		}
-		obj, err := ot.Render(scenarios.ObjectData{EventID: eventID, Type: typ, ObjectID: objectID, Source: ep.Source,
+		obj, err := ot.Render(vocab.ObjectData{EventID: eventID, Type: typ, ObjectID: objectID, Source: ep.Source,
 			Account: ep.Account, Currency: "eur", Amount: 1234, Created: at})
 		if err != nil {
 			t.Fatalf("%s: %v", typ, err)

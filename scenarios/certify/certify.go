@@ -22,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"go.yaml.in/yaml/v3"
 
@@ -31,15 +30,16 @@ import (
 	"github.com/hookcert/hookcert/adapters/observe"
 	"github.com/hookcert/hookcert/adapters/pgfault"
 	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/adapters/pgsession"
 	"github.com/hookcert/hookcert/adapters/process"
 	"github.com/hookcert/hookcert/adapters/purge"
 	secretscrub "github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/adapters/sink"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/scenarios/check"
-	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -144,11 +144,11 @@ type Harness struct {
 	opts    Options
 	secrets []string
 	closers []func()
-	tg      *target.Target
+	tg      *targetfile.Target
 }
 
 // Target is the loaded target, rendered with the run's values.
-func (hs *Harness) Target() *target.Target { return hs.tg }
+func (hs *Harness) Target() *targetfile.Target { return hs.tg }
 
 // Database describes the receiver's database for the console: its URL with the
 // password hidden, and how the harness provided it ("" when the file names its
@@ -274,21 +274,21 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 	baseDir := o.ConfigDir
 	if data == nil {
 		var err error
-		if data, err = target.ReadFile(o.ConfigPath); err != nil {
+		if data, err = targetfile.ReadFile(o.ConfigPath); err != nil {
 			return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 		}
 		if baseDir == "" {
-			if baseDir, err = target.BaseDir(o.ConfigPath); err != nil {
+			if baseDir, err = targetfile.BaseDir(o.ConfigPath); err != nil {
 				return nil, fmt.Errorf("%w: %v", ErrConfig, err)
 			}
 		}
 	}
 	st.read = true
 	// The file's relative paths are the file's, wherever the harness runs.
-	pathOpt := target.WithBaseDir(baseDir)
+	pathOpt := targetfile.WithBaseDir(baseDir)
 	// The whole file is checked before anything is provisioned or started, and
 	// what the run must provide is read off the parsed file, not its text.
-	inspected, err := target.Inspect(data, profiles.IDs(), pathOpt)
+	inspected, err := targetfile.Inspect(data, profiles.IDs(), pathOpt)
 	if err != nil {
 		st.target.Name = nameOf(data, o.ConfigPath)
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
@@ -309,7 +309,7 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 				ErrNothing, o.Run.LabelFilter, strings.Join(o.Run.Focus, ","))
 		}
 	}
-	vars := target.Vars{}
+	vars := targetfile.Vars{}
 	addr, err := process.FreeAddr()
 	if err != nil {
 		return nil, fmt.Errorf("%w: choosing a port for the receiver: %v", ErrUnreachable, err)
@@ -318,7 +318,7 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 	// The downstream sink listens before the receiver starts: its URL is part
 	// of the receiver's command line or environment.
 	var downstreamSink *sink.Sink
-	if inspected.Uses("SinkURL") || inspected.Has(target.Outbox) {
+	if inspected.Uses("SinkURL") || inspected.Has(targetfile.Outbox) {
 		kh := ""
 		if inspected.Outbox != nil {
 			kh = inspected.Outbox.KeyHeader
@@ -351,7 +351,7 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 			fmt.Fprintln(o.Stdout, "database: "+n)
 		}
 	}
-	tg, err := target.Parse(data, vars, target.WithProfiles(profiles.IDs()), pathOpt)
+	tg, err := targetfile.Parse(data, vars, targetfile.WithProfiles(profiles.IDs()), pathOpt)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrConfig, o.ConfigPath, err)
 	}
@@ -492,20 +492,20 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 	}
 	// The harness's own sessions in the receiver's database: faults where the
 	// target allows them, and the activity reads that keep scenarios apart.
-	pool, err := pgfault.Connect(ctx, tg.Postgres.URL.Reveal())
+	pool, err := pgsession.Connect(ctx, tg.Postgres.URL.Reveal())
 	if err != nil {
 		return nil, fmt.Errorf("%w: harness database session: %v", ErrUnreachable, err)
 	}
 	hs.closers = append(hs.closers, pool.Close)
 	faults := &dbFaults{pool: pool, database: pool.Config().ConnConfig.Database}
 	env.Activity = faults
-	if tg.Has(target.LockGating) || tg.Has(target.ConnectionLoss) {
+	if tg.Has(targetfile.LockGating) || tg.Has(targetfile.ConnectionLoss) {
 		env.DB = faults
 	}
 	if tg.FailpointsPath != "" {
 		env.Failpoints = failpoints.New(tg.BaseURL, tg.FailpointsPath, &http.Client{Timeout: 5 * time.Second})
 	}
-	if tg.Has(target.Retention) && tg.Retention != nil {
+	if tg.Has(targetfile.Retention) && tg.Retention != nil {
 		if err := preparePurge(ctx, obs, tg.Retention.Purge); err != nil {
 			return nil, err
 		}
@@ -559,7 +559,7 @@ const ModelAckTimeout = 10 * time.Second
 // AckTimeout is the acknowledgement timeout of an endpoint: the target's
 // ack_timeout, else the profile's documented timeout, else ModelAckTimeout
 // (model is then true).
-func AckTimeout(ep target.Endpoint, p profiles.Profile) (d time.Duration, model bool) {
+func AckTimeout(ep targetfile.Endpoint, p profiles.Profile) (d time.Duration, model bool) {
 	if ep.AckTimeout > 0 {
 		return ep.AckTimeout, false
 	}
@@ -588,7 +588,7 @@ func nameOf(data []byte, path string) string {
 // preparePurge checks a retention.purge.sql statement on the receiver's
 // database, as the observer checks its queries: SQL that does not prepare is a
 // configuration error naming the field.
-func preparePurge(ctx context.Context, obs *observe.Observer, p target.Purge) error {
+func preparePurge(ctx context.Context, obs *observe.Observer, p targetfile.Purge) error {
 	if p.SQL == "" {
 		return nil
 	}
@@ -602,9 +602,8 @@ func preparePurge(ctx context.Context, obs *observe.Observer, p target.Purge) er
 	defer conn.Release()
 	sd, err := conn.Conn().Prepare(ctx, "hookcert_purge_check", p.SQL)
 	if err != nil {
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57") && !strings.HasPrefix(pe.Code, "53") {
-			return fmt.Errorf("%w: %s: does not prepare: %s: %s (SQLSTATE %s)", ErrConfig, field, pe.Severity, pe.Message, pe.Code)
+		if pe := pgsession.StatementError(err); pe != nil {
+			return fmt.Errorf("%w: %s: does not prepare: %s", ErrConfig, field, pgsession.Message(pe))
 		}
 		return fmt.Errorf("%w: checking %s: %v", ErrUnreachable, field, err)
 	}
@@ -614,7 +613,7 @@ func preparePurge(ctx context.Context, obs *observe.Observer, p target.Purge) er
 
 // NewRun starts a run of the suite against the harness's target.
 func (hs *Harness) NewRun() (*scenarios.Run, error) {
-	return scenarios.NewRun(hs.Env, hs.opts.Run, simulator.RunMeta{TargetURL: hs.info.Target.BaseURL, TimeScale: hs.Env.TimeScale})
+	return scenarios.NewRun(hs.Env, hs.opts.Run, history.Meta{TargetURL: hs.info.Target.BaseURL, TimeScale: hs.Env.TimeScale})
 }
 
 // Finish judges what run recorded and writes the reports.
@@ -640,7 +639,7 @@ func (hs *Harness) Finish(ctx context.Context, run *scenarios.Run) (*reports.Res
 
 // WriteRun writes a run's reports and its history (history.jsonl, the input of
 // `hookcert check`) into dir, scrubbing secrets from both.
-func WriteRun(dir string, h *simulator.History, res *reports.Results, secrets []string) error {
+func WriteRun(dir string, h *history.History, res *reports.Results, secrets []string) error {
 	if _, err := reports.Write(dir, res, reports.Options{Secrets: secrets}); err != nil {
 		return fmt.Errorf("writing reports: %w", err)
 	}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/observe"
 	"github.com/hookcert/hookcert/adapters/sink"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -49,7 +49,7 @@ func (d downstream) HoldAfterApply(eventID string, dur time.Duration) {
 }
 
 // wireQueues gives the scenarios the target's inbox and outbox.
-func wireQueues(env *scenarios.Env, tg *target.Target, obs *observe.Observer, s *sink.Sink) {
+func wireQueues(env *scenarios.Env, tg *targetfile.Target, obs *observe.Observer, s *sink.Sink) {
 	if obs.Has(observe.QInboxState) || obs.Has(observe.QOutboxState) {
 		env.Queue = queueObserver{obs}
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
-	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // shopTarget is a Stripe receiver with its own tables, declared vocabulary and
@@ -84,7 +84,7 @@ func TestDeclaredWiring(t *testing.T) {
 	if env.Vocab == nil || !env.Vocab.Declared || env.Vocab.Effect.Type != "charge.succeeded" || env.Vocab.Lifecycle.Fixture != "payment" {
 		t.Errorf("Vocab = %+v", env.Vocab)
 	}
-	if env.Acceptance != (scenarios.Acceptance{Async: true, Settle: 5 * time.Second}) {
+	if env.Acceptance != (vocab.Acceptance{Async: true, Settle: 5 * time.Second}) {
 		t.Errorf("Acceptance = %+v", env.Acceptance)
 	}
 	if env.Quiescent == nil {
@@ -96,7 +96,7 @@ func TestDeclaredWiring(t *testing.T) {
 	if env.Fixtures == nil {
 		t.Fatal("no Fixtures")
 	}
-	if err := env.Fixtures.Create(ctx, "payment", scenarios.ObjectData{ObjectID: "pi_w1", Amount: 100}); err != nil {
+	if err := env.Fixtures.Create(ctx, "payment", vocab.ObjectData{ObjectID: "pi_w1", Amount: 100}); err != nil {
 		t.Fatal(err)
 	}
 	if s, found, err := env.Observer.Payment(ctx, "stripe", "acct_a", "pi_w1"); err != nil || !found || s != "processing" {
@@ -140,7 +140,7 @@ func TestBuiltinWiring(t *testing.T) {
 	}
 	defer hs.Close()
 	if env := hs.Env; env.Vocab != nil || env.Quiescent != nil || env.Fixtures != nil ||
-		env.Acceptance != (scenarios.Acceptance{Settle: time.Second}) {
+		env.Acceptance != (vocab.Acceptance{Settle: time.Second}) {
 		t.Errorf("Vocab %v, Quiescent set %v, Fixtures %v, Acceptance %+v", env.Vocab, env.Quiescent != nil, env.Fixtures, env.Acceptance)
 	}
 }

@@ -12,13 +12,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
-	"github.com/hookcert/hookcert/simulator"
 )
 
 // RunInfo is what a certification records about itself in the history's meta
-// (simulator.RunMeta.Run), so that results.json can be rebuilt from the history.
+// (history.Meta.Run), so that results.json can be rebuilt from the history.
 type RunInfo struct {
 	Tool        reports.ToolInfo   `json:"tool"`
 	Target      reports.TargetInfo `json:"target"`
@@ -45,7 +45,7 @@ type Verdict struct {
 }
 
 // Judge rebuilds the results of a certification run from its history.
-func Judge(h *simulator.History) (*reports.Results, error) {
+func Judge(h *history.History) (*reports.Results, error) {
 	var info RunInfo
 	if len(h.Meta.Run) > 0 {
 		if err := json.Unmarshal(h.Meta.Run, &info); err != nil {
@@ -138,17 +138,17 @@ func Judge(h *simulator.History) (*reports.Results, error) {
 }
 
 // PartOf returns scenario index's share of h, for Scenario.
-func PartOf(h *simulator.History, index int) *Part { return split(h)[index] }
+func PartOf(h *history.History, index int) *Part { return split(h)[index] }
 
 // Part is one scenario's share of the history.
 type Part struct {
-	attempts []simulator.AttemptRecord
-	obs      []simulator.Observation
-	releases []simulator.ReleaseRecord
-	sink     []simulator.SinkRecord
+	attempts []history.Attempt
+	obs      []history.Observation
+	releases []history.Release
+	sink     []history.Sink
 }
 
-func split(h *simulator.History) map[int]*Part {
+func split(h *history.History) map[int]*Part {
 	m := map[int]*Part{}
 	get := func(i int) *Part {
 		p := m[i]
@@ -174,17 +174,17 @@ func split(h *simulator.History) map[int]*Part {
 }
 
 // Scenario judges one scenario of guarantee g from its attempts and observations.
-func Scenario(g scenarios.Guarantee, sc simulator.ScenarioRecord, p *Part) Verdict {
+func Scenario(g scenarios.Guarantee, sc history.Scenario, p *Part) Verdict {
 	if p == nil {
 		p = &Part{}
 	}
 	v := &view{sc: sc, g: g, attempts: p.attempts, obs: p.obs, sink: p.sink}
 	switch sc.State {
-	case simulator.ScenarioNotApplicable:
+	case history.ScenarioNotApplicable:
 		return Verdict{Status: reports.StatusNotApplicable, Reason: sc.Reason, Notes: sc.Notes}
-	case simulator.ScenarioError:
+	case history.ScenarioError:
 		return Verdict{Status: reports.StatusError, Reason: sc.Reason, Notes: sc.Notes}
-	case simulator.ScenarioRan:
+	case history.ScenarioRan:
 	default:
 		return Verdict{Status: reports.StatusError, Reason: fmt.Sprintf("history: scenario %d has state %q", sc.Index, sc.State), Notes: sc.Notes}
 	}
@@ -206,7 +206,7 @@ func Scenario(g scenarios.Guarantee, sc simulator.ScenarioRecord, p *Part) Verdi
 	return out
 }
 
-func timeline(as []simulator.AttemptRecord) []reports.Attempt {
+func timeline(as []history.Attempt) []reports.Attempt {
 	out := make([]reports.Attempt, 0, len(as))
 	for _, a := range as {
 		out = append(out, reports.Attempt{
@@ -230,7 +230,7 @@ func paramsText(ps []string) string {
 }
 
 // ObservationValue renders what a read returned.
-func ObservationValue(o simulator.Observation) string {
+func ObservationValue(o history.Observation) string {
 	if o.Error != "" {
 		return "error: " + o.Error
 	}

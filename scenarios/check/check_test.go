@@ -6,10 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
-	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // Checkers are plain functions of a history: these feed them small histories
@@ -17,23 +18,23 @@ import (
 
 var k1 = profiles.Key{Source: "stripe", Account: "acct_A", EventID: "evt_1"}
 
-func attempt(role string, k profiles.Key, o simulator.Outcome, status int) simulator.AttemptRecord {
-	return simulator.AttemptRecord{Scenario: 1, Role: role, Key: k, EventType: scenarios.CreditType, Attempt: 1, Outcome: o, Status: status}
+func attempt(role string, k profiles.Key, o history.Outcome, status int) history.Attempt {
+	return history.Attempt{Scenario: 1, Role: role, Key: k, EventType: vocab.TypeCredit, Attempt: 1, Outcome: o, Status: status}
 }
 
-func count(query, phase string, k profiles.Key, n int64) simulator.Observation {
-	return simulator.Observation{Scenario: 1, Query: query, Phase: phase, Params: []string{k.Source, k.Account, k.EventID, ""}, Found: true, Count: n}
+func count(query, phase string, k profiles.Key, n int64) history.Observation {
+	return history.Observation{Scenario: 1, Query: query, Phase: phase, Params: []string{k.Source, k.Account, k.EventID, ""}, Found: true, Count: n}
 }
 
-func history(id string, as []simulator.AttemptRecord, obs ...simulator.Observation) *simulator.History {
-	return &simulator.History{
-		Scenarios:    []simulator.ScenarioRecord{{Index: 1, Guarantee: id, Name: id + " test", State: simulator.ScenarioRan}},
+func hist(id string, as []history.Attempt, obs ...history.Observation) *history.History {
+	return &history.History{
+		Scenarios:    []history.Scenario{{Index: 1, Guarantee: id, Name: id + " test", State: history.ScenarioRan}},
 		Attempts:     as,
 		Observations: obs,
 	}
 }
 
-func judgeOne(t *testing.T, h *simulator.History) reports.Guarantee {
+func judgeOne(t *testing.T, h *history.History) reports.Guarantee {
 	t.Helper()
 	res, err := Judge(h)
 	if err != nil {
@@ -46,18 +47,18 @@ func judgeOne(t *testing.T, h *simulator.History) reports.Guarantee {
 }
 
 func TestDEDUP1(t *testing.T) {
-	ok := []simulator.Observation{count("event_rows", scenarios.PhaseAfter, k1, 1), count("effects", scenarios.PhaseAfter, k1, 1),
+	ok := []history.Observation{count("event_rows", scenarios.PhaseAfter, k1, 1), count("effects", scenarios.PhaseAfter, k1, 1),
 		count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
-	copies := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200), attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200)}
-	if g := judgeOne(t, history("DEDUP-1", copies, ok...)); g.Status != reports.StatusPassed {
+	copies := []history.Attempt{attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200), attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200)}
+	if g := judgeOne(t, hist("DEDUP-1", copies, ok...)); g.Status != reports.StatusPassed {
 		t.Fatalf("clean history: %s %v", g.Status, g.Evidence)
 	}
 
 	// Two rows, two effects, one copy refused: every check fires with its code.
-	bad := []simulator.Observation{count("event_rows", scenarios.PhaseAfter, k1, 2), count("effects", scenarios.PhaseAfter, k1, 2),
+	bad := []history.Observation{count("event_rows", scenarios.PhaseAfter, k1, 2), count("effects", scenarios.PhaseAfter, k1, 2),
 		count("event_rows", scenarios.PhaseReconcile, k1, 2), count("effects", scenarios.PhaseReconcile, k1, 2)}
-	copies[1] = attempt(scenarios.RoleCopy, k1, simulator.OutcomeFailed, 500)
-	g := judgeOne(t, history("DEDUP-1", copies, bad...))
+	copies[1] = attempt(scenarios.RoleCopy, k1, history.OutcomeFailed, 500)
+	g := judgeOne(t, hist("DEDUP-1", copies, bad...))
 	want := []string{"dedup.effects", "dedup.not-acked", "dedup.rows", "reconcile.applied-twice", "reconcile.duplicated"}
 	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != strings.Join(want, ",") {
 		t.Fatalf("got %s %v, want failed %v", g.Status, g.Codes, want)
@@ -67,10 +68,10 @@ func TestDEDUP1(t *testing.T) {
 // The last read of a phase is the settled one: a first read still short of the
 // count does not count against the receiver.
 func TestLastReadOfAPhaseDecides(t *testing.T) {
-	obs := []simulator.Observation{count("event_rows", scenarios.PhaseAfter, k1, 0), count("event_rows", scenarios.PhaseAfter, k1, 1),
+	obs := []history.Observation{count("event_rows", scenarios.PhaseAfter, k1, 0), count("event_rows", scenarios.PhaseAfter, k1, 1),
 		count("effects", scenarios.PhaseAfter, k1, 1), count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
-	as := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200)}
-	if g := judgeOne(t, history("DEDUP-1", as, obs...)); g.Status != reports.StatusPassed {
+	as := []history.Attempt{attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200)}
+	if g := judgeOne(t, hist("DEDUP-1", as, obs...)); g.Status != reports.StatusPassed {
 		t.Fatalf("%s %v", g.Status, g.Evidence)
 	}
 }
@@ -78,11 +79,11 @@ func TestLastReadOfAPhaseDecides(t *testing.T) {
 func TestReconcileLostAndRecovered(t *testing.T) {
 	k2 := k1
 	k2.EventID = "evt_2"
-	as := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200), attempt(scenarios.RoleCopy, k2, simulator.OutcomeUnknown, 0)}
-	obs := []simulator.Observation{count("event_rows", scenarios.PhaseAfter, k1, 1), count("effects", scenarios.PhaseAfter, k1, 1),
+	as := []history.Attempt{attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200), attempt(scenarios.RoleCopy, k2, history.OutcomeUnknown, 0)}
+	obs := []history.Observation{count("event_rows", scenarios.PhaseAfter, k1, 1), count("effects", scenarios.PhaseAfter, k1, 1),
 		count("event_rows", scenarios.PhaseReconcile, k1, 0), count("effects", scenarios.PhaseReconcile, k1, 0),
 		count("event_rows", scenarios.PhaseReconcile, k2, 1), count("effects", scenarios.PhaseReconcile, k2, 1)}
-	h := history("DEDUP-1", as, obs...)
+	h := hist("DEDUP-1", as, obs...)
 	h.Attempts[1].Role = "other"
 	g := judgeOne(t, h)
 	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != "reconcile.lost" {
@@ -95,24 +96,24 @@ func TestReconcileLostAndRecovered(t *testing.T) {
 
 // Whatever stopped the harness is an error, never a pass or a failure.
 func TestMissingReadsAndNothingAcknowledgedAreErrors(t *testing.T) {
-	as := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k1, simulator.OutcomeAcknowledged, 200)}
-	if g := judgeOne(t, history("DEDUP-1", as)); g.Status != reports.StatusError || !strings.Contains(g.Reason, "no event_rows read") {
+	as := []history.Attempt{attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200)}
+	if g := judgeOne(t, hist("DEDUP-1", as)); g.Status != reports.StatusError || !strings.Contains(g.Reason, "no event_rows read") {
 		t.Fatalf("no reads: %s %s", g.Status, g.Reason)
 	}
-	as = []simulator.AttemptRecord{attempt(scenarios.RoleLoad, k1, simulator.OutcomeUnknown, 0)}
-	obs := []simulator.Observation{count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
-	if g := judgeOne(t, history("ACK-1", as, obs...)); g.Status != reports.StatusError || !strings.Contains(g.Reason, "no delivery was acknowledged") {
+	as = []history.Attempt{attempt(scenarios.RoleLoad, k1, history.OutcomeUnknown, 0)}
+	obs := []history.Observation{count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
+	if g := judgeOne(t, hist("ACK-1", as, obs...)); g.Status != reports.StatusError || !strings.Contains(g.Reason, "no delivery was acknowledged") {
 		t.Fatalf("ACK-1 with nothing acknowledged: %s %s", g.Status, g.Reason)
 	}
 }
 
 func TestStatesFromTheHarnessSide(t *testing.T) {
-	h := history("DEDUP-3", nil)
-	h.Scenarios[0].State, h.Scenarios[0].Reason = simulator.ScenarioNotApplicable, "the target has no two endpoints"
+	h := hist("DEDUP-3", nil)
+	h.Scenarios[0].State, h.Scenarios[0].Reason = history.ScenarioNotApplicable, "the target has no two endpoints"
 	if g := judgeOne(t, h); g.Status != reports.StatusNotApplicable || g.Reason != "the target has no two endpoints" {
 		t.Fatalf("%s %s", g.Status, g.Reason)
 	}
-	h.Scenarios[0].State, h.Scenarios[0].Reason = simulator.ScenarioError, "interrupted before it ran"
+	h.Scenarios[0].State, h.Scenarios[0].Reason = history.ScenarioError, "interrupted before it ran"
 	if g := judgeOne(t, h); g.Status != reports.StatusError || !strings.Contains(g.Reason, "interrupted") {
 		t.Fatalf("%s %s", g.Status, g.Reason)
 	}
@@ -131,7 +132,7 @@ func TestCheckersCoverTheCatalogue(t *testing.T) {
 }
 
 func TestRETENTION4(t *testing.T) {
-	h := history("RETENTION-4", nil,
+	h := hist("RETENTION-4", nil,
 		count("event_rows", scenarios.PhaseLadder+"1h0m0s", k1, 1), count("event_rows", scenarios.PhaseLadder+"97h0m0s", k1, 1))
 	h.Scenarios[0].Facts = map[string]string{scenarios.FactKeyTTL: "96h0m0s", scenarios.FactMargin: "1h0m0s", scenarios.FactLadder: "1h0m0s,97h0m0s"}
 	g := judgeOne(t, h)
@@ -139,7 +140,7 @@ func TestRETENTION4(t *testing.T) {
 		t.Fatalf("key never gone: %s %v", g.Status, g.Codes)
 	}
 	h.Observations[1].Count = 0
-	h.Observations = append(h.Observations, simulator.Observation{Scenario: 1, Query: "payload_present", Phase: scenarios.PhaseKeyGone,
+	h.Observations = append(h.Observations, history.Observation{Scenario: 1, Query: "payload_present", Phase: scenarios.PhaseKeyGone,
 		Params: []string{k1.Source, k1.Account, k1.EventID, ""}, Found: true, Present: true})
 	g = judgeOne(t, h)
 	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != "retention.payload-orphaned" {
@@ -153,23 +154,23 @@ func TestRETENTION4(t *testing.T) {
 func TestOUTBOX1FromSinkCalls(t *testing.T) {
 	k := profiles.Key{Source: "stripe", Account: "acct_A", EventID: "evt_1"}
 	read := count(scenarios.QuerySinkCalls, scenarios.PhaseAfter, k, 3)
-	acked := []simulator.AttemptRecord{attempt(scenarios.RoleCopy, k, simulator.OutcomeAcknowledged, 200)}
-	reads := []simulator.Observation{read, count("event_rows", scenarios.PhaseReconcile, k, 1), count("effects", scenarios.PhaseReconcile, k, 1)}
-	call := func(seq int, key, outcome string, status int) simulator.SinkRecord {
-		return simulator.SinkRecord{Scenario: 1, EventID: k.EventID, Seq: seq, Key: key, Outcome: outcome, Status: status}
+	acked := []history.Attempt{attempt(scenarios.RoleCopy, k, history.OutcomeAcknowledged, 200)}
+	reads := []history.Observation{read, count("event_rows", scenarios.PhaseReconcile, k, 1), count("effects", scenarios.PhaseReconcile, k, 1)}
+	call := func(seq int, key, outcome string, status int) history.Sink {
+		return history.Sink{Scenario: 1, EventID: k.EventID, Seq: seq, Key: key, Outcome: outcome, Status: status}
 	}
-	good := history("OUTBOX-1", acked, reads...)
-	good.Sink = []simulator.SinkRecord{call(1, "op", "lost", 0), call(2, "op", "failed", 503), call(3, "op", "replayed", 200)}
+	good := hist("OUTBOX-1", acked, reads...)
+	good.Sink = []history.Sink{call(1, "op", "lost", 0), call(2, "op", "failed", 503), call(3, "op", "replayed", 200)}
 	if g := judgeOne(t, good); g.Status != reports.StatusPassed {
 		t.Fatalf("one key, applied once: %s %v", g.Status, g.Scenarios)
 	}
-	bad := history("OUTBOX-1", acked, reads...)
-	bad.Sink = []simulator.SinkRecord{call(1, "op-a", "lost", 0), call(2, "op-b", "failed", 503), call(3, "op-c", "applied", 200)}
+	bad := hist("OUTBOX-1", acked, reads...)
+	bad.Sink = []history.Sink{call(1, "op-a", "lost", 0), call(2, "op-b", "failed", 503), call(3, "op-c", "applied", 200)}
 	var buf bytes.Buffer
 	if err := bad.WriteJSONL(&buf); err != nil {
 		t.Fatal(err)
 	}
-	back, err := simulator.ReadJSONL(&buf)
+	back, err := history.ReadJSONL(&buf)
 	if err != nil || len(back.Sink) != 3 || back.Sink[2] != bad.Sink[2] {
 		t.Fatalf("round trip: %v, %+v", err, back.Sink)
 	}
@@ -177,7 +178,7 @@ func TestOUTBOX1FromSinkCalls(t *testing.T) {
 	if g.Status != reports.StatusFailed || !slices.Contains(g.Codes, "outbox.key-changed") || !slices.Contains(g.Codes, "outbox.applied-twice") {
 		t.Fatalf("fresh keys: %s %v", g.Status, g.Codes)
 	}
-	none := history("OUTBOX-1", acked, reads...)
+	none := hist("OUTBOX-1", acked, reads...)
 	if g := judgeOne(t, none); g.Status != reports.StatusFailed || !slices.Contains(g.Codes, "outbox.not-sent") {
 		t.Fatalf("no call: %s %v", g.Status, g.Codes)
 	}

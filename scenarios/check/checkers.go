@@ -7,8 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	sc "github.com/hookcert/hookcert/scenarios"
-	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // checkers judge each guarantee's scenario from its share of the history. Each
@@ -46,7 +47,7 @@ var checkers = map[string]func(v *view){
 	"ATOMIC-2": func(v *view) {
 		async := v.fact(sc.FactAcceptance) == "async"
 		for _, a := range v.role(sc.RolePremature, "refund-early") {
-			if a.Outcome == simulator.OutcomeAcknowledged && !async {
+			if a.Outcome == history.OutcomeAcknowledged && !async {
 				v.deviate("atomic.acked-uncommitted", "%s arrived before its precondition and was acknowledged (%s); the provider will not retry it", a.EventType, sc.Describe(a))
 			}
 		}
@@ -68,13 +69,13 @@ var checkers = map[string]func(v *view){
 	},
 
 	"ATOMIC-5": func(v *view) {
-		v.acked("atomic.not-acked", sc.RoleSetup, sc.RoleRedelivery, sc.RoleMissing+":"+sc.MissingCreate, sc.RoleMissing+":"+sc.MissingIgnore)
+		v.acked("atomic.not-acked", sc.RoleSetup, sc.RoleRedelivery, sc.RoleMissing+":"+vocab.MissingCreate, sc.RoleMissing+":"+vocab.MissingIgnore)
 		v.countIf("atomic.partial", "event_rows", sc.PhaseAfterRefusal, 0, "after an event for an object that did not exist was refused")
 		if len(v.role(sc.RoleRedelivery)) > 0 {
 			v.count("atomic.not-applied", "event_rows", sc.PhaseAfter, 1, "after the object existed and the event was redelivered")
 		}
-		byObject := map[string]simulator.AttemptRecord{}
-		for _, a := range v.role(sc.RoleMissing + ":" + sc.MissingRetry) {
+		byObject := map[string]history.Attempt{}
+		for _, a := range v.role(sc.RoleMissing + ":" + vocab.MissingRetry) {
 			for name, id := range v.sc.Facts {
 				if obj, ok := strings.CutPrefix(name, sc.FactEventOf); ok && id == a.Key.EventID {
 					byObject[obj] = a
@@ -89,7 +90,7 @@ var checkers = map[string]func(v *view){
 			if o.Found && o.Status == want {
 				continue
 			}
-			if a, ok := byObject[o.Params[3]]; ok && a.Outcome == simulator.OutcomeAcknowledged {
+			if a, ok := byObject[o.Params[3]]; ok && a.Outcome == history.OutcomeAcknowledged {
 				v.deviate("atomic.missing-lost", "%s for %s %s, which did not exist yet, was acknowledged (%s); once the object existed it is %q (found %v), not %q: the change is lost",
 					a.EventType, v.objectName(), o.Params[3], sc.Describe(a), o.Status, o.Found, want)
 				continue
@@ -109,7 +110,7 @@ var checkers = map[string]func(v *view){
 	"ACK-1": func(v *view) {
 		acked := 0
 		for _, a := range v.role(sc.RoleLoad) {
-			if a.Outcome != simulator.OutcomeAcknowledged {
+			if a.Outcome != history.OutcomeAcknowledged {
 				continue
 			}
 			acked++
@@ -135,7 +136,7 @@ var checkers = map[string]func(v *view){
 	},
 	"ACK-2": func(v *view) {
 		for _, a := range v.role(sc.RoleLoad) {
-			if a.Outcome != simulator.OutcomeAcknowledged {
+			if a.Outcome != history.OutcomeAcknowledged {
 				timeout := v.factOr(sc.FactTimeoutOf+a.Key.Source+"/"+a.Key.Account, v.fact("timeout"))
 				v.deviate("ack.timeout", "%s on %s/%s: not acknowledged within %s: %s after %s", a.Key.EventID, a.Key.Source, a.Key.Account, timeout, sc.Describe(a), a.Duration().Round(time.Millisecond))
 			}
@@ -149,7 +150,7 @@ var checkers = map[string]func(v *view){
 	"ACK-5": badInputCheck,
 	"ACK-6": func(v *view) {
 		for _, a := range v.role(sc.RoleUnknownType) {
-			if a.Outcome != simulator.OutcomeAcknowledged {
+			if a.Outcome != history.OutcomeAcknowledged {
 				v.deviate("ack.unknown-type-rejected", "an unhandled event type (%s) was answered %s; the provider retries it on its schedule", a.EventType, sc.Describe(a))
 			}
 		}
@@ -313,7 +314,7 @@ func redelivered(v *view, what string) bool {
 func cutCheck(v *view, phase, what string) {
 	async := v.fact(sc.FactAcceptance) == "async"
 	for _, a := range v.role(sc.RoleDoomed) {
-		if a.Outcome != simulator.OutcomeAcknowledged {
+		if a.Outcome != history.OutcomeAcknowledged {
 			continue
 		}
 		if !async {
@@ -336,7 +337,7 @@ func boundaryCheck(v *view) {
 		return
 	}
 	for _, a := range bs {
-		if a.Outcome != simulator.OutcomeAcknowledged {
+		if a.Outcome != history.OutcomeAcknowledged {
 			v.deviate("ack.boundary-rejected", "%s: a legitimate delivery was not acknowledged: %s", strings.TrimPrefix(a.Role, sc.RoleBoundaryPrefix), sc.Describe(a))
 		}
 	}
@@ -401,7 +402,7 @@ func versionCheck(what string) func(v *view) {
 
 func replayCheck(v *view, when string) {
 	for _, a := range v.role(sc.RoleReplay) {
-		if a.Outcome != simulator.OutcomeAcknowledged {
+		if a.Outcome != history.OutcomeAcknowledged {
 			v.deviate("retention.replay-applied", "replay %s: %s was not acknowledged as a duplicate: %s", when, a.Key.EventID, sc.Describe(a))
 		}
 	}
@@ -409,7 +410,7 @@ func replayCheck(v *view, when string) {
 	v.count("retention.replay-applied", "effects", sc.PhaseAfterReplay, 1, "replay "+when)
 }
 
-func objectText(o simulator.Observation) string {
+func objectText(o history.Observation) string {
 	if !o.Found {
 		return "no row"
 	}

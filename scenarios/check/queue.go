@@ -3,8 +3,8 @@ package check
 import (
 	"strconv"
 
+	"github.com/hookcert/hookcert/history"
 	sc "github.com/hookcert/hookcert/scenarios"
-	"github.com/hookcert/hookcert/simulator"
 )
 
 func init() {
@@ -170,8 +170,8 @@ func inboxDone(v *view, code string) {
 }
 
 // sinkFor returns the downstream calls attributed to eventID ("" for all).
-func (v *view) sinkFor(eventID string) []simulator.SinkRecord {
-	var out []simulator.SinkRecord
+func (v *view) sinkFor(eventID string) []history.Sink {
+	var out []history.Sink
 	for _, c := range v.sink {
 		if eventID == "" || c.EventID == eventID {
 			out = append(out, c)
@@ -214,7 +214,7 @@ func downstreamOnce(v *view, wantSent bool) {
 	}
 }
 
-func sameKey(v *view, id string, calls []simulator.SinkRecord) {
+func sameKey(v *view, id string, calls []history.Sink) {
 	keys := map[string]bool{}
 	for _, c := range calls {
 		if c.Key != "" {

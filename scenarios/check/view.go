@@ -4,18 +4,19 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/scenarios"
-	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // view is what a checker reads of one scenario, and where it writes deviations.
 type view struct {
-	sc       simulator.ScenarioRecord
+	sc       history.Scenario
 	g        scenarios.Guarantee
-	attempts []simulator.AttemptRecord
-	obs      []simulator.Observation
-	sink     []simulator.SinkRecord
+	attempts []history.Attempt
+	obs      []history.Observation
+	sink     []history.Sink
 
 	devs      []Deviation
 	notes     []string
@@ -42,8 +43,8 @@ func (v *view) fact(name string) string { return v.sc.Facts[name] }
 
 // role returns the attempts sent as any of roles; a role ending in ":"
 // matches as a prefix.
-func (v *view) role(roles ...string) []simulator.AttemptRecord {
-	var out []simulator.AttemptRecord
+func (v *view) role(roles ...string) []history.Attempt {
+	var out []history.Attempt
 	for _, a := range v.attempts {
 		for _, role := range roles {
 			if a.Role == role || (strings.HasSuffix(role, ":") && strings.HasPrefix(a.Role, role)) {
@@ -67,7 +68,7 @@ func (v *view) objectName() string { return v.factOr(scenarios.FactObject, "paym
 
 // stateReads are the last reads of lifecycle objects' states in phase (the
 // "state" query; histories of the built-in domain before it call it "payment").
-func (v *view) stateReads(phase string) []simulator.Observation {
+func (v *view) stateReads(phase string) []history.Observation {
 	return append(v.reads(scenarios.QueryState, phase), v.reads("payment", phase)...)
 }
 
@@ -113,7 +114,7 @@ func (v *view) countIf(code, query, phase string, want int64, what string) {
 func (v *view) acked(code string, roles ...string) {
 	for _, r := range roles {
 		for _, a := range v.role(r) {
-			if a.Outcome != simulator.OutcomeAcknowledged {
+			if a.Outcome != history.OutcomeAcknowledged {
 				v.deviate(code, "%s %s (copy %d, attempt %d) was not acknowledged: %s", r, a.Key.EventID, a.Copy, a.Attempt, scenarios.Describe(a))
 			}
 		}
@@ -122,9 +123,9 @@ func (v *view) acked(code string, roles ...string) {
 
 // reads returns, per parameter set in first-read order, the last read of query
 // in phase: what the scenario settled on.
-func (v *view) reads(query, phase string) []simulator.Observation {
+func (v *view) reads(query, phase string) []history.Observation {
 	idx := map[string]int{}
-	var out []simulator.Observation
+	var out []history.Observation
 	for _, o := range v.obs {
 		if o.Query != query || o.Phase != phase {
 			continue
@@ -143,13 +144,13 @@ func (v *view) reads(query, phase string) []simulator.Observation {
 // read returns the last read of query in phase for the given parameters. An
 // empty object ID in params matches any: an effects read carries the event's
 // object, which the key alone does not name.
-func (v *view) read(query, phase string, params []string) (simulator.Observation, bool) {
+func (v *view) read(query, phase string, params []string) (history.Observation, bool) {
 	for _, o := range v.reads(query, phase) {
 		if sameParams(o.Params, params) {
 			return o, true
 		}
 	}
-	return simulator.Observation{}, false
+	return history.Observation{}, false
 }
 
 func sameParams(got, want []string) bool {
@@ -213,10 +214,10 @@ func reconcile(v *view) {
 		}
 	}
 	handled := map[string]bool{}
-	for _, t := range scenarios.BuiltinVocabulary().HandledTypes() {
+	for _, t := range vocab.BuiltinVocabulary().HandledTypes() {
 		handled[t] = true
 	}
-	effectType := scenarios.CreditType
+	effectType := vocab.TypeCredit
 	if hs, ok := v.sc.Facts[scenarios.FactHandled]; ok {
 		handled = map[string]bool{}
 		for _, t := range strings.Fields(hs) {
@@ -237,9 +238,9 @@ func reconcile(v *view) {
 			order = append(order, a.Key)
 		}
 		switch a.Outcome {
-		case simulator.OutcomeAcknowledged:
+		case history.OutcomeAcknowledged:
 			t.acked++
-		case simulator.OutcomeUnknown:
+		case history.OutcomeUnknown:
 			t.unknown++
 		default:
 			t.failed++

@@ -18,10 +18,12 @@ import (
 	"github.com/hookcert/hookcert/adapters/fixture"
 	"github.com/hookcert/hookcert/adapters/observe"
 	"github.com/hookcert/hookcert/adapters/pgfault"
+	"github.com/hookcert/hookcert/adapters/pgsession"
 	"github.com/hookcert/hookcert/adapters/scrub"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // harnessConns is the size of each of the harness's own pools (observer,
@@ -96,8 +98,8 @@ func open(ctx context.Context, tg Target, o options) (_ *harness, err error) {
 	if pw := cfg.ConnConfig.Password; pw != "" {
 		h.secrets = append(h.secrets, pw)
 	}
-	to := observe.Timeouts{Connect: orDuration(tg.Timeouts.Connect, target.DefaultConnectTimeout),
-		Statement: orDuration(tg.Timeouts.Statement, target.DefaultStatementTimeout), Lock: orDuration(tg.Timeouts.Lock, target.DefaultLockTimeout)}
+	to := observe.Timeouts{Connect: orDuration(tg.Timeouts.Connect, targetfile.DefaultConnectTimeout),
+		Statement: orDuration(tg.Timeouts.Statement, targetfile.DefaultStatementTimeout), Lock: orDuration(tg.Timeouts.Lock, targetfile.DefaultLockTimeout)}
 	obsPool, err := harnessPool(ctx, cfg, to)
 	if err != nil {
 		return nil, err
@@ -120,7 +122,7 @@ func open(ctx context.Context, tg Target, o options) (_ *harness, err error) {
 	h.closers = append(h.closers, faultPool.Close)
 	faults := &dbFaults{pool: faultPool, database: cfg.ConnConfig.Database}
 	env.Activity = faults
-	if tg.has(string(target.LockGating)) || tg.has(string(target.ConnectionLoss)) {
+	if tg.has(string(targetfile.LockGating)) || tg.has(string(targetfile.ConnectionLoss)) {
 		env.DB = faults
 	}
 
@@ -134,7 +136,7 @@ func open(ctx context.Context, tg Target, o options) (_ *harness, err error) {
 	if tg.FailpointsPath != "" {
 		env.Failpoints = failpoints.New(base, tg.FailpointsPath, &http.Client{Timeout: 5 * time.Second})
 	}
-	if tg.has(string(target.Retention)) {
+	if tg.has(string(targetfile.Retention)) {
 		env.Retention = retention{purge: tg.Retention.Purge, o: obs}
 	}
 	if tg.Kill != nil && tg.Restart != nil {
@@ -159,7 +161,7 @@ func harnessPool(ctx context.Context, base *pgxpool.Config, to observe.Timeouts)
 	if cc.RuntimeParams == nil {
 		cc.RuntimeParams = map[string]string{}
 	}
-	cc.RuntimeParams["application_name"] = pgfault.ApplicationName
+	cc.RuntimeParams["application_name"] = pgsession.ApplicationName
 	if to.Statement > 0 {
 		cc.RuntimeParams["statement_timeout"] = strconv.FormatInt(to.Statement.Milliseconds(), 10)
 	}
@@ -366,18 +368,18 @@ func (d *dbFaults) Busy(ctx context.Context) (int, string, error) {
 // and Go ones directly.
 type fixtures struct {
 	sql   *fixture.Set
-	funcs map[string]func(context.Context, scenarios.ObjectData) error
+	funcs map[string]func(context.Context, vocab.ObjectData) error
 }
 
 func newFixtures(ctx context.Context, fs map[string]Fixture, o fixture.Options) (*fixtures, error) {
-	f := &fixtures{funcs: map[string]func(context.Context, scenarios.ObjectData) error{}}
-	sql := map[string]target.Fixture{}
+	f := &fixtures{funcs: map[string]func(context.Context, vocab.ObjectData) error{}}
+	sql := map[string]targetfile.Fixture{}
 	for name, fx := range fs {
 		if fx.Func != nil {
 			f.funcs[name] = fx.Func
 			continue
 		}
-		sql[name] = target.Fixture{Name: name, SQL: fx.SQL}
+		sql[name] = targetfile.Fixture{Name: name, SQL: fx.SQL}
 	}
 	if len(sql) > 0 {
 		set, err := fixture.New(ctx, sql, o)
@@ -389,7 +391,7 @@ func newFixtures(ctx context.Context, fs map[string]Fixture, o fixture.Options) 
 	return f, nil
 }
 
-func (f *fixtures) Create(ctx context.Context, name string, d scenarios.ObjectData) error {
+func (f *fixtures) Create(ctx context.Context, name string, d vocab.ObjectData) error {
 	if fn := f.funcs[name]; fn != nil {
 		ctx, cancel := context.WithTimeout(ctx, fixture.Timeout)
 		defer cancel()

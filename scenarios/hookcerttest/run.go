@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/scrub"
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/scenarios/check"
-	"github.com/hookcert/hookcert/simulator"
 )
 
 // DefaultTimeScale compresses providers' retry schedules: one provider hour
@@ -126,7 +126,7 @@ func Run(t testing.TB, tg Target, opts ...Option) {
 		t.Fatalf("hookcerttest: WithLabelFilter: %v", err)
 		return
 	}
-	run, err := scenarios.NewRun(h.env, ro, simulator.RunMeta{TargetURL: tg.BaseURL, TimeScale: h.env.TimeScale})
+	run, err := scenarios.NewRun(h.env, ro, history.Meta{TargetURL: tg.BaseURL, TimeScale: h.env.TimeScale})
 	if err != nil {
 		t.Fatalf("hookcerttest: %v", err)
 		return
@@ -263,7 +263,7 @@ func judge(ctx context.Context, run *scenarios.Run, tg Target, h *harness, o opt
 }
 
 // writeRun writes the reports and the history, secrets scrubbed.
-func writeRun(dir string, hist *simulator.History, res *reports.Results, secrets []string) error {
+func writeRun(dir string, hist *history.History, res *reports.Results, secrets []string) error {
 	if _, err := reports.Write(dir, res, reports.Options{Secrets: secrets}); err != nil {
 		return fmt.Errorf("writing reports: %w", err)
 	}

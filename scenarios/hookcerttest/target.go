@@ -11,9 +11,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/hookcert/hookcert/adapters/target"
-	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // Target describes the receiver under test: the Go form of a target file
@@ -52,18 +52,18 @@ type Target struct {
 	// failpoints, ordering, state-machine, domain-constraint, retention.
 	Capabilities []string
 	// Vocab is the receiver's own event vocabulary (docs/target.md, "Declared
-	// events"), built in Go (object templates with scenarios.ParseObjectTemplate);
+	// events"), built in Go (object templates with vocab.ParseObjectTemplate);
 	// nil means the built-in conformance domain. Its queries go in Queries: the
 	// effect role's effects in Queries.Effects, the lifecycle's state in
 	// Queries.Payment and its effects in Queries.ObjectEffects, the ordered
 	// role's state in Queries.Object.
-	Vocab *scenarios.Vocabulary
+	Vocab *vocab.Vocabulary
 	// Fixtures create business objects before events about them arrive (named
 	// by the vocabulary's create.fixture).
 	Fixtures map[string]Fixture
 	// Acceptance says whether the receiver applies events before (zero value:
 	// sync, 1 s settle) or after its 2xx (Async; 5 s settle by default).
-	Acceptance scenarios.Acceptance
+	Acceptance vocab.Acceptance
 	// MaxBodyBytes is the largest body the receiver accepts (default 1 MiB).
 	MaxBodyBytes int
 	// FailpointsPath is where the receiver serves the failpoint protocol
@@ -139,7 +139,7 @@ type Timeouts struct {
 // $6 currency; must reference $4) and Func.
 type Fixture struct {
 	SQL  string
-	Func func(ctx context.Context, d scenarios.ObjectData) error
+	Func func(ctx context.Context, d vocab.ObjectData) error
 }
 
 // Retention is the receiver's declared two-tier retention and its purge.
@@ -157,9 +157,9 @@ const ModelAckTimeout = 10 * time.Second
 
 // Default bounds, as for a target file.
 const (
-	defaultMaxBodyBytes = target.DefaultMaxBodyBytes
-	defaultSyncSettle   = target.DefaultSyncSettle
-	defaultAsyncSettle  = target.DefaultAsyncSettle
+	defaultMaxBodyBytes = targetfile.DefaultMaxBodyBytes
+	defaultSyncSettle   = targetfile.DefaultSyncSettle
+	defaultAsyncSettle  = targetfile.DefaultAsyncSettle
 )
 
 // validate checks the target as the target file loader would, and returns
@@ -228,7 +228,7 @@ func (tg *Target) validate() error {
 			}
 			continue
 		}
-		ps, err := target.QueryParams(q.sql)
+		ps, err := targetfile.QueryParams(q.sql)
 		if err != nil {
 			fail("Queries."+q.field, "%v", err)
 			continue
@@ -244,7 +244,7 @@ func (tg *Target) validate() error {
 		}
 	}
 	known := map[string]bool{}
-	for _, c := range target.Capabilities {
+	for _, c := range targetfile.Capabilities {
 		known[string(c)] = true
 	}
 	seen := map[string]bool{}
@@ -287,8 +287,8 @@ func (tg *Target) validate() error {
 	if tg.MaxBodyBytes != 0 && tg.MaxBodyBytes < 1024 {
 		fail("MaxBodyBytes", "must be at least 1024")
 	}
-	if tg.Acceptance.Settle < 0 || tg.Acceptance.Settle > target.MaxSettle {
-		fail("Acceptance.Settle", "must be > 0 and at most %s", target.MaxSettle)
+	if tg.Acceptance.Settle < 0 || tg.Acceptance.Settle > targetfile.MaxSettle {
+		fail("Acceptance.Settle", "must be > 0 and at most %s", targetfile.MaxSettle)
 	}
 	if r := tg.Retention; r != nil && r.KeyTTL > 0 && r.PayloadTTL > r.KeyTTL {
 		fail("Retention.PayloadTTL", "must not be longer than KeyTTL")
@@ -297,7 +297,7 @@ func (tg *Target) validate() error {
 		if (fx.SQL == "") == (fx.Func == nil) {
 			fail("Fixtures["+name+"]", "set exactly one of SQL and Func")
 		} else if fx.SQL != "" {
-			if ps, err := target.FixtureParams(fx.SQL); err != nil {
+			if ps, err := targetfile.FixtureParams(fx.SQL); err != nil {
 				fail("Fixtures["+name+"].SQL", "%v", err)
 			} else if !slices.Contains(ps, 4) {
 				fail("Fixtures["+name+"].SQL", "must reference $4 (the object ID)")
@@ -369,9 +369,9 @@ func (tg *Target) validateVocab() []error {
 			typ("Vocab.Ordered.Delete.Type", o.Delete.Type)
 		}
 		switch o.Key {
-		case scenarios.OrderCreated, scenarios.OrderField:
+		case vocab.OrderCreated, vocab.OrderField:
 		default:
-			fail("Vocab.Ordered.Key", "must be %q or %q (got %q)", scenarios.OrderCreated, scenarios.OrderField, o.Key)
+			fail("Vocab.Ordered.Key", "must be %q or %q (got %q)", vocab.OrderCreated, vocab.OrderField, o.Key)
 		}
 		fixture("Vocab.Ordered.Fixture", o.Fixture)
 		if tg.Queries.Object == "" {
@@ -395,34 +395,34 @@ type namedQuery struct {
 
 func (q Queries) list() []namedQuery {
 	return []namedQuery{
-		{target.QueryEventRows, "EventRows", q.EventRows, true, []int{3}},
-		{target.QueryEffects, "Effects", q.Effects, false, []int{3, 4}},
-		{target.QueryObjectEffects, "ObjectEffects", q.ObjectEffects, false, []int{4}},
-		{target.QueryObject, "Object", q.Object, false, []int{4}},
-		{target.QueryPayment, "Payment", q.Payment, false, []int{4}},
-		{target.QueryPayloadPresent, "PayloadPresent", q.PayloadPresent, false, []int{3}},
-		{target.QueryQuiescent, "Quiescent", q.Quiescent, false, nil},
+		{targetfile.QueryEventRows, "EventRows", q.EventRows, true, []int{3}},
+		{targetfile.QueryEffects, "Effects", q.Effects, false, []int{3, 4}},
+		{targetfile.QueryObjectEffects, "ObjectEffects", q.ObjectEffects, false, []int{4}},
+		{targetfile.QueryObject, "Object", q.Object, false, []int{4}},
+		{targetfile.QueryPayment, "Payment", q.Payment, false, []int{4}},
+		{targetfile.QueryPayloadPresent, "PayloadPresent", q.PayloadPresent, false, []int{3}},
+		{targetfile.QueryQuiescent, "Quiescent", q.Quiescent, false, nil},
 	}
 }
 
 // targetQueries converts to the observer's form. From names the Go field in
 // the observer's messages; a declared vocabulary's queries are marked as such,
 // so the observer holds them to the stricter column rules of declared events.
-func (tg *Target) targetQueries() target.Queries {
+func (tg *Target) targetQueries() targetfile.Queries {
 	q := tg.Queries
-	out := target.Queries{EventRows: q.EventRows, Effects: q.Effects, ObjectEffects: q.ObjectEffects, Object: q.Object,
+	out := targetfile.Queries{EventRows: q.EventRows, Effects: q.Effects, ObjectEffects: q.ObjectEffects, Object: q.Object,
 		Payment: q.Payment, PayloadPresent: q.PayloadPresent, Quiescent: q.Quiescent, From: map[string]string{}}
 	declared := map[string]string{}
 	if v := tg.Vocab; v != nil {
 		if v.Effect != nil {
-			declared[target.QueryEffects] = "target.events.effect.effects"
+			declared[targetfile.QueryEffects] = "target.events.effect.effects"
 		}
 		if v.Lifecycle != nil {
-			declared[target.QueryPayment] = "target.events.lifecycle.state"
-			declared[target.QueryObjectEffects] = "target.events.lifecycle.effects"
+			declared[targetfile.QueryPayment] = "target.events.lifecycle.state"
+			declared[targetfile.QueryObjectEffects] = "target.events.lifecycle.effects"
 		}
 		if v.Ordered != nil {
-			declared[target.QueryObject] = "target.events.ordered.state"
+			declared[targetfile.QueryObject] = "target.events.ordered.state"
 		}
 	}
 	for _, nq := range q.list() {
@@ -438,7 +438,7 @@ func (tg *Target) targetQueries() target.Queries {
 // vocabulary is the declared vocabulary as the suite takes it: marked
 // declared, and the lifecycle counting effects exactly when its effects query
 // is given. The caller's value is not changed.
-func (tg *Target) vocabulary() *scenarios.Vocabulary {
+func (tg *Target) vocabulary() *vocab.Vocabulary {
 	if tg.Vocab == nil {
 		return nil
 	}
@@ -451,7 +451,7 @@ func (tg *Target) vocabulary() *scenarios.Vocabulary {
 			l.Object = "object"
 		}
 		if l.Missing == "" {
-			l.Missing = scenarios.MissingRetry
+			l.Missing = vocab.MissingRetry
 		}
 		v.Lifecycle = &l
 	}
@@ -459,7 +459,7 @@ func (tg *Target) vocabulary() *scenarios.Vocabulary {
 }
 
 // acceptance applies the target file's defaults.
-func (tg *Target) acceptance() scenarios.Acceptance {
+func (tg *Target) acceptance() vocab.Acceptance {
 	a := tg.Acceptance
 	if a.Settle == 0 {
 		a.Settle = defaultSyncSettle

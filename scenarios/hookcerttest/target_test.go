@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 func validTarget() Target {
@@ -57,17 +57,17 @@ func TestValidate(t *testing.T) {
 		{"retention without purge", func(tg *Target) { tg.Capabilities = []string{"retention"} }, []string{"retention needs Target.Retention"}},
 		{"ordering without query", func(tg *Target) { tg.Capabilities = []string{"ordering"} }, []string{"ordering needs Queries.Object"}},
 		{"fixture with both", func(tg *Target) {
-			tg.Fixtures = map[string]Fixture{"p": {SQL: "INSERT INTO p VALUES ($4)", Func: func(context.Context, scenarios.ObjectData) error { return nil }}}
+			tg.Fixtures = map[string]Fixture{"p": {SQL: "INSERT INTO p VALUES ($4)", Func: func(context.Context, vocab.ObjectData) error { return nil }}}
 		}, []string{"Fixtures[p]: set exactly one of SQL and Func"}},
 		{"fixture without $4", func(tg *Target) { tg.Fixtures = map[string]Fixture{"p": {SQL: "INSERT INTO p VALUES ($2)"}} },
 			[]string{"Fixtures[p].SQL: must reference $4"}},
-		{"empty vocabulary", func(tg *Target) { tg.Vocab = &scenarios.Vocabulary{} }, []string{"Target.Vocab: declare at least one"}},
+		{"empty vocabulary", func(tg *Target) { tg.Vocab = &vocab.Vocabulary{} }, []string{"Target.Vocab: declare at least one"}},
 		{"lifecycle without state query", func(tg *Target) {
-			tg.Vocab = &scenarios.Vocabulary{Lifecycle: &scenarios.Lifecycle{Initial: "new", Fixture: "missing",
-				Transitions: []scenarios.Transition{{EventRole: scenarios.EventRole{Type: "x.done"}, From: []string{"new"}, To: "done"}}}}
+			tg.Vocab = &vocab.Vocabulary{Lifecycle: &vocab.Lifecycle{Initial: "new", Fixture: "missing",
+				Transitions: []vocab.Transition{{EventRole: vocab.EventRole{Type: "x.done"}, From: []string{"new"}, To: "done"}}}}
 		}, []string{"Queries.Payment: required with Vocab.Lifecycle", "Vocab.Lifecycle.Fixture: fixture \"missing\" is not in Target.Fixtures"}},
 		{"one type in two roles", func(tg *Target) {
-			tg.Vocab = &scenarios.Vocabulary{Effect: &scenarios.EventRole{Type: "charge.succeeded"}, Unhandled: &scenarios.EventRole{Type: "charge.succeeded"}}
+			tg.Vocab = &vocab.Vocabulary{Effect: &vocab.EventRole{Type: "charge.succeeded"}, Unhandled: &vocab.EventRole{Type: "charge.succeeded"}}
 		}, []string{"Vocab.Unhandled.Type: event type \"charge.succeeded\" plays another role"}},
 	}
 	for _, c := range cases {
@@ -91,16 +91,16 @@ func TestValidate(t *testing.T) {
 // changed, and its queries are held to the declared events' column rules.
 func TestVocabulary(t *testing.T) {
 	tg := validTarget()
-	l := &scenarios.Lifecycle{Initial: "new", Create: &scenarios.EventRole{Type: "x.created"},
-		Transitions: []scenarios.Transition{{EventRole: scenarios.EventRole{Type: "x.done"}, From: []string{"new"}, To: "done"}}}
-	tg.Vocab = &scenarios.Vocabulary{Lifecycle: l}
+	l := &vocab.Lifecycle{Initial: "new", Create: &vocab.EventRole{Type: "x.created"},
+		Transitions: []vocab.Transition{{EventRole: vocab.EventRole{Type: "x.done"}, From: []string{"new"}, To: "done"}}}
+	tg.Vocab = &vocab.Vocabulary{Lifecycle: l}
 	tg.Queries.Payment = "SELECT status FROM x WHERE id = $4"
 	tg.Queries.ObjectEffects = "SELECT count(*) FROM ledger WHERE object_id = $4"
 	if err := tg.validate(); err != nil {
 		t.Fatal(err)
 	}
 	v := tg.vocabulary()
-	if !v.Declared || !v.Lifecycle.CountsEffects || v.Lifecycle.Missing != scenarios.MissingRetry {
+	if !v.Declared || !v.Lifecycle.CountsEffects || v.Lifecycle.Missing != vocab.MissingRetry {
 		t.Errorf("vocabulary = %+v, lifecycle %+v: want declared, counting effects, missing retry", v, v.Lifecycle)
 	}
 	if tg.Vocab.Declared || l.CountsEffects || l.Missing != "" {

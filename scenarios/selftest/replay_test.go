@@ -11,9 +11,9 @@ import (
 	"testing"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
-	"github.com/hookcert/hookcert/simulator"
 )
 
 // The seed is the run: two runs with one seed send the same deliveries — the same
@@ -28,7 +28,7 @@ func TestSameSeedSameDeliveries(t *testing.T) {
 	server := pgtest.ServerURL()
 	seed := int64(4242)
 	var got [2]string
-	var hs [2]*simulator.History
+	var hs [2]*history.History
 	for i := range got {
 		r := &run{seed: seed}
 		dir := demo(t, bin, server, r)
@@ -70,7 +70,7 @@ func TestSameSeedSameDeliveries(t *testing.T) {
 
 // deliveries renders a history's deliveries without the run's namespace: per
 // scenario in run order, its attempts sorted (concurrent ones start in any order).
-func deliveries(h *simulator.History) string {
+func deliveries(h *history.History) string {
 	ns := scenarios.Namespace(h.Meta.RunID)
 	var b strings.Builder
 	for _, sc := range h.Scenarios {
@@ -103,14 +103,14 @@ func only(deliveries, id string) string {
 	return b.String()
 }
 
-func readHistory(t *testing.T, dir string) *simulator.History {
+func readHistory(t *testing.T, dir string) *history.History {
 	t.Helper()
 	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h, err := simulator.ReadJSONL(f)
+	h, err := history.ReadJSONL(f)
 	if err != nil {
 		t.Fatal(err)
 	}

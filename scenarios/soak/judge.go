@@ -5,9 +5,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
-	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -22,7 +22,7 @@ const EvidenceKeys = 20
 // those recovered when stored exactly once; never applied when every attempt
 // failed and nothing is stored. trafficNS is when traffic stopped (the rates are
 // over the traffic phase).
-func Judge(h *simulator.History, trafficNS int64) *reports.Soak {
+func Judge(h *history.History, trafficNS int64) *reports.Soak {
 	type tally struct {
 		acked, failed, unknown int
 		first                  int
@@ -42,17 +42,17 @@ func Judge(h *simulator.History, trafficNS int64) *reports.Soak {
 		out.Attempts++
 		out.AttemptOutcomes[string(a.Outcome)]++
 		switch a.Outcome {
-		case simulator.OutcomeAcknowledged:
+		case history.OutcomeAcknowledged:
 			t.acked++
 			lat = append(lat, ms(a.EndNS-a.StartNS))
-		case simulator.OutcomeUnknown:
+		case history.OutcomeUnknown:
 			t.unknown++
 		default:
 			t.failed++
 		}
 		if trafficNS == 0 || a.EndNS <= trafficNS {
 			trafficAttempts++
-			if a.Outcome == simulator.OutcomeAcknowledged {
+			if a.Outcome == history.OutcomeAcknowledged {
 				trafficAcks++
 			}
 		}
@@ -125,7 +125,7 @@ func Judge(h *simulator.History, trafficNS int64) *reports.Soak {
 }
 
 // series buckets the attempts by the second they ended in.
-func series(as []simulator.AttemptRecord) []reports.SoakPoint {
+func series(as []history.Attempt) []reports.SoakPoint {
 	var pts []reports.SoakPoint
 	var lats [][]float64
 	for _, a := range as {
@@ -138,7 +138,7 @@ func series(as []simulator.AttemptRecord) []reports.SoakPoint {
 			lats = append(lats, nil)
 		}
 		pts[s].Deliveries++
-		if a.Outcome == simulator.OutcomeAcknowledged {
+		if a.Outcome == history.OutcomeAcknowledged {
 			pts[s].Acknowledged++
 			lats[s] = append(lats[s], ms(a.EndNS-a.StartNS))
 		} else {

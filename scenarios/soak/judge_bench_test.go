@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -19,17 +19,17 @@ const judgeTarget = 10 * time.Second
 // acknowledgement lost and redelivered, a few failed then redelivered, attempts
 // in start order, and the final event_rows and effects read of every key (each
 // stored once), as soak.Run records them.
-func syntheticHistory(n int) *simulator.History {
+func syntheticHistory(n int) *history.History {
 	rng := rand.New(rand.NewSource(1))
-	h := &simulator.History{Meta: simulator.RunMeta{RunID: "judgebench", Plan: "soak"}, Releases: []simulator.ReleaseRecord{}}
-	h.Attempts = make([]simulator.AttemptRecord, 0, n)
+	h := &history.History{Meta: history.Meta{RunID: "judgebench", Plan: "soak"}, Releases: []history.Release{}}
+	h.Attempts = make([]history.Attempt, 0, n)
 	var keys []profiles.Key
 	var t int64
-	add := func(k profiles.Key, role string, attempt, copy int, out simulator.Outcome) {
+	add := func(k profiles.Key, role string, attempt, copy int, out history.Outcome) {
 		t += 50_000
-		a := simulator.AttemptRecord{Role: role, Key: k, EventType: "customer_cash_balance_transaction.created", Attempt: attempt, Copy: copy,
+		a := history.Attempt{Role: role, Key: k, EventType: "customer_cash_balance_transaction.created", Attempt: attempt, Copy: copy,
 			StartNS: t, EndNS: t + 2_000_000 + rng.Int63n(3_000_000), Outcome: out}
-		if out == simulator.OutcomeAcknowledged {
+		if out == history.OutcomeAcknowledged {
 			a.Status = 200
 		}
 		h.Attempts = append(h.Attempts, a)
@@ -39,26 +39,26 @@ func syntheticHistory(n int) *simulator.History {
 		keys = append(keys, k)
 		switch r := rng.Float64(); {
 		case r < 0.10:
-			add(k, RoleFirst, 1, 0, simulator.OutcomeAcknowledged)
-			add(k, RoleCopy, 1, 1, simulator.OutcomeAcknowledged)
+			add(k, RoleFirst, 1, 0, history.OutcomeAcknowledged)
+			add(k, RoleCopy, 1, 1, history.OutcomeAcknowledged)
 		case r < 0.15:
-			add(k, RoleFirst, 1, 0, simulator.OutcomeUnknown)
-			add(k, RoleRedelivery, 2, 0, simulator.OutcomeAcknowledged)
+			add(k, RoleFirst, 1, 0, history.OutcomeUnknown)
+			add(k, RoleRedelivery, 2, 0, history.OutcomeAcknowledged)
 		case r < 0.16:
-			add(k, RoleFirst, 1, 0, simulator.OutcomeFailed)
-			add(k, RoleRedelivery, 2, 0, simulator.OutcomeAcknowledged)
+			add(k, RoleFirst, 1, 0, history.OutcomeFailed)
+			add(k, RoleRedelivery, 2, 0, history.OutcomeAcknowledged)
 		default:
-			add(k, RoleFirst, 1, 0, simulator.OutcomeAcknowledged)
+			add(k, RoleFirst, 1, 0, history.OutcomeAcknowledged)
 		}
 	}
 	h.Attempts = h.Attempts[:n]
-	h.Observations = make([]simulator.Observation, 0, 2*len(keys))
+	h.Observations = make([]history.Observation, 0, 2*len(keys))
 	for _, k := range keys {
 		p := []string{k.Source, k.Account, k.EventID}
 		t += 1_000
 		h.Observations = append(h.Observations,
-			simulator.Observation{Query: "event_rows", Params: p, Phase: PhaseSoak, Found: true, Count: 1, AtNS: t},
-			simulator.Observation{Query: "effects", Params: p, Phase: PhaseSoak, Found: true, Count: 1, AtNS: t})
+			history.Observation{Query: "event_rows", Params: p, Phase: PhaseSoak, Found: true, Count: 1, AtNS: t},
+			history.Observation{Query: "effects", Params: p, Phase: PhaseSoak, Found: true, Count: 1, AtNS: t})
 	}
 	return h
 }

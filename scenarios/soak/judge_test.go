@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -12,13 +12,13 @@ func key(id string) profiles.Key {
 	return profiles.Key{Source: "stripe", Account: "acct_A", EventID: id}
 }
 
-func att(id string, o simulator.Outcome, startMS, endMS int64) simulator.AttemptRecord {
-	return simulator.AttemptRecord{Key: key(id), Outcome: o, StartNS: startMS * 1e6, EndNS: endMS * 1e6}
+func att(id string, o history.Outcome, startMS, endMS int64) history.Attempt {
+	return history.Attempt{Key: key(id), Outcome: o, StartNS: startMS * 1e6, EndNS: endMS * 1e6}
 }
 
-func reads(id string, rows, effects int64) []simulator.Observation {
+func reads(id string, rows, effects int64) []history.Observation {
 	p := []string{"stripe", "acct_A", id, "obj_" + id}
-	return []simulator.Observation{
+	return []history.Observation{
 		{Query: "event_rows", Params: p, Phase: PhaseSoak, Found: true, Count: rows},
 		{Query: "effects", Params: p, Phase: PhaseSoak, Found: true, Count: effects},
 	}
@@ -27,8 +27,8 @@ func reads(id string, rows, effects int64) []simulator.Observation {
 // Each key's attempts are held against its reads, as the issue defines the
 // classes.
 func TestJudgeClasses(t *testing.T) {
-	A, F, U := simulator.OutcomeAcknowledged, simulator.OutcomeFailed, simulator.OutcomeUnknown
-	h := &simulator.History{Attempts: []simulator.AttemptRecord{
+	A, F, U := history.OutcomeAcknowledged, history.OutcomeFailed, history.OutcomeUnknown
+	h := &history.History{Attempts: []history.Attempt{
 		att("ok", A, 0, 10),
 		att("lost", A, 100, 120),
 		att("noeffect", A, 200, 210),
@@ -40,11 +40,11 @@ func TestJudgeClasses(t *testing.T) {
 		att("late", F, 900, 901), att("late", A, 2500, 2540),
 		att("unread", A, 950, 960),
 	}}
-	for _, r := range [][]simulator.Observation{reads("ok", 1, 1), reads("lost", 0, 0), reads("noeffect", 1, 0), reads("dup", 2, 2),
+	for _, r := range [][]history.Observation{reads("ok", 1, 1), reads("lost", 0, 0), reads("noeffect", 1, 0), reads("dup", 2, 2),
 		reads("dupeff", 1, 2), reads("rec", 1, 1), reads("unk", 0, 0), reads("never", 0, 0), reads("late", 1, 1)} {
 		h.Observations = append(h.Observations, r...)
 	}
-	h.Observations = append(h.Observations, simulator.Observation{Query: "event_rows", Params: []string{"stripe", "acct_A", "unread"}, Phase: PhaseSoak, Error: "timeout"})
+	h.Observations = append(h.Observations, history.Observation{Query: "event_rows", Params: []string{"stripe", "acct_A", "unread"}, Phase: PhaseSoak, Error: "timeout"})
 	s := Judge(h, int64(2*time.Second))
 	want := map[string][2]int{"keys": {s.Keys, 10}, "acknowledged": {s.Acknowledged, 7}, "lost": {s.Lost, 2}, "duplicated": {s.Duplicated, 2},
 		"unknown": {s.Unknown, 2}, "recovered": {s.Recovered, 1}, "never applied": {s.NeverApplied, 1}, "unjudged": {s.Unjudged, 1}, "attempts": {s.Attempts, 14}}
@@ -73,11 +73,11 @@ func TestJudgeClasses(t *testing.T) {
 
 // A soak with nothing lost or duplicated passes; one that sent nothing does not.
 func TestJudgePassAndEmpty(t *testing.T) {
-	h := &simulator.History{Attempts: []simulator.AttemptRecord{att("a", simulator.OutcomeAcknowledged, 0, 5)}, Observations: reads("a", 1, 1)}
+	h := &history.History{Attempts: []history.Attempt{att("a", history.OutcomeAcknowledged, 0, 5)}, Observations: reads("a", 1, 1)}
 	if s := Judge(h, int64(time.Second)); !s.Passed {
 		t.Errorf("not passed: %+v", s)
 	}
-	if s := Judge(&simulator.History{}, int64(time.Second)); s.Passed {
+	if s := Judge(&history.History{}, int64(time.Second)); s.Passed {
 		t.Error("an empty soak passed")
 	}
 	// Without effect reads (no effects query), the rows alone judge.

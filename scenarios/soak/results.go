@@ -5,15 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
-	"github.com/hookcert/hookcert/simulator"
 )
 
 // Plan is the history's meta.plan of a soak.
 const Plan = "soak"
 
 // RunInfo is what a soak records about itself in its history's meta
-// (simulator.RunMeta.Run) beside the attempts and the final reads: the target,
+// (history.Meta.Run) beside the attempts and the final reads: the target,
 // how the soak was asked to run, when traffic stopped, what the nemesis and the
 // settling did. With it, Results rebuilds results.json from the history alone,
 // live and offline (`hookcert check --from DIR`) alike.
@@ -37,12 +37,12 @@ type RunInfo struct {
 }
 
 // IsSoak reports whether h is a soak's history.
-func IsSoak(h *simulator.History) bool { return h.Meta.Plan == Plan }
+func IsSoak(h *history.History) bool { return h.Meta.Plan == Plan }
 
 // Results judges a soak's history (Judge) and rebuilds its results.json from it
 // and the RunInfo in its meta. A soak that could not judge (RunInfo.Error) does
 // not pass.
-func Results(h *simulator.History) (*reports.Results, error) {
+func Results(h *history.History) (*reports.Results, error) {
 	if !IsSoak(h) {
 		return nil, fmt.Errorf("history plan %q is not a soak", h.Meta.Plan)
 	}

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
-	"github.com/hookcert/hookcert/simulator"
 )
 
 // A soak's results rebuild from its history alone, after the history went
@@ -17,11 +17,11 @@ import (
 // section, the run record (faults, settling, traffic end) from the meta; a run
 // that could not judge does not pass.
 func TestResultsFromStoredHistory(t *testing.T) {
-	A := simulator.OutcomeAcknowledged
-	h := &simulator.History{
-		Meta:     simulator.RunMeta{RunID: "r1", Seed: 7, Plan: Plan, Started: time.Unix(100, 0).UTC(), Finished: time.Unix(130, 0).UTC()},
-		Attempts: []simulator.AttemptRecord{att("ok", A, 0, 10), att("dup", A, 20, 31), att("dup", A, 20, 33)},
-		Releases: []simulator.ReleaseRecord{},
+	A := history.OutcomeAcknowledged
+	h := &history.History{
+		Meta:     history.Meta{RunID: "r1", Seed: 7, Plan: Plan, Started: time.Unix(100, 0).UTC(), Finished: time.Unix(130, 0).UTC()},
+		Attempts: []history.Attempt{att("ok", A, 0, 10), att("dup", A, 20, 31), att("dup", A, 20, 33)},
+		Releases: []history.Release{},
 	}
 	h.Observations = append(reads("ok", 1, 1), reads("dup", 2, 1)...)
 	info := RunInfo{Tool: reports.ToolInfo{Name: "hookcert", Version: "test"}, Target: reports.TargetInfo{Name: "t"},
@@ -40,7 +40,7 @@ func TestResultsFromStoredHistory(t *testing.T) {
 	if err := h.WriteJSONL(&b); err != nil {
 		t.Fatal(err)
 	}
-	stored, err := simulator.ReadJSONL(&b)
+	stored, err := history.ReadJSONL(&b)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/pgfault"
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/adapters/pgsession"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -54,7 +55,7 @@ func TestRunReferenceInProcess(t *testing.T) {
 	defer srv.Close()
 	hts := httptest.NewServer(srv.Handler())
 	defer hts.Close()
-	pool, err := pgfault.Connect(ctx, dbURL)
+	pool, err := pgsession.Connect(ctx, dbURL)
 	if err != nil {
 		t.Fatal(err)
 	}

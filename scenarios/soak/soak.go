@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/observe"
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/simulator"
@@ -131,7 +132,7 @@ type Progress struct {
 // Result is what a soak recorded: its history (attempts and the final reads)
 // and what the nemesis and the settling did.
 type Result struct {
-	History   *simulator.History
+	History   *history.History
 	Faults    []reports.SoakFault
 	Settle    reports.SoakSettle
 	TrafficNS int64
@@ -204,7 +205,7 @@ type soak struct {
 	clock   simulator.Clock
 
 	mu       sync.Mutex
-	attempts []simulator.AttemptRecord
+	attempts []history.Attempt
 	keys     []*keyState
 	faults   []reports.SoakFault
 	queue    []job
@@ -382,7 +383,7 @@ func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
 	if lost {
 		o.Faults.LostAck = simulator.LostAckClose
 	}
-	var recs []simulator.AttemptRecord
+	var recs []history.Attempt
 	if dup {
 		rs, _, err := r.SendCopies(ctx, ks.ev, 2, o)
 		if err != nil {
@@ -394,11 +395,11 @@ func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
 		if err != nil {
 			return false
 		}
-		recs = []simulator.AttemptRecord{rec}
+		recs = []history.Attempt{rec}
 	}
 	acked := false
 	off := s.offsets[ks.ep]
-	var last simulator.AttemptRecord
+	var last history.Attempt
 	for i := range recs {
 		a := &recs[i]
 		a.Role = j.role
@@ -406,7 +407,7 @@ func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
 		a.EndNS += off
 		a.VirtualNS = int64(s.clock.Virtual(time.Duration(a.StartNS)))
 		s.nAttempts.Add(1)
-		if a.Outcome == simulator.OutcomeAcknowledged {
+		if a.Outcome == history.OutcomeAcknowledged {
 			acked = true
 			s.nAcked.Add(1)
 			// A kill waits for an acknowledgement: a crash just after the
@@ -673,11 +674,11 @@ func (s *soak) quiesce(ctx context.Context, deadline time.Time) bool {
 }
 
 // read reads every key's event rows and effects, eight at a time.
-func (s *soak) read(ctx context.Context) ([]simulator.Observation, error) {
+func (s *soak) read(ctx context.Context) ([]history.Observation, error) {
 	s.mu.Lock()
 	keys := append([]*keyState(nil), s.keys...)
 	s.mu.Unlock()
-	out := make([]simulator.Observation, 2*len(keys))
+	out := make([]history.Observation, 2*len(keys))
 	var noEffects atomic.Bool
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -723,8 +724,8 @@ func (s *soak) read(ctx context.Context) ([]simulator.Observation, error) {
 	return obs, nil
 }
 
-func observation(q string, params []string, n int, err error, at int64) simulator.Observation {
-	o := simulator.Observation{Query: q, Params: params, Phase: PhaseSoak, Found: err == nil, Count: int64(n), AtNS: at}
+func observation(q string, params []string, n int, err error, at int64) history.Observation {
+	o := history.Observation{Query: q, Params: params, Phase: PhaseSoak, Found: err == nil, Count: int64(n), AtNS: at}
 	if err != nil {
 		o.Error = err.Error()
 	}
@@ -732,13 +733,13 @@ func observation(q string, params []string, n int, err error, at int64) simulato
 }
 
 // history is what the soak recorded, attempts in the order they started.
-func (s *soak) history(obs []simulator.Observation) *simulator.History {
+func (s *soak) history(obs []history.Observation) *history.History {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	h := &simulator.History{
-		Meta:         simulator.RunMeta{RunID: s.env.RunID, Seed: s.o.Seed, TimeScale: s.env.TimeScale, Started: s.start.UTC(), Finished: time.Now().UTC(), Plan: Plan},
-		Attempts:     append([]simulator.AttemptRecord(nil), s.attempts...),
-		Releases:     []simulator.ReleaseRecord{},
+	h := &history.History{
+		Meta:         history.Meta{RunID: s.env.RunID, Seed: s.o.Seed, TimeScale: s.env.TimeScale, Started: s.start.UTC(), Finished: time.Now().UTC(), Plan: Plan},
+		Attempts:     append([]history.Attempt(nil), s.attempts...),
+		Releases:     []history.Release{},
 		Observations: obs,
 	}
 	if len(s.env.Endpoints) > 0 {

@@ -34,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -238,7 +239,7 @@ func fire(args []string) error {
 				switch {
 				case !measuring.Load():
 					warm.Add(1)
-				case a.Outcome == simulator.OutcomeAcknowledged:
+				case a.Outcome == history.OutcomeAcknowledged:
 					acked.Add(1)
 				case ctx.Err() == nil:
 					other.Add(1)
@@ -303,11 +304,11 @@ func spread(args []string) error {
 	}
 	var handler, kernel, user, sender []time.Duration
 	held, releases := 0, 0
-	release := func(base string, i int) (simulator.ReleaseRecord, error) {
+	release := func(base string, i int) (history.Release, error) {
 		r, err := simulator.NewRunner(simulator.Target{URL: fmt.Sprintf("%s/spread/%d", base, i), Profile: stripe(),
 			Secrets: []string{benchSecret}}, simulator.Options{})
 		if err != nil {
-			return simulator.ReleaseRecord{}, err
+			return history.Release{}, err
 		}
 		defer r.Close()
 		recs, rel, err := r.SendCopies(context.Background(), event(i), *copies, simulator.SendOptions{Timeout: 5 * time.Second})
@@ -315,7 +316,7 @@ func spread(args []string) error {
 			return rel, err
 		}
 		for _, a := range recs {
-			if a.Outcome != simulator.OutcomeAcknowledged {
+			if a.Outcome != history.OutcomeAcknowledged {
 				return rel, fmt.Errorf("release %d copy %d: %s %s", i, a.Copy, a.Outcome, a.Error)
 			}
 		}

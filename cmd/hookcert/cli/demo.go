@@ -19,7 +19,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/adapters/scrub"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -60,8 +60,8 @@ for certify; with both, the worse of the two.`,
 				return err
 			}
 			switch {
-			case workerProcs < 0 || workerProcs > target.MaxWorkerProcesses:
-				return usageErr("--worker-processes: must be between 0 and %d, got %d", target.MaxWorkerProcesses, workerProcs)
+			case workerProcs < 0 || workerProcs > targetfile.MaxWorkerProcesses:
+				return usageErr("--worker-processes: must be between 0 and %d, got %d", targetfile.MaxWorkerProcesses, workerProcs)
 			case workerProcs > 0 && mode == reference.ModeSync:
 				return usageErr("--worker-processes: needs --mode inbox or both (a synchronous receiver has no workers)")
 			}

@@ -20,7 +20,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reports"
 	"go.yaml.in/yaml/v3"
@@ -474,13 +474,13 @@ func TestReferenceServeDatabaseURLSources(t *testing.T) {
 }
 
 // parseDemoTarget builds the demo target in mode and parses it as certify does.
-func parseDemoTarget(t *testing.T, mode string, caps []string) *target.Target {
+func parseDemoTarget(t *testing.T, mode string, caps []string) *targetfile.Target {
 	t.Helper()
 	data, _, err := demoTarget("/bin/hookcert", t.TempDir(), mode, demoShape{}, nil, caps)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, err := target.Parse(data, target.Vars{DatabaseURL: "postgres://127.0.0.1/x", ListenAddr: "127.0.0.1:9", SinkURL: "http://127.0.0.1:10"})
+	tg, err := targetfile.Parse(data, targetfile.Vars{DatabaseURL: "postgres://127.0.0.1/x", ListenAddr: "127.0.0.1:9", SinkURL: "http://127.0.0.1:10"})
 	if err != nil {
 		t.Fatalf("the demo target does not parse: %v\n%s", err, data)
 	}
@@ -506,15 +506,15 @@ func TestDemoTargetInboxMode(t *testing.T) {
 		t.Errorf("quiescent query %q", q)
 	}
 	// The inbox design declares its workers and its outbox.
-	if !slices.Contains(tg.Capabilities, target.Inbox) || !slices.Contains(tg.Capabilities, target.Outbox) ||
+	if !slices.Contains(tg.Capabilities, targetfile.Inbox) || !slices.Contains(tg.Capabilities, targetfile.Outbox) ||
 		tg.Inbox == nil || tg.Inbox.Lease != time.Second || tg.Inbox.MaxAttempts != 5 || tg.Outbox == nil || tg.Outbox.MaxAttempts != 5 ||
 		tg.Postgres.Queries.InboxState == "" || tg.Postgres.Queries.OutboxState == "" {
 		t.Errorf("inbox target: capabilities %v, inbox %+v, outbox %+v", tg.Capabilities, tg.Inbox, tg.Outbox)
 	}
-	if slices.Contains(tg.Capabilities, target.Failpoints) || tg.FailpointsPath != "" {
+	if slices.Contains(tg.Capabilities, targetfile.Failpoints) || tg.FailpointsPath != "" {
 		t.Errorf("inbox target declares failpoints: %v, path %q", tg.Capabilities, tg.FailpointsPath)
 	}
-	if !slices.Contains(tg.Capabilities, target.Crash) || !slices.Contains(tg.Capabilities, target.LockGating) {
+	if !slices.Contains(tg.Capabilities, targetfile.Crash) || !slices.Contains(tg.Capabilities, targetfile.LockGating) {
 		t.Errorf("inbox target lost crash or lock-gating: %v", tg.Capabilities)
 	}
 	if demoInboxLease+demoInboxLease/2 >= tg.Acceptance.Settle {
@@ -531,7 +531,7 @@ func TestDemoTargetSyncMode(t *testing.T) {
 	if tg.Acceptance.Async || tg.Postgres.Queries.Quiescent != "" {
 		t.Errorf("sync acceptance %+v, quiescent %q", tg.Acceptance, tg.Postgres.Queries.Quiescent)
 	}
-	if !slices.Contains(tg.Capabilities, target.Failpoints) || tg.FailpointsPath == "" {
+	if !slices.Contains(tg.Capabilities, targetfile.Failpoints) || tg.FailpointsPath == "" {
 		t.Errorf("sync target lacks failpoints: %v", tg.Capabilities)
 	}
 }
@@ -618,7 +618,7 @@ func TestDemoTargetWorkerProcesses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tg, err := target.Parse(data, target.Vars{DatabaseURL: "postgres://127.0.0.1/x", ListenAddr: "127.0.0.1:9", SinkURL: "http://127.0.0.1:10"})
+	tg, err := targetfile.Parse(data, targetfile.Vars{DatabaseURL: "postgres://127.0.0.1/x", ListenAddr: "127.0.0.1:9", SinkURL: "http://127.0.0.1:10"})
 	if err != nil {
 		t.Fatalf("the demo target does not parse: %v\n%s", err, data)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -199,7 +200,7 @@ func runFire(cmd *cobra.Command, f *fireFlags) error {
 	if !h.AllAcknowledged() {
 		bad := 0
 		for _, d := range h.Deliveries() {
-			if d.Final != simulator.OutcomeAcknowledged {
+			if d.Final != history.OutcomeAcknowledged {
 				bad++
 			}
 		}
@@ -313,16 +314,16 @@ func printDryRun(w io.Writer, profile string, seed int64, reqs []simulator.Reque
 	io.WriteString(w, out)
 }
 
-func unreachable(h *simulator.History) bool {
+func unreachable(h *history.History) bool {
 	for _, a := range h.Attempts {
-		if a.ErrorClass != simulator.ErrClassRefused {
+		if a.ErrorClass != history.ErrClassRefused {
 			return false
 		}
 	}
 	return len(h.Attempts) > 0
 }
 
-func writeHistory(path string, h *simulator.History) error {
+func writeHistory(path string, h *history.History) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("--history: %w", err)
@@ -337,7 +338,7 @@ func writeHistory(path string, h *simulator.History) error {
 	return nil
 }
 
-func printFire(w io.Writer, h *simulator.History) {
+func printFire(w io.Writer, h *history.History) {
 	key := ""
 	if len(h.Attempts) > 0 {
 		key = h.Attempts[0].Key.EventID + " (" + h.Attempts[0].EventType + ")"
@@ -361,10 +362,10 @@ func printFire(w io.Writer, h *simulator.History) {
 	tw.Flush()
 	c := h.OutcomeCounts()
 	fmt.Fprintf(w, "attempts %d: acknowledged %d, failed %d, unknown %d\n", len(h.Attempts),
-		c[simulator.OutcomeAcknowledged], c[simulator.OutcomeFailed], c[simulator.OutcomeUnknown])
+		c[history.OutcomeAcknowledged], c[history.OutcomeFailed], c[history.OutcomeUnknown])
 	acked := 0
 	for _, d := range h.Deliveries() {
-		if d.Final == simulator.OutcomeAcknowledged {
+		if d.Final == history.OutcomeAcknowledged {
 			acked++
 		}
 	}

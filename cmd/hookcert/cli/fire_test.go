@@ -12,9 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/stripe/stripe-go/v85/webhook"
-
-	"github.com/hookcert/hookcert/simulator"
 )
 
 const fireSecret = "whsec_fire_test_secret_value"
@@ -69,7 +68,7 @@ func TestFireCopiesLostAckRetryEndsAcknowledged(t *testing.T) {
 			t.Fatalf("secret printed in %s", name)
 		}
 	}
-	h, err := simulator.ReadJSONL(bytes.NewReader(b))
+	h, err := history.ReadJSONL(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,7 +239,7 @@ func TestFireObjectAndPadToDeliver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := simulator.ReadJSONL(bytes.NewReader(b))
+	h, err := history.ReadJSONL(bytes.NewReader(b))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/observe"
 	"github.com/hookcert/hookcert/adapters/scrub"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -100,12 +100,12 @@ func runInit(ctx context.Context, out io.Writer, f initFlags) error {
 	p.dbWhere = fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
 
 	// A bug here must not hand the user a file the loader refuses.
-	if err := target.Validate(p.render(true), profiles.IDs()); err != nil && p.event != nil {
+	if err := targetfile.Validate(p.render(true), profiles.IDs()); err != nil && p.event != nil {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the proposed target does not load (a bug in hookcert init): %w", clean.Error(err))}
 	}
 	checked := ""
 	if p.event != nil {
-		q := target.Queries{EventRows: p.eventRows, Effects: p.effects}
+		q := targetfile.Queries{EventRows: p.eventRows, Effects: p.effects}
 		o, err := observe.Open(ctx, f.databaseURL, q)
 		if err != nil {
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the proposed queries do not prepare (a bug in hookcert init): %w", clean.Error(err))}
@@ -678,11 +678,11 @@ func (p *proposal) render(selfCheck bool) []byte {
 	w("        # TODO (capabilities ordering, state-machine): object and payment, docs/target.md \"Queries\".")
 	var caps, why []string
 	if ev.t.field() != "" {
-		caps = append(caps, string(target.LockGating))
+		caps = append(caps, string(targetfile.LockGating))
 		why = append(why, fmt.Sprintf("lock-gating: the harness may lock %s so concurrent copies of an event race", ev.t.display()))
 	}
 	if ef != nil && ef.t.field() != "" {
-		caps = append(caps, string(target.ConnectionLoss))
+		caps = append(caps, string(targetfile.ConnectionLoss))
 		why = append(why, fmt.Sprintf("connection-loss: it may lock %s and cut the receiver's sessions mid-transaction", ef.t.display()))
 	}
 	for _, l := range why {

@@ -14,7 +14,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -260,7 +260,7 @@ func TestInitSchemas(t *testing.T) {
 			if c.code != ExitOK {
 				return
 			}
-			if err := target.Validate(b, profiles.IDs()); err != nil {
+			if err := targetfile.Validate(b, profiles.IDs()); err != nil {
 				t.Errorf("the proposed file does not load: %v\n%s", err, b)
 			}
 			pg := proposedPostgres(t, out)

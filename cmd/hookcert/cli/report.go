@@ -11,11 +11,11 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios/certify"
 	"github.com/hookcert/hookcert/scenarios/check"
 	"github.com/hookcert/hookcert/scenarios/soak"
-	"github.com/hookcert/hookcert/simulator"
 )
 
 func init() { register(newReportCmd); register(newCheckCmd) }
@@ -64,7 +64,7 @@ func newCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check --from REPORT_DIR",
 		Short: "Re-judge a stored run from its history.jsonl and write the reports",
-		Long: "check reads REPORT_DIR/" + certify.HistoryFile + " (schema " + simulator.HistorySchema + "), " +
+		Long: "check reads REPORT_DIR/" + certify.HistoryFile + " (schema " + history.Schema + "), " +
 			"judges every scenario from the attempts and observations it holds, and writes results.json, " +
 			"junit.xml, summary.md and index.html into --out (default: REPORT_DIR). A soak's history " +
 			"(hookcert soak) is reconciled per event key as the soak does, into results.json and soak.html. " +
@@ -83,7 +83,7 @@ func newCheckCmd() *cobra.Command {
 				return usageErr("check: --from: %v", err)
 			}
 			defer f.Close()
-			h, err := simulator.ReadJSONL(f)
+			h, err := history.ReadJSONL(f)
 			if err != nil {
 				return usageErr("check: --from %s: %v", f.Name(), err)
 			}
@@ -107,7 +107,7 @@ func newCheckCmd() *cobra.Command {
 
 // recheckSoak re-judges a soak's history as hookcert soak judged it: the same
 // soak section, the same exit status.
-func recheckSoak(w io.Writer, h *simulator.History, name, out string) error {
+func recheckSoak(w io.Writer, h *history.History, name, out string) error {
 	res, err := soak.Results(h)
 	if err != nil {
 		return usageErr("check: --from %s: %v", name, err)

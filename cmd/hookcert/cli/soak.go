@@ -17,7 +17,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/adapters/scrub"
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios/certify"
@@ -99,8 +99,8 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 		return usageErr("--mode needs --demo")
 	case f.timeScale < 1:
 		return usageErr("--time-scale must be at least 1 (got %g)", f.timeScale)
-	case f.workerProcs < 0 || f.workerProcs > target.MaxWorkerProcesses:
-		return usageErr("--worker-processes: must be between 0 and %d, got %d", target.MaxWorkerProcesses, f.workerProcs)
+	case f.workerProcs < 0 || f.workerProcs > targetfile.MaxWorkerProcesses:
+		return usageErr("--worker-processes: must be between 0 and %d, got %d", targetfile.MaxWorkerProcesses, f.workerProcs)
 	case f.workerProcs > 0 && (!f.demo || f.mode != reference.ModeInbox):
 		return usageErr("--worker-processes needs --demo --mode inbox")
 	}

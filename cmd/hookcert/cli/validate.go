@@ -12,10 +12,11 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/hookcert/hookcert/adapters/target"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/scenarios/certify"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 func init() { register(newValidateCmd) }
@@ -57,15 +58,15 @@ database).`,
 
 func runValidate(ctx context.Context, out io.Writer, config, databaseURL string, noStart bool) error {
 	fail := func(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
-	data, err := target.ReadFile(config)
+	data, err := targetfile.ReadFile(config)
 	if err != nil {
 		return fail(err)
 	}
-	dir, err := target.BaseDir(config)
+	dir, err := targetfile.BaseDir(config)
 	if err != nil {
 		return fail(err)
 	}
-	inspected, err := target.Inspect(data, profiles.IDs(), target.WithBaseDir(dir))
+	inspected, err := targetfile.Inspect(data, profiles.IDs(), targetfile.WithBaseDir(dir))
 	if err != nil {
 		return fail(fmt.Errorf("%s: %w", config, err))
 	}
@@ -167,7 +168,7 @@ func printValidation(out io.Writer, config string, hs *certify.Harness, noStart,
 	printApplicability(out, hs.Env)
 }
 
-func printRoles(out io.Writer, v *scenarios.Vocabulary) {
+func printRoles(out io.Writer, v *vocab.Vocabulary) {
 	if v == nil || !v.Declared {
 		fmt.Fprintln(out, "events: the built-in conformance vocabulary (docs/conformance-domain.md)")
 		return

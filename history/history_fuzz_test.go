@@ -1,4 +1,4 @@
-package simulator
+package history
 
 import (
 	"bytes"
@@ -15,10 +15,10 @@ import (
 // and a second read unchanged.
 func FuzzReadJSONL(f *testing.F) {
 	h := &History{
-		Meta:         RunMeta{RunID: "r1", Seed: 7, Profile: "stripe", TimeScale: 3600, Started: time.Unix(1700000000, 0).UTC()},
-		Scenarios:    []ScenarioRecord{{Index: 1, Guarantee: "DEDUP-1", Name: "x", State: ScenarioRan, Facts: map[string]string{"a": "b"}}},
-		Attempts:     []AttemptRecord{{Scenario: 1, Role: "copy", Attempt: 1, Outcome: OutcomeAcknowledged, Status: 200}},
-		Releases:     []ReleaseRecord{{Scenario: 1, Copies: 16, Released: 16}},
+		Meta:         Meta{RunID: "r1", Seed: 7, Profile: "stripe", TimeScale: 3600, Started: time.Unix(1700000000, 0).UTC()},
+		Scenarios:    []Scenario{{Index: 1, Guarantee: "DEDUP-1", Name: "x", State: ScenarioRan, Facts: map[string]string{"a": "b"}}},
+		Attempts:     []Attempt{{Scenario: 1, Role: "copy", Attempt: 1, Outcome: OutcomeAcknowledged, Status: 200}},
+		Releases:     []Release{{Scenario: 1, Copies: 16, Released: 16}},
 		Observations: []Observation{{Scenario: 1, Query: "event_rows", Params: []string{"s", "a", "e", ""}, Phase: "after", Found: true, Count: 1}},
 	}
 	var good bytes.Buffer

@@ -1,14 +1,11 @@
-package simulator
+package history
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -28,7 +25,7 @@ const (
 	OutcomeUnknown Outcome = "unknown"
 )
 
-// Error classes recorded in AttemptRecord.ErrorClass.
+// Error classes recorded in Attempt.ErrorClass.
 const (
 	ErrClassTimeout  = "timeout"
 	ErrClassReset    = "reset"
@@ -41,11 +38,8 @@ const (
 	ErrClassEarlyResponse = "early_response"
 )
 
-// ExcerptLimit bounds the response body excerpt kept in a record.
-const ExcerptLimit = 512
-
-// AttemptRecord is one HTTP delivery attempt as it happened.
-type AttemptRecord struct {
+// Attempt is one HTTP delivery attempt as it happened.
+type Attempt struct {
 	// Scenario is the index (1-based) of the scenario that made the attempt in a
 	// certification run's history; 0 outside one.
 	Scenario int `json:"scenario,omitempty"`
@@ -96,10 +90,10 @@ type AttemptRecord struct {
 }
 
 // Duration returns the attempt's real duration.
-func (a AttemptRecord) Duration() time.Duration { return time.Duration(a.EndNS - a.StartNS) }
+func (a Attempt) Duration() time.Duration { return time.Duration(a.EndNS - a.StartNS) }
 
-// ReleaseRecord describes one barrier release of several copies of a delivery.
-type ReleaseRecord struct {
+// Release describes one barrier release of several copies of a delivery.
+type Release struct {
 	Scenario int          `json:"scenario,omitempty"`
 	Step     int          `json:"step"`
 	Attempt  int          `json:"attempt"`
@@ -122,13 +116,13 @@ type ReleaseRecord struct {
 	StartNS int64 `json:"start_ns"`
 }
 
-// HistorySchema versions the JSON Lines history. A reader refuses other versions
+// Schema versions the JSON Lines history. A reader refuses other versions
 // rather than misread them.
-const HistorySchema = "hookcert.history/v1"
+const Schema = "hookcert.history/v1"
 
-// RunMeta describes a run. It never holds a secret.
-type RunMeta struct {
-	// Schema is HistorySchema; written by WriteJSONL.
+// Meta describes a run. It never holds a secret.
+type Meta struct {
+	// Schema is Schema; written by WriteJSONL.
 	Schema    string    `json:"schema,omitempty"`
 	RunID     string    `json:"run_id,omitempty"`
 	Seed      int64     `json:"seed"`
@@ -178,10 +172,10 @@ const (
 	ScenarioError = "error"
 )
 
-// ScenarioRecord is one scenario of a certification run: which guarantee it
+// Scenario is one scenario of a certification run: which guarantee it
 // judges, how it ended on the harness's side, and what it noted and set aside
 // for its checker.
-type ScenarioRecord struct {
+type Scenario struct {
 	Index     int    `json:"index"`
 	Guarantee string `json:"guarantee"`
 	Name      string `json:"name"`
@@ -197,9 +191,9 @@ type ScenarioRecord struct {
 	Facts map[string]string `json:"facts,omitempty"`
 }
 
-// SinkRecord is one call the harness's downstream sink received from the
+// Sink is one call the harness's downstream sink received from the
 // receiver, attributed to the event whose ID its body carried.
-type SinkRecord struct {
+type Sink struct {
 	Scenario int `json:"scenario,omitempty"`
 	// EventID is the event the call was attributed to.
 	EventID string `json:"event_id"`
@@ -217,86 +211,13 @@ type SinkRecord struct {
 
 // History is everything that happened in a run.
 type History struct {
-	Meta         RunMeta          `json:"meta"`
-	Scenarios    []ScenarioRecord `json:"scenarios,omitempty"`
-	Attempts     []AttemptRecord  `json:"attempts"`
-	Releases     []ReleaseRecord  `json:"releases"`
-	Observations []Observation    `json:"observations,omitempty"`
+	Meta         Meta          `json:"meta"`
+	Scenarios    []Scenario    `json:"scenarios,omitempty"`
+	Attempts     []Attempt     `json:"attempts"`
+	Releases     []Release     `json:"releases"`
+	Observations []Observation `json:"observations,omitempty"`
 	// Sink holds the downstream calls the receiver made (capability outbox).
-	Sink []SinkRecord `json:"sink,omitempty"`
-}
-
-// recorder appends records from concurrent goroutines. Attempts are kept in
-// fixed-size chunks so a long run never copies its whole history to grow it.
-type recorder struct {
-	mu     sync.Mutex
-	h      History // Meta and Releases; Attempts live in chunks
-	chunks [][]AttemptRecord
-	// each, when set, is told of every attempt as it is recorded.
-	each func(AttemptRecord)
-}
-
-const recorderChunk = 1024
-
-func (r *recorder) attempt(a AttemptRecord) {
-	r.mu.Lock()
-	n := len(r.chunks)
-	if n == 0 || len(r.chunks[n-1]) == recorderChunk {
-		r.chunks = append(r.chunks, make([]AttemptRecord, 0, recorderChunk))
-		n++
-	}
-	r.chunks[n-1] = append(r.chunks[n-1], a)
-	r.mu.Unlock()
-	if r.each != nil {
-		r.each(a)
-	}
-}
-
-func (r *recorder) release(rel ReleaseRecord) {
-	r.mu.Lock()
-	r.h.Releases = append(r.h.Releases, rel)
-	r.mu.Unlock()
-}
-
-// snapshot returns a copy sorted by start time, so concurrent appends give a
-// stable, readable order.
-func (r *recorder) snapshot() *History {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	h := History{Meta: r.h.Meta}
-	n := 0
-	for _, c := range r.chunks {
-		n += len(c)
-	}
-	// Sort (start, arrival index) keys rather than the records themselves, which
-	// are hundreds of bytes each: a long run's history is then copied once, in
-	// order, instead of being shuffled in place by a stable sort.
-	type key struct {
-		start int64
-		i     int32
-	}
-	keys := make([]key, 0, n)
-	for ci, c := range r.chunks {
-		for j := range c {
-			keys = append(keys, key{c[j].StartNS, int32(ci*recorderChunk + j)})
-		}
-	}
-	if !slices.IsSortedFunc(keys, func(a, b key) int { return cmp.Compare(a.start, b.start) }) {
-		slices.SortFunc(keys, func(a, b key) int {
-			if c := cmp.Compare(a.start, b.start); c != 0 {
-				return c
-			}
-			return cmp.Compare(a.i, b.i) // equal starts keep arrival order, as a stable sort
-		})
-	}
-	if n > 0 {
-		h.Attempts = make([]AttemptRecord, n)
-	}
-	for k, x := range keys {
-		h.Attempts[k] = r.chunks[int(x.i)/recorderChunk][int(x.i)%recorderChunk]
-	}
-	h.Releases = append([]ReleaseRecord(nil), r.h.Releases...)
-	return &h
+	Sink []Sink `json:"sink,omitempty"`
 }
 
 // OutcomeCounts counts attempts per outcome.
@@ -368,22 +289,22 @@ func (h *History) AllAcknowledged() bool {
 
 // jsonLine is one line of the JSON Lines form: a kind tag and one record.
 type jsonLine struct {
-	Kind        string          `json:"kind"`
-	Meta        *RunMeta        `json:"meta,omitempty"`
-	Scenario    *ScenarioRecord `json:"scenario,omitempty"`
-	Attempt     *AttemptRecord  `json:"attempt,omitempty"`
-	Release     *ReleaseRecord  `json:"release,omitempty"`
-	Observation *Observation    `json:"observation,omitempty"`
-	Sink        *SinkRecord     `json:"sink,omitempty"`
+	Kind        string       `json:"kind"`
+	Meta        *Meta        `json:"meta,omitempty"`
+	Scenario    *Scenario    `json:"scenario,omitempty"`
+	Attempt     *Attempt     `json:"attempt,omitempty"`
+	Release     *Release     `json:"release,omitempty"`
+	Observation *Observation `json:"observation,omitempty"`
+	Sink        *Sink        `json:"sink,omitempty"`
 }
 
 // WriteJSONL writes the history as JSON Lines: one "meta" line (schema
-// HistorySchema), then one line per scenario, attempt, release and observation.
+// Schema), then one line per scenario, attempt, release and observation.
 func (h *History) WriteJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
 	meta := h.Meta
-	meta.Schema = HistorySchema
+	meta.Schema = Schema
 	if err := enc.Encode(jsonLine{Kind: "meta", Meta: &meta}); err != nil {
 		return fmt.Errorf("write history meta: %w", err)
 	}
@@ -440,8 +361,8 @@ func ReadJSONL(r io.Reader) (*History, error) {
 			if l.Meta == nil {
 				return nil, fmt.Errorf("history line %d: kind meta without a meta object", line)
 			}
-			if l.Meta.Schema != "" && l.Meta.Schema != HistorySchema {
-				return nil, fmt.Errorf("history line %d: schema %q is not %q (written by another version of hookcert)", line, l.Meta.Schema, HistorySchema)
+			if l.Meta.Schema != "" && l.Meta.Schema != Schema {
+				return nil, fmt.Errorf("history line %d: schema %q is not %q (written by another version of hookcert)", line, l.Meta.Schema, Schema)
 			}
 			h.Meta, sawMeta = *l.Meta, true
 			h.Meta.Schema = ""

@@ -8,4 +8,4 @@
 // path and the rule it breaks. Secrets are held in the Secret type, which redacts
 // itself wherever it is printed, marshalled or logged. The file format is documented
 // in docs/target.md.
-package target
+package targetfile

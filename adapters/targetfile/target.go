@@ -1,4 +1,4 @@
-package target
+package targetfile
 
 import (
 	"bytes"
@@ -15,9 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookcert/hookcert/vocab"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/hookcert/hookcert/scenarios"
 )
 
 // Capability is a feature a target declares; guarantees that need an undeclared
@@ -112,12 +111,12 @@ type Target struct {
 	Retention *RetentionSpec
 	// Events is the declared event vocabulary (Declared is true); nil when the
 	// file has no events section, and the suite uses the built-in one.
-	Events *scenarios.Vocabulary
+	Events *vocab.Vocabulary
 	// Fixtures are the named hooks that create business objects (nil when none).
 	Fixtures map[string]Fixture
 	// Acceptance is how the receiver acknowledges, defaults applied: sync with
 	// DefaultSyncSettle when the file has no acceptance section.
-	Acceptance scenarios.Acceptance
+	Acceptance vocab.Acceptance
 	// Dir is the directory the file's relative paths were resolved against: the
 	// target file's (WithBaseDir, set by Load); "" when parsed without one (the
 	// harness's working directory).

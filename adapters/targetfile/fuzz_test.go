@@ -1,4 +1,4 @@
-package target
+package targetfile
 
 import (
 	"errors"

@@ -1,4 +1,4 @@
-package target
+package targetfile
 
 import (
 	"errors"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // stripeShop is the declared-vocabulary example of docs/target.md: a Stripe
@@ -100,26 +100,26 @@ func TestEventsDeclared(t *testing.T) {
 	if v.Effect == nil || v.Effect.Type != "charge.succeeded" || v.Effect.IDPrefix != "ch" || v.Effect.Object == nil {
 		t.Errorf("effect = %+v", v.Effect)
 	}
-	obj, err := v.Effect.Object.Render(scenarios.ObjectData{ObjectID: "ch_abc", Amount: 500, Currency: "eur"})
+	obj, err := v.Effect.Object.Render(vocab.ObjectData{ObjectID: "ch_abc", Amount: 500, Currency: "eur"})
 	if err != nil || string(obj) != `{"id":"ch_abc","object":"charge","amount":500,"currency":"eur","payment_intent":"pi_abc","status":"succeeded","metadata":{}}` {
 		t.Errorf("effect object = %s, %v", obj, err)
 	}
 	l := v.Lifecycle
 	if l == nil || l.Object != "payment_intent" || l.IDPrefix != "pi" || l.Initial != "processing" || l.Fixture != "payment" ||
-		l.Create != nil || l.Missing != scenarios.MissingRetry || !l.CountsEffects || len(l.Transitions) != 3 {
+		l.Create != nil || l.Missing != vocab.MissingRetry || !l.CountsEffects || len(l.Transitions) != 3 {
 		t.Fatalf("lifecycle = %+v", l)
 	}
 	if tr := l.Transitions[0]; tr.Type != "payment_intent.succeeded" || !reflect.DeepEqual(tr.From, []string{"processing"}) ||
 		tr.To != "succeeded" || !tr.Effect || tr.Missing != "" || tr.Object == nil {
 		t.Errorf("transition 0 = %+v", tr)
 	}
-	if tr := l.Transitions[1]; tr.Effect || l.MissingRule(tr) != scenarios.MissingIgnore {
+	if tr := l.Transitions[1]; tr.Effect || l.MissingRule(tr) != vocab.MissingIgnore {
 		t.Errorf("transition 1 = %+v", tr)
 	}
 	if got := l.States(); !reflect.DeepEqual(got, []string{"processing", "succeeded", "failed", "refunded"}) {
 		t.Errorf("States = %v", got)
 	}
-	if o := v.Ordered; o == nil || o.Type != "customer.updated" || o.Key != scenarios.OrderCreated || o.Fixture != "customer" || o.IDPrefix != "cus" {
+	if o := v.Ordered; o == nil || o.Type != "customer.updated" || o.Key != vocab.OrderCreated || o.Fixture != "customer" || o.IDPrefix != "cus" {
 		t.Errorf("ordered = %+v", o)
 	}
 	if u := v.Unhandled; u == nil || u.Type != "invoice.upcoming" || u.IDPrefix != "obj" || u.Object == nil {
@@ -155,7 +155,7 @@ func TestEventsDeclared(t *testing.T) {
 	if !q.Declared(QueryObject) || q.Declared(QueryEventRows) || q.Declared(QueryQuiescent) {
 		t.Error("Declared disagrees with where the queries came from")
 	}
-	if tg.Acceptance != (scenarios.Acceptance{Async: true, Settle: 5 * time.Second}) {
+	if tg.Acceptance != (vocab.Acceptance{Async: true, Settle: 5 * time.Second}) {
 		t.Errorf("Acceptance = %+v", tg.Acceptance)
 	}
 	if tg.Endpoints[0].AckTimeout != 10*time.Second {
@@ -167,7 +167,7 @@ func TestEventsDeclared(t *testing.T) {
 	if f := tg.Fixtures["payment"]; f.Kind() != "sql" || f.Name != "payment" || !strings.HasPrefix(f.SQL, "INSERT INTO payments") {
 		t.Errorf("payment fixture = %+v", f)
 	}
-	d := scenarios.ObjectData{ObjectID: "cus_x1"}
+	d := vocab.ObjectData{ObjectID: "cus_x1"}
 	if f := tg.Fixtures["customer"]; f.Kind() != "command" || len(f.Command) != 3 {
 		t.Errorf("customer fixture = %+v", f)
 	} else if a, err := f.Command[2].Render(d); err != nil || a != "cus_x1" {
@@ -197,7 +197,7 @@ func TestEventsAbsent(t *testing.T) {
 	if tg.Events != nil || tg.Fixtures != nil || tg.Postgres.Queries.From != nil || tg.Postgres.Queries.Quiescent != "" {
 		t.Errorf("Events %v, Fixtures %v, From %v", tg.Events, tg.Fixtures, tg.Postgres.Queries.From)
 	}
-	if tg.Acceptance != (scenarios.Acceptance{Settle: DefaultSyncSettle}) || tg.Endpoints[0].AckTimeout != 0 {
+	if tg.Acceptance != (vocab.Acceptance{Settle: DefaultSyncSettle}) || tg.Endpoints[0].AckTimeout != 0 {
 		t.Errorf("Acceptance %+v, AckTimeout %s", tg.Acceptance, tg.Endpoints[0].AckTimeout)
 	}
 	if got := tg.Postgres.Queries.FieldPath(QueryEffects); got != "target.observe.postgres.queries.effects" {
@@ -205,7 +205,7 @@ func TestEventsAbsent(t *testing.T) {
 	}
 	// The async default settle.
 	tg, err = Parse([]byte(minimal+"  acceptance: {mode: async}\n"), testVars)
-	if err != nil || tg.Acceptance != (scenarios.Acceptance{Async: true, Settle: DefaultAsyncSettle}) {
+	if err != nil || tg.Acceptance != (vocab.Acceptance{Async: true, Settle: DefaultAsyncSettle}) {
 		t.Errorf("async acceptance = %+v, %v", tg.Acceptance, err)
 	}
 }
@@ -357,7 +357,7 @@ func TestEventsOptionalQueries(t *testing.T) {
 	}
 	l := tg.Events.Lifecycle
 	if l.Object != "object" || l.IDPrefix != "obj" || l.Create == nil || l.Create.Type != "p.new" || l.Create.Object == nil || l.CountsEffects ||
-		l.Transitions[0].Missing != scenarios.MissingCreate {
+		l.Transitions[0].Missing != vocab.MissingCreate {
 		t.Errorf("lifecycle = %+v", l)
 	}
 	if tg.Events.Effect.IDPrefix != "obj" {
@@ -370,7 +370,7 @@ func TestDataTemplate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := dt.Render(scenarios.ObjectData{ObjectID: "pi_9z", Amount: 42, Currency: "usd"})
+	got, err := dt.Render(vocab.ObjectData{ObjectID: "pi_9z", Amount: 42, Currency: "usd"})
 	if err != nil || got != "pi_9z:ch_9z:42:usd" {
 		t.Errorf("Render = %q, %v", got, err)
 	}

@@ -1,4 +1,4 @@
-package target
+package targetfile
 
 import (
 	"fmt"
@@ -9,7 +9,7 @@ import (
 	"text/template"
 	"time"
 
-	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // The declared event vocabulary: target.events, target.fixtures and
@@ -131,7 +131,7 @@ type Fixture struct {
 	// ID, $5 amount (bigint), $6 currency (any subset, $3 never).
 	SQL string
 	// Command is the program and its arguments, each a template over
-	// scenarios.ObjectData; run directly (no shell); exit status 0 = created.
+	// vocab.ObjectData; run directly (no shell); exit status 0 = created.
 	Command []*DataTemplate
 	// HTTP is a request to the base URL; any 2xx = created.
 	HTTP *FixtureHTTP
@@ -140,7 +140,7 @@ type Fixture struct {
 // FixtureHTTP is an http fixture's request.
 type FixtureHTTP struct {
 	Method string
-	// Path and Body are templates over scenarios.ObjectData; Body is nil when
+	// Path and Body are templates over vocab.ObjectData; Body is nil when
 	// the request has none.
 	Path *DataTemplate
 	Body *DataTemplate
@@ -160,15 +160,15 @@ func (f Fixture) Kind() string {
 }
 
 // DataTemplate is a fixture's command argument, request path or body: a Go
-// text/template over scenarios.ObjectData, with ref "prefix" like object
+// text/template over vocab.ObjectData, with ref "prefix" like object
 // templates. It is safe for concurrent use.
 type DataTemplate struct {
 	src string
 	t   *template.Template
 }
 
-// sampleData renders templates once at load, as scenarios.ParseObjectTemplate does.
-var sampleData = scenarios.ObjectData{EventID: "evt_sample", Type: "sample.type", ObjectID: "obj_sample", Source: "src",
+// sampleData renders templates once at load, as vocab.ParseObjectTemplate does.
+var sampleData = vocab.ObjectData{EventID: "evt_sample", Type: "sample.type", ObjectID: "obj_sample", Source: "src",
 	Account: "acct", Currency: "usd", State: "state", Amount: 1234, Created: 1700000000, Key: 1}
 
 // dataVars are the template variables of object and fixture templates.
@@ -191,14 +191,14 @@ func ParseDataTemplate(src string) (*DataTemplate, error) {
 }
 
 // Render renders the template for d.
-func (dt *DataTemplate) Render(d scenarios.ObjectData) (string, error) {
+func (dt *DataTemplate) Render(d vocab.ObjectData) (string, error) {
 	// ref reads the data being rendered: a clone per call keeps Render safe for
 	// concurrent use.
 	t, err := dt.t.Clone()
 	if err != nil {
 		return "", err
 	}
-	t.Funcs(template.FuncMap{"ref": func(prefix string) string { return scenarios.Ref(prefix, d.ObjectID) }})
+	t.Funcs(template.FuncMap{"ref": func(prefix string) string { return vocab.Ref(prefix, d.ObjectID) }})
 	var b strings.Builder
 	if err := t.Execute(&b, d); err != nil {
 		return "", err
@@ -217,7 +217,7 @@ var (
 	fixtureNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
 )
 
-var missingRules = []string{scenarios.MissingRetry, scenarios.MissingCreate, scenarios.MissingIgnore}
+var missingRules = []string{vocab.MissingRetry, vocab.MissingCreate, vocab.MissingIgnore}
 
 // templateError explains a template that does not parse or render.
 func templateError(err error) string {
@@ -229,11 +229,11 @@ func templateError(err error) string {
 }
 
 // objectTemplate parses an optional object template.
-func (v *validator) objectTemplate(segs []any, src string) *scenarios.ObjectTemplate {
+func (v *validator) objectTemplate(segs []any, src string) *vocab.ObjectTemplate {
 	if strings.TrimSpace(src) == "" {
 		return nil
 	}
-	ot, err := scenarios.ParseObjectTemplate(src)
+	ot, err := vocab.ParseObjectTemplate(src)
 	if err != nil {
 		v.fail(segs, "%s", templateError(err))
 		return nil
@@ -349,7 +349,7 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 		return
 	}
 	base := []any{"target", "events"}
-	voc := &scenarios.Vocabulary{Declared: true}
+	voc := &vocab.Vocabulary{Declared: true}
 	if re.Effect == nil && re.Lifecycle == nil && re.Ordered == nil && re.Unhandled == nil {
 		v.fail(base, "declare at least one of effect, lifecycle, ordered, unhandled (or remove events: the built-in vocabulary then applies)")
 	}
@@ -379,7 +379,7 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 
 	if r := re.Effect; r != nil {
 		p := at(base, "effect")
-		role := &scenarios.EventRole{Type: v.eventType(at(p, "type"), r.Type, types), IDPrefix: v.idPrefix(at(p, "id_prefix"), r.IDPrefix),
+		role := &vocab.EventRole{Type: v.eventType(at(p, "type"), r.Type, types), IDPrefix: v.idPrefix(at(p, "id_prefix"), r.IDPrefix),
 			Object: v.objectTemplate(at(p, "object"), r.Object)}
 		if sql := v.declaredQuery(at(p, "effects"), r.Effects, false, 3, 4); sql != "" {
 			// It replaces observe.postgres.queries.effects, which may then be absent.
@@ -391,7 +391,7 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 
 	if rl := re.Lifecycle; rl != nil {
 		p := at(base, "lifecycle")
-		l := &scenarios.Lifecycle{Object: rl.Object, IDPrefix: v.idPrefix(at(p, "id_prefix"), rl.IDPrefix), Initial: rl.Initial}
+		l := &vocab.Lifecycle{Object: rl.Object, IDPrefix: v.idPrefix(at(p, "id_prefix"), rl.IDPrefix), Initial: rl.Initial}
 		if l.Object == "" {
 			l.Object = "object"
 		}
@@ -410,7 +410,7 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 			v.fixtureExists(at(p, "create", "fixture"), c.Fixture, rt.Fixtures)
 			l.Fixture = c.Fixture
 		default:
-			role := &scenarios.EventRole{Type: v.eventType(at(p, "create", "type"), c.Type, types), IDPrefix: l.IDPrefix}
+			role := &vocab.EventRole{Type: v.eventType(at(p, "create", "type"), c.Type, types), IDPrefix: l.IDPrefix}
 			if strings.TrimSpace(c.Object) == "" {
 				v.fail(at(p, "create", "object"), "required with create.type (the created object's template)")
 			} else {
@@ -418,14 +418,14 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 			}
 			l.Create = role
 		}
-		l.Missing = v.missing(at(p, "missing"), rl.Missing, scenarios.MissingRetry)
+		l.Missing = v.missing(at(p, "missing"), rl.Missing, vocab.MissingRetry)
 		if len(rl.Transitions) == 0 {
 			v.fail(at(p, "transitions"), "at least one transition is required")
 		}
 		for i, rtr := range rl.Transitions {
 			tp := at(p, "transitions", i)
-			tr := scenarios.Transition{
-				EventRole: scenarios.EventRole{Type: v.eventType(at(tp, "type"), rtr.Type, types), IDPrefix: l.IDPrefix,
+			tr := vocab.Transition{
+				EventRole: vocab.EventRole{Type: v.eventType(at(tp, "type"), rtr.Type, types), IDPrefix: l.IDPrefix,
 					Object: v.objectTemplate(at(tp, "object"), rtr.Object)},
 				From: rtr.From, To: rtr.To, Effect: rtr.Effect, Missing: v.missing(at(tp, "missing"), rtr.Missing, ""),
 			}
@@ -467,11 +467,11 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 
 	if ro := re.Ordered; ro != nil {
 		p := at(base, "ordered")
-		o := &scenarios.Ordered{EventRole: scenarios.EventRole{Type: v.eventType(at(p, "type"), ro.Type, types),
+		o := &vocab.Ordered{EventRole: vocab.EventRole{Type: v.eventType(at(p, "type"), ro.Type, types),
 			IDPrefix: v.idPrefix(at(p, "id_prefix"), ro.IDPrefix), Object: v.objectTemplate(at(p, "object"), ro.Object)}, Key: ro.Key}
 		switch ro.Key {
-		case scenarios.OrderCreated:
-		case scenarios.OrderField:
+		case vocab.OrderCreated:
+		case vocab.OrderField:
 			if !usesKey(ro.Object) {
 				v.fail(at(p, "object"), "must put {{.Key}} in a field: with key: field the object carries the ordering key")
 			}
@@ -497,9 +497,9 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 		conflict(QueryObject, at(p, "state"))
 		if rd := ro.Delete; rd != nil {
 			dp := at(p, "delete")
-			o.Delete = &scenarios.EventRole{Type: v.eventType(at(dp, "type"), rd.Type, types),
+			o.Delete = &vocab.EventRole{Type: v.eventType(at(dp, "type"), rd.Type, types),
 				IDPrefix: o.IDPrefix, Object: v.objectTemplate(at(dp, "object"), rd.Object)}
-			if ro.Key == scenarios.OrderField && rd.Object != "" && !usesKey(rd.Object) {
+			if ro.Key == vocab.OrderField && rd.Object != "" && !usesKey(rd.Object) {
 				v.fail(at(dp, "object"), "must put {{.Key}} in a field: with key: field the deletion carries the ordering key too")
 			}
 		}
@@ -508,7 +508,7 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 
 	if r := re.Unhandled; r != nil {
 		p := at(base, "unhandled")
-		voc.Unhandled = &scenarios.EventRole{Type: v.eventType(at(p, "type"), r.Type, types),
+		voc.Unhandled = &vocab.EventRole{Type: v.eventType(at(p, "type"), r.Type, types),
 			IDPrefix: v.idPrefix(at(p, "id_prefix"), r.IDPrefix), Object: v.objectTemplate(at(p, "object"), r.Object)}
 	}
 	t.Events = voc
@@ -629,7 +629,7 @@ func (v *validator) fixtures(t *Target, fs map[string]rawFixture) {
 
 // acceptance checks target.acceptance and applies its defaults.
 func (v *validator) acceptance(t *Target, ra *rawAcceptance) {
-	t.Acceptance = scenarios.Acceptance{Settle: DefaultSyncSettle}
+	t.Acceptance = vocab.Acceptance{Settle: DefaultSyncSettle}
 	if ra == nil {
 		return
 	}
@@ -637,7 +637,7 @@ func (v *validator) acceptance(t *Target, ra *rawAcceptance) {
 	switch ra.Mode {
 	case "", AcceptSync:
 	case AcceptAsync:
-		t.Acceptance = scenarios.Acceptance{Async: true, Settle: DefaultAsyncSettle}
+		t.Acceptance = vocab.Acceptance{Async: true, Settle: DefaultAsyncSettle}
 	default:
 		v.fail(at(base, "mode"), "must be sync or async (got %q)", ra.Mode)
 	}
