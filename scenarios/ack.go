@@ -11,6 +11,51 @@ import (
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
+// ACK: the 2xx means what the provider takes it to mean — the event is
+// durable — it comes within the provider's timeout, and only valid deliveries
+// get it: bad input is refused and leaves nothing, unhandled types are
+// acknowledged and change nothing, legitimate deliveries at a limit's edge are
+// accepted.
+var ackFamily = family{Name: "ACK", Guarantees: []*Guarantee{&ack1, &ack2, &ack3, &ack4, &ack5, &ack6, &ack7}}
+
+// The ACK deviation codes.
+var (
+	codeAckBoundaryRejected   = Code{"ack.boundary-rejected", "a legitimate delivery at the edge of a limit or tolerance (a large body, a timestamp inside the tolerance) was not acknowledged"}
+	codeAckBoundaryNotApplied = Code{"ack.boundary-not-applied", "a legitimate delivery at the edge of a limit or tolerance was acknowledged but not stored and applied once"}
+	codeAckLost               = Code{"ack.lost", "an acknowledged event is not stored after the receiver was killed and restarted"}
+	codeAckEffects            = Code{"ack.effects", "an event killed in flight and redelivered after the restart is not applied exactly once"}
+	codeAckTimeout            = Code{"ack.timeout", "a delivery was not acknowledged within the provider's timeout"}
+	codeAckAcceptedBadInput   = Code{"ack.accepted-bad-input", "an invalid delivery (bad signature, stale timestamp, malformed body) was not refused with a 4xx"}
+	codeAckControlRejected    = Code{"ack.control-rejected", "a valid delivery sent as the positive control (beside invalid ones, or beside an unhandled type) was not acknowledged and applied: refusing or ignoring everything proves nothing"}
+	codeAckStoredBadInput     = Code{"ack.stored-bad-input", "an invalid delivery left a key row or an effect"}
+	codeAckUnknownRejected    = Code{"ack.unknown-type-rejected", "a valid event of an unhandled type was not acknowledged"}
+	codeAckUnknownApplied     = Code{"ack.unknown-type-applied", "a valid event of an unhandled type changed the receiver's state"}
+)
+
+// ackFacts are what the ACK scenarios fix for their checkers.
+type ackFacts struct {
+	// TimeoutOf is ACK-2's timeout per endpoint, by "source/account";
+	// Timeout the single one histories before per-endpoint timeouts recorded.
+	TimeoutOf map[string]time.Duration `fact:"timeout:"`
+	Timeout   string                   `fact:"timeout"`
+}
+
+// Phases and roles of the ACK scenarios. roleBad and roleBoundary start the
+// role of an invalid delivery and of a legitimate one at the edge of a limit
+// or tolerance; the rest of the role describes it.
+const (
+	phaseAfterRedelivery = "after-redelivery"
+	phaseBad             = "bad"
+	phaseUnknownType     = "unknown-type"
+	phaseControl         = "control"
+	phaseBoundary        = "boundary"
+
+	roleControl     = "control"
+	roleBad         = "bad:"
+	roleUnknownType = "unknown-type"
+	roleBoundary    = "boundary:"
+)
+
 // concurrentACK2 is the load under which ACK-2 measures acknowledgement time
 // on the strictest endpoint; burstACK2 the burst every other profile gets.
 const (
@@ -25,27 +70,16 @@ const (
 	perRoundACK1 = 16
 )
 
-// Phases and roles the ACK checkers read.
-const (
-	PhaseAfterRestart    = "after-restart"
-	PhaseAfterRedelivery = "after-redelivery"
-	PhaseBad             = "bad"
-	PhaseUnknownType     = "unknown-type"
-
-	PhaseControl  = "control"
-	PhaseBoundary = "boundary"
-
-	RoleLoad        = "load"
-	RoleControl     = "control"
-	RoleBadPrefix   = "bad:"
-	RoleUnknownType = "unknown-type"
-	// RoleBoundaryPrefix starts the role of a legitimate delivery at the edge of
-	// a limit or tolerance; the rest describes it.
-	RoleBoundaryPrefix = "boundary:"
-)
-
-func init() {
-	register("ACK-1", "every acknowledged event survives a kill right after its 2xx", func(s *session) {
+var ack1 = Guarantee{
+	ID: "ACK-1", Title: "2xx only after durability",
+	Promise: "Every acknowledged event is durable: killed right after its 2xx and restarted, the receiver still has it.",
+	Why:     "An acknowledgement sent before the commit tells the provider to stop retrying an event that may be lost.",
+	Needs:   []Capability{"crash"},
+	Spec:    "every acknowledged event survives a kill right after its 2xx",
+	Sends:   "3 rounds of 16 concurrent `effect` events, SIGKILL after the k-th 2xx (k from the seed), restart, all redelivered (failpoint after-response where declared)",
+	Expects: "every acknowledged event has 1 row and 1 effect after the restart; after the redelivery every event has 1 and 1",
+	codes:   []Code{codeAckLost, codeAckEffects},
+	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
 		if ok, _ := s.env.has("failpoints"); ok {
 			// Deterministic: the receiver kills itself right after flushing the 2xx.
@@ -53,7 +87,7 @@ func init() {
 				ev := s.effectEvent(ep)
 				k := s.key(ep, ev)
 				s.arm(fpAfterResponse, k.EventID)
-				a := s.send(ep, ev, RoleLoad, simulator.SendOptions{})
+				a := s.send(ep, ev, roleLoad, simulator.SendOptions{})
 				s.crashedRestart(fpAfterResponse)
 				s.ack1Check([]profiles.Event{ev}, []history.Attempt{a}, ep)
 			}
@@ -63,9 +97,44 @@ func init() {
 		for round := 1; round <= roundsACK1; round++ {
 			s.ack1Round(ep, round)
 		}
-	})
+	}, func(v *view, _ *noFacts) {
+		acked := 0
+		for _, a := range v.role(roleLoad) {
+			if a.Outcome != history.OutcomeAcknowledged {
+				continue
+			}
+			acked++
+			for _, q := range []string{queryEventRows, queryEffects} {
+				o, ok := v.read(q, phaseAfterRestart, keyParams(a.Key))
+				if !ok {
+					v.fail("history: no %s read after the restart for acknowledged %s", q, KeyString(a.Key))
+					return
+				}
+				if o.Count != 1 {
+					v.deviate(codeAckLost, "%s was acknowledged before the kill, but after the restart %s is %d, want 1", KeyString(a.Key), q, o.Count)
+				}
+			}
+		}
+		if acked == 0 {
+			v.fail("no delivery was acknowledged before the kill: there is no acknowledged event to check")
+			return
+		}
+		v.note("%d acknowledged event(s) checked after a kill and restart", acked)
+		// Every event was redelivered after the restart: each applies exactly once.
+		v.count(codeAckEffects, queryEffects, phaseAfterRedelivery, 1, "redelivered after the kill and restart")
+		v.count(codeAckEffects, queryEventRows, phaseAfterRedelivery, 1, "redelivered after the kill and restart")
+	}),
+}
 
-	register("ACK-2", "every delivery is acknowledged within the profile's timeout under 64 concurrent deliveries", func(s *session) {
+var ack2 = Guarantee{
+	ID: "ACK-2", Title: "Acknowledgement within the timeout",
+	Promise: "Under 64 concurrent deliveries every delivery is acknowledged within the endpoint's timeout (the target's ack_timeout, else the profile's documented one, else hookcert's labelled 10 s model).",
+	Why:     "A provider that times out counts the delivery as failed and sends it again, multiplying load exactly when the receiver is slow.",
+	Spec:    "every delivery is acknowledged within the profile's timeout under 64 concurrent deliveries",
+	Sends:   "64 concurrent `effect` events to the endpoint with the shortest timeout, then 8 to every other profile's, each held to its own timeout",
+	Expects: "every delivery 2xx within its endpoint's timeout",
+	codes:   []Code{codeAckTimeout},
+	judge: bind(func(s *session, f *ackFacts) {
 		// 64 deliveries at once, shared among the profiles (the first endpoint
 		// of each: accounts of one profile share the code path), each held to
 		// its own endpoint's timeout.
@@ -109,16 +178,36 @@ func init() {
 				g.evs = append(g.evs, s.effectEvent(g.ep))
 			}
 		}
+		f.TimeoutOf = map[string]time.Duration{}
 		for _, g := range groups {
-			s.fact(FactTimeoutOf+g.ep.source()+"/"+g.ep.Account, g.timeout)
-			recs := s.parallel(g.ep, g.evs, RoleLoad, simulator.SendOptions{Timeout: g.timeout})
+			f.TimeoutOf[g.ep.source()+"/"+g.ep.Account] = g.timeout
+			recs := s.parallel(g.ep, g.evs, roleLoad, simulator.SendOptions{Timeout: g.timeout})
 			p50, p99, max := latencies(recs)
 			s.note("%d concurrent deliveries to %s: p50 %s, p99 %s, max %s (timeout %s, %s)", len(recs), g.ep.name(),
 				p50.Round(time.Microsecond), p99.Round(time.Microsecond), max.Round(time.Microsecond), g.timeout, g.what)
 		}
-	})
+	}, func(v *view, f *ackFacts) {
+		for _, a := range v.role(roleLoad) {
+			if a.Outcome != history.OutcomeAcknowledged {
+				timeout := f.Timeout
+				if d, ok := f.TimeoutOf[a.Key.Source+"/"+a.Key.Account]; ok {
+					timeout = d.String()
+				}
+				v.deviate(codeAckTimeout, "%s on %s/%s: not acknowledged within %s: %s after %s", a.Key.EventID, a.Key.Source, a.Key.Account, timeout, Describe(a), a.Duration().Round(time.Millisecond))
+			}
+		}
+	}),
+}
 
-	register("ACK-3", "a bad signature gets a 4xx and leaves nothing", func(s *session) {
+var ack3 = Guarantee{
+	ID: "ACK-3", Title: "Bad signatures rejected",
+	Promise: "A delivery with a bad signature, a tampered body, a wrong secret or no signature gets a 4xx and leaves nothing behind.",
+	Why:     "Anyone who knows the URL could otherwise forge events.",
+	Spec:    "a bad signature gets a 4xx and leaves nothing",
+	Sends:   "a tampered body, a wrong secret and no signature on every endpoint, beside a valid `effect` event (the positive control)",
+	Expects: "4xx and nothing stored; the control 2xx, 1 row, 1 effect",
+	codes:   []Code{codeAckAcceptedBadInput, codeAckStoredBadInput, codeAckControlRejected},
+	judge: bind(func(s *session, _ *noFacts) {
 		// All at once: a receiver that never answers costs one timeout, not one
 		// per delivery and endpoint.
 		var jobs []func()
@@ -136,9 +225,19 @@ func init() {
 			jobs = append(jobs, s.control(ep))
 		}
 		s.together(jobs...)
-	})
+	}, badInputCheck),
+}
 
-	register("ACK-4", "a stale signed timestamp gets a 4xx and leaves nothing", func(s *session) {
+var ack4 = Guarantee{
+	ID: "ACK-4", Title: "Stale timestamps rejected",
+	Promise: "A correctly signed delivery whose signed timestamp is outside the profile's tolerance gets a 4xx and leaves nothing behind.",
+	Why:     "Without the recency check a captured delivery can be replayed forever.",
+	Needs:   []Capability{"signed-timestamp"},
+	Spec:    "a stale signed timestamp gets a 4xx and leaves nothing",
+	Sends:   "an `effect` event signed beyond the tolerance, two signed inside it (half the tolerance ago, a minute ahead) and a control, on every timestamp-signing endpoint",
+	Expects: "beyond: 4xx, nothing stored; inside and the control: 2xx, 1 row, 1 effect",
+	codes:   []Code{codeAckAcceptedBadInput, codeAckStoredBadInput, codeAckControlRejected, codeAckBoundaryRejected, codeAckBoundaryNotApplied},
+	judge: bind(func(s *session, _ *noFacts) {
 		// Both sides of the tolerance: beyond it is refused; inside it — a little
 		// old, or a little ahead as a provider's clock may be — is accepted.
 		var jobs []func()
@@ -155,9 +254,21 @@ func init() {
 				s.boundary(ep, ep.Profile.ID()+" signed "+skewACK4.String()+" ahead (clock skew), inside the tolerance", simulator.SendOptions{Faults: simulator.Faults{AheadBy: simulator.Duration(skewACK4)}}))
 		}
 		s.together(jobs...)
-	})
+	}, func(v *view, f *noFacts) {
+		badInputCheck(v, f)
+		boundaryCheck(v, f)
+	}),
+}
 
-	register("ACK-5", "malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing", func(s *session) {
+var ack5 = Guarantee{
+	ID: "ACK-5", Title: "Malformed deliveries rejected",
+	Promise: "A signed delivery with malformed JSON, no event ID, or an oversized body gets a 4xx and leaves nothing behind.",
+	Why:     "Storing an event without an ID, or reading unbounded bodies, corrupts the key space or exhausts memory.",
+	Spec:    "malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing",
+	Sends:   "malformed JSON, no event ID and a body twice the size limit on every endpoint, beside a control",
+	Expects: "4xx and nothing stored; the control applied",
+	codes:   []Code{codeAckAcceptedBadInput, codeAckStoredBadInput, codeAckControlRejected},
+	judge: bind(func(s *session, _ *noFacts) {
 		var jobs []func()
 		for _, ep := range s.endpoints() {
 			limit := s.bodyLimit(ep)
@@ -174,26 +285,52 @@ func init() {
 			jobs = append(jobs, s.control(ep))
 		}
 		s.together(jobs...)
-	})
+	}, badInputCheck),
+}
 
-	register("ACK-6", "a valid event of an unhandled type is acknowledged and changes nothing", func(s *session) {
+var ack6 = Guarantee{
+	ID: "ACK-6", Title: "Unknown types acknowledged",
+	Promise: "A valid delivery of an event type the receiver does not handle is acknowledged and changes no business state.",
+	Why:     "Rejecting unknown types makes the provider retry them for days and can get the endpoint disabled.",
+	Spec:    "a valid event of an unhandled type is acknowledged and changes nothing",
+	Sends:   "an `unhandled` event on every endpoint, beside a control",
+	Expects: "2xx and 0 effects once the receiver has settled; the control applied",
+	codes:   []Code{codeAckUnknownRejected, codeAckUnknownApplied, codeAckControlRejected},
+	judge: bind(func(s *session, _ *noFacts) {
 		u := s.unhandledRole()
 		var jobs []func()
 		for _, ep := range s.env.Endpoints {
 			ev := s.event(ep, u.Type, s.newID(prefixOr(u.IDPrefix)))
 			k := s.key(ep, ev)
 			jobs = append(jobs, func() {
-				s.send(ep, ev, RoleUnknownType, simulator.SendOptions{})
-				s.effects(k, PhaseUnknownType)
+				s.send(ep, ev, roleUnknownType, simulator.SendOptions{})
+				s.effects(k, phaseUnknownType)
 			},
 				// The positive control: "changes nothing" means something only if
 				// a handled event on the same endpoint does change the state.
 				s.control(ep))
 		}
 		s.together(jobs...)
-	})
+	}, func(v *view, _ *noFacts) {
+		for _, a := range v.role(roleUnknownType) {
+			if a.Outcome != history.OutcomeAcknowledged {
+				v.deviate(codeAckUnknownRejected, "an unhandled event type (%s) was answered %s; the provider retries it on its schedule", a.EventType, Describe(a))
+			}
+		}
+		v.count(codeAckUnknownApplied, queryEffects, phaseUnknownType, 0, "an unhandled event type")
+		control(v)
+	}),
+}
 
-	register("ACK-7", "a legitimate body just under the size limit is acknowledged and applied", func(s *session) {
+var ack7 = Guarantee{
+	ID: "ACK-7", Title: "Large legitimate bodies accepted",
+	Promise: "A legitimate, correctly signed delivery just under the size limit (the target's limits.max_body_bytes, 1 MiB by default) is acknowledged and applied.",
+	Why:     "A body cap tighter than what the provider sends rejects real events; the provider retries them until it gives up, and the change is lost.",
+	Spec:    "a legitimate body just under the size limit is acknowledged and applied",
+	Sends:   "an `effect` event padded with JSON whitespace to 1 KiB under the size limit, on every endpoint",
+	Expects: "2xx, 1 row, 1 effect",
+	codes:   []Code{codeAckBoundaryRejected, codeAckBoundaryNotApplied},
+	judge: bind(func(s *session, _ *noFacts) {
 		var jobs []func()
 		for _, ep := range s.endpoints() {
 			limit := s.bodyLimit(ep)
@@ -201,11 +338,52 @@ func init() {
 			jobs = append(jobs, s.boundary(ep, fmt.Sprintf("%s %d-byte body (limit %d)", ep.name(), size, limit), simulator.SendOptions{PadTo: size}))
 		}
 		s.together(jobs...)
-	})
+	}, boundaryCheck),
 }
 
-// FactTimeoutOf prefixes ACK-2's timeout per endpoint ("timeout:<source>/<account>").
-const FactTimeoutOf = "timeout:"
+// boundaryCheck: every legitimate delivery at the edge of a limit or tolerance
+// was acknowledged and applied once.
+func boundaryCheck(v *view, _ *noFacts) {
+	bs := v.role(roleBoundary)
+	if len(bs) == 0 {
+		v.fail("history: %s sent no delivery at a boundary", v.sc.Name)
+		return
+	}
+	for _, a := range bs {
+		if a.Outcome != history.OutcomeAcknowledged {
+			v.deviate(codeAckBoundaryRejected, "%s: a legitimate delivery was not acknowledged: %s", a.Role[len(roleBoundary):], Describe(a))
+		}
+	}
+	v.state(codeAckBoundaryNotApplied, phaseBoundary, 1, "a legitimate delivery at a boundary")
+}
+
+// badInputCheck: every invalid delivery is refused with a 4xx and leaves
+// nothing.
+func badInputCheck(v *view, _ *noFacts) {
+	bad := v.role(roleBad)
+	if len(bad) == 0 {
+		v.fail("history: %s sent no invalid delivery", v.sc.Name)
+		return
+	}
+	for _, a := range bad {
+		if a.Status < 400 || a.Status > 499 {
+			v.deviate(codeAckAcceptedBadInput, "%s: want a 4xx rejection, got %s", a.Role[len(roleBad):], Describe(a))
+		}
+	}
+	v.state(codeAckStoredBadInput, phaseBad, 0, "an invalid delivery")
+	control(v)
+}
+
+// control is the positive control of a check that expects nothing to happen:
+// the same endpoints acknowledge and apply a valid, handled delivery.
+func control(v *view) {
+	if len(v.role(roleControl)) == 0 {
+		v.fail("history: %s sent no valid delivery to hold its expectations against", v.sc.Name)
+		return
+	}
+	v.acked(codeAckControlRejected, roleControl)
+	v.state(codeAckControlRejected, phaseControl, 1, "a valid delivery sent as the positive control")
+}
 
 // skewACK4 is how far ahead of the receiver's clock ACK-4 signs a delivery that
 // must still be accepted: well inside every profile's tolerance.
@@ -230,8 +408,8 @@ func (s *session) boundary(ep Endpoint, what string, o simulator.SendOptions) fu
 	ev := s.effectEvent(ep)
 	k := s.key(ep, ev)
 	return func() {
-		s.send(ep, ev, RoleBoundaryPrefix+what, o)
-		s.state(k, PhaseBoundary, 1)
+		s.send(ep, ev, roleBoundary+what, o)
+		s.state(k, phaseBoundary, 1)
 	}
 }
 
@@ -254,13 +432,13 @@ func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func
 	ev := s.effectEvent(ep)
 	k := s.key(ep, ev)
 	return func() {
-		s.send(ep, ev, RoleBadPrefix+what, simulator.SendOptions{Faults: f})
-		s.rows(k, PhaseBad)
-		s.effects(k, PhaseBad)
+		s.send(ep, ev, roleBad+what, simulator.SendOptions{Faults: f})
+		s.rows(k, phaseBad)
+		s.effects(k, phaseBad)
 		if f.MissingID {
 			empty := k
 			empty.EventID = ""
-			s.rows(empty, PhaseBad)
+			s.rows(empty, phaseBad)
 		}
 	}
 }
@@ -271,8 +449,8 @@ func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func
 func (s *session) control(ep Endpoint) func() {
 	ev := s.effectEvent(ep)
 	return func() {
-		s.send(ep, ev, RoleControl, simulator.SendOptions{})
-		s.state(s.key(ep, ev), PhaseControl, 1)
+		s.send(ep, ev, roleControl, simulator.SendOptions{})
+		s.state(s.key(ep, ev), phaseControl, 1)
 	}
 }
 
@@ -288,9 +466,9 @@ func (s *session) ack1Check(evs []profiles.Event, recs []history.Attempt, ep End
 		}
 		all = append(all, s.key(ep, ev))
 	}
-	s.states(PhaseAfterRestart, 1, ackedKeys...)
-	s.parallel(ep, evs, RoleRedelivery, simulator.SendOptions{Attempt: 2})
-	s.states(PhaseAfterRedelivery, 1, all...)
+	s.states(phaseAfterRestart, 1, ackedKeys...)
+	s.parallel(ep, evs, roleRedelivery, simulator.SendOptions{Attempt: 2})
+	s.states(phaseAfterRedelivery, 1, all...)
 }
 
 // ack1Round sends perRoundACK1 events at once and SIGKILLs the receiver when the
@@ -306,7 +484,7 @@ func (s *session) ack1Round(ep Endpoint, round int) {
 	var mu sync.Mutex
 	acks, killed := 0, false
 	var killErr error
-	out := s.deliver(ep, RoleLoad, evs, simulator.Step{}, true, func(a history.Attempt) {
+	out := s.deliver(ep, roleLoad, evs, simulator.Step{}, true, func(a history.Attempt) {
 		if !acked(a) {
 			return
 		}

@@ -1,44 +1,62 @@
 package scenarios
 
 import (
-	"context"
-	"time"
-
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 	"github.com/hookcert/hookcert/vocab"
 )
 
-// Failpoint names of the failpoint protocol (docs/failpoints.md).
-const (
-	fpAfterInsertBeforeCommit   = "after-insert-before-commit"
-	fpAfterCommitBeforeResponse = "after-commit-before-response"
-	fpAfterResponse             = "after-response"
+// ATOMIC: the key and the business change commit in one transaction, so a
+// crash, a failed precondition or a lost connection leaves neither, and the
+// provider's redelivery applies the event once.
+var atomicFamily = family{Name: "ATOMIC", Guarantees: []*Guarantee{&atomic1, &atomic2, &atomic3, &atomic4, &atomic5}}
+
+// The ATOMIC deviation codes.
+var (
+	codeAtomicAckedUncommitted = Code{"atomic.acked-uncommitted", "a delivery was acknowledged although its transaction could not have committed (crash, failed precondition, lost connection)"}
+	codeAtomicPartial          = Code{"atomic.partial", "a key row or an effect survived a transaction that did not commit"}
+	codeAtomicNotAcked         = Code{"atomic.not-acked", "a valid delivery or redelivery was not acknowledged"}
+	codeAtomicNotApplied       = Code{"atomic.not-applied", "after the redelivery (or a commit before a crash) the event is not stored exactly once"}
+	codeAtomicObjectState      = Code{"atomic.object-state", "the lifecycle object is not in the state its events lead to"}
+	codeAtomicMissingLost      = Code{"atomic.missing-lost", "an event for an object that did not exist yet was acknowledged, and not applied once the object existed: the change is lost"}
 )
 
-// Phases and roles the ATOMIC checkers read.
-const (
-	PhaseAfterCrash   = "after-crash"
-	PhaseAfterRefusal = "after-refusal"
-	PhaseAfterCut     = "after-cut"
+// atomicFacts are what the ATOMIC scenarios fix for their checkers.
+type atomicFacts struct {
+	// WantState is the state each lifecycle object must end in.
+	WantState map[string]string `fact:"want_state:"`
+	// EventOf is the event ID sent for an object that did not exist yet.
+	EventOf map[string]string `fact:"event_of:"`
+}
 
-	RoleDoomed    = "doomed"
-	RolePremature = "premature"
-	RoleMissing   = "missing"
+// rolePremature is an event sent before its precondition (ATOMIC-2);
+// roleMissing, with ":" and the declared rule, one for an object that does
+// not exist (ATOMIC-5).
+const (
+	rolePremature = "premature"
+	roleMissing   = "missing"
 )
 
-func init() {
-	register("ATOMIC-1", "a crash before commit leaves nothing, and the redelivery applies once", func(s *session) {
+var atomic1 = Guarantee{
+	ID: "ATOMIC-1", Title: "Crash before commit",
+	Promise: "A crash before commit leaves neither the key nor the change, and a redelivery after restart applies the event once.",
+	Why:     "A key committed apart from its change turns a crash into a lost event; a change committed apart from its key turns it into a double.",
+	Needs:   []Capability{"crash", "stop-in-transaction"},
+	Spec:    "a crash before commit leaves nothing, and the redelivery applies once",
+	Sends:   "one `effect` event, crashed inside its transaction (failpoint after-insert-before-commit, or SIGKILL while it waits on the locked effect table), then redelivered",
+	Expects: "not acknowledged; 0 rows and 0 effects after the restart; the redelivery 2xx, 1 row, 1 effect (async acceptance: accepted, then applied once)",
+	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied},
+	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
 		if ok, _ := s.env.has("failpoints"); ok {
 			// The exact path: the receiver kills itself between insert and commit.
 			s.arm(fpAfterInsertBeforeCommit, k.EventID)
-			a := s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
+			a := s.send(ep, ev, roleDoomed, simulator.SendOptions{})
 			s.crashedRestart(fpAfterInsertBeforeCommit)
-			s.state(k, PhaseAfterCrash, 0)
+			s.state(k, phaseAfterCrash, 0)
 			s.redeliverUnlessAcked(ep, ev, k, a)
 			return
 		}
@@ -46,10 +64,22 @@ func init() {
 		// its transaction after the key insert, and SIGKILL it there.
 		a := s.holdAndCut(ep, ev, s.killAt)
 		s.restart()
-		s.afterCut(ep, ev, k, a, PhaseAfterCrash)
-	})
+		s.afterCut(ep, ev, k, a, phaseAfterCrash)
+	}, func(v *view, _ *noFacts) {
+		cutCheck(v, phaseAfterCrash, "a crash before commit")
+	}),
+}
 
-	register("ATOMIC-2", "a failed precondition rolls back the key and is retried successfully", func(s *session) {
+var atomic2 = Guarantee{
+	ID: "ATOMIC-2", Title: "Failed precondition rolls back",
+	Promise: "A failed business precondition rolls back the key with the change and answers non-2xx; a later redelivery succeeds.",
+	Why:     "If the key survives the failed attempt, every redelivery is taken for a duplicate and the event is lost.",
+	Needs:   []Capability{"state-machine"},
+	Spec:    "a failed precondition rolls back the key and is retried successfully",
+	Sends:   "for every state, each `lifecycle` event that can only follow it later (a refund of a payment not yet succeeded), sent early, then again once its precondition holds",
+	Expects: "the early one non-2xx with 0 event rows; the redelivery 2xx, 1 row, the object in the transition's state",
+	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied, codeAtomicObjectState},
+	judge: bind(func(s *session, f *atomicFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
 		// Every state with every event that can only come later from it.
@@ -73,6 +103,7 @@ func init() {
 		if len(items) == 0 {
 			s.notApplicable("no event of %s can arrive before its precondition: every transition not allowed from a state is one the object is already past", l.Object)
 		}
+		f.WantState = map[string]string{}
 		for _, it := range items {
 			pair := it.pair
 			s.note("%s arrives while %s is %s (allowed from %v), before its precondition", pair.T.Type, l.Object, pair.State, pair.T.From)
@@ -81,15 +112,15 @@ func init() {
 			s.drive(ep, obj, it.path)
 			early := s.objectEvent(ep, pair.T.Type, obj)
 			k := s.key(ep, early)
-			a := s.send(ep, early, RolePremature, simulator.SendOptions{})
+			a := s.send(ep, early, rolePremature, simulator.SendOptions{})
 			// A lifecycle event's effect is the object's state (and its effects),
 			// not the effect role's per-event count: its key rows are read. An
 			// accepted one (async) keeps its key, rightly, until it applies.
 			if !acked(a) {
-				s.rows(k, PhaseAfterRefusal)
+				s.rows(k, phaseAfterRefusal)
 			}
 			s.drive(ep, obj, it.onward)
-			s.fact(FactWantState+obj, pair.T.To)
+			f.WantState[obj] = pair.T.To
 			switch {
 			case acked(a) && s.async():
 				// Accepted before its precondition: the receiver must keep it and
@@ -97,19 +128,92 @@ func init() {
 			case acked(a):
 				s.note("the early %s was acknowledged, so the provider will not redeliver it", pair.T.Type)
 			default:
-				s.send(ep, early, RoleRedelivery, simulator.SendOptions{Attempt: 2})
-				s.settle(1, func() int { return s.rows(k, PhaseAfter) })
+				s.send(ep, early, roleRedelivery, simulator.SendOptions{Attempt: 2})
+				s.settle(1, func() int { return s.rows(k, phaseAfter) })
 			}
 			s.settle(1, func() int {
-				if st, found := s.lifecycleState(ep, obj, PhaseAfter); found && st == pair.T.To {
+				if st, found := s.lifecycleState(ep, obj, phaseAfter); found && st == pair.T.To {
 					return 1
 				}
 				return 0
 			})
 		}
-	})
+	}, func(v *view, f *atomicFacts) {
+		for _, a := range v.role(rolePremature, "refund-early") {
+			if acked(a) && !v.async() {
+				v.deviate(codeAtomicAckedUncommitted, "%s arrived before its precondition and was acknowledged (%s); the provider will not retry it", a.EventType, Describe(a))
+			}
+		}
+		v.countIf(codeAtomicPartial, queryEventRows, phaseAfterRefusal, 0, "after the failed precondition")
+		v.acked(codeAtomicNotAcked, roleSetup)
+		if len(v.role(roleRedelivery)) > 0 {
+			v.acked(codeAtomicNotAcked, roleRedelivery)
+			v.count(codeAtomicNotApplied, queryEventRows, phaseAfter, 1, "after the redelivery once the precondition held")
+		}
+		v.objectState(codeAtomicObjectState, phaseAfter, f.WantState, "refunded", "after the precondition held and the event was redelivered")
+	}),
+}
 
-	register("ATOMIC-5", "an event for an object that does not exist yet is never acknowledged and lost", func(s *session) {
+var atomic3 = Guarantee{
+	ID: "ATOMIC-3", Title: "Lost database connection",
+	Promise: "A database connection lost in the middle of the transaction leaves nothing partial, and a redelivery applies the event once.",
+	Why:     "A receiver that committed part of its work in an earlier transaction is left half-done by a network blip.",
+	Needs:   []Capability{"connection-loss"},
+	Spec:    "a lost database connection mid-transaction leaves nothing partial",
+	Sends:   "one `effect` event whose database sessions are terminated while it waits on the locked effect table, then redelivered",
+	Expects: "as ATOMIC-1",
+	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied},
+	judge: bind(func(s *session, _ *noFacts) {
+		if s.env.EffectTable == "" {
+			s.notApplicable("observe.postgres.effect_table is not configured, so the harness cannot hold the receiver inside its transaction")
+		}
+		ep := s.primary()
+		ev := s.effectEvent(ep)
+		k := s.key(ep, ev)
+		a := s.holdAndCut(ep, ev, nil)
+		s.afterCut(ep, ev, k, a, phaseAfterCut)
+	}, func(v *view, _ *noFacts) {
+		cutCheck(v, phaseAfterCut, "the connection loss")
+	}),
+}
+
+var atomic4 = Guarantee{
+	ID: "ATOMIC-4", Title: "Commit uncertainty is retryable",
+	Promise: "When the receiver dies after commit but before answering, the redelivery is acknowledged and applies nothing twice.",
+	Why:     "The provider cannot know the commit happened; the receiver must make its retry harmless.",
+	Needs:   []Capability{"crash", "failpoints"},
+	Spec:    "a crash after commit, before the answer, makes the redelivery harmless",
+	Sends:   "one `effect` event crashed after commit, before its answer (failpoint after-commit-before-response), then redelivered",
+	Expects: "1 row and 1 effect after the restart; the redelivery 2xx, still 1 and 1",
+	codes:   []Code{codeAtomicNotAcked, codeAtomicNotApplied},
+	judge: bind(func(s *session, _ *noFacts) {
+		ep := s.primary()
+		ev := s.effectEvent(ep)
+		k := s.key(ep, ev)
+		s.arm(fpAfterCommitBeforeResponse, k.EventID)
+		a := s.send(ep, ev, roleFirst, simulator.SendOptions{})
+		s.note("first attempt: %s (outcome %s)", Describe(a), a.Outcome)
+		s.crashedRestart(fpAfterCommitBeforeResponse)
+		s.state(k, phaseAfterCrash, 1)
+		s.send(ep, ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
+		s.state(k, phaseAfter, 1)
+	}, func(v *view, _ *noFacts) {
+		v.state(codeAtomicNotApplied, phaseAfterCrash, 1, "after a crash after commit")
+		v.acked(codeAtomicNotAcked, roleRedelivery)
+		v.state(codeAtomicNotApplied, phaseAfter, 1, "after the redelivery")
+	}),
+}
+
+var atomic5 = Guarantee{
+	ID: "ATOMIC-5", Title: "Event before its object",
+	Promise: "An event for an object that does not exist yet is never acknowledged and lost: it is answered non-2xx and applied once the object exists and the provider redelivers it, or it creates the object, as the target declares.",
+	Why:     "Providers send events before the receiver's own application has written the row they refer to; a receiver that acknowledges and skips them loses the change for good.",
+	Needs:   []Capability{"state-machine"},
+	Spec:    "an event for an object that does not exist yet is never acknowledged and lost",
+	Sends:   "every `lifecycle` event type for an object that does not exist; then the object is created (its creating event or fixture) and brought to the event's precondition, and a refused event redelivered",
+	Expects: "per the declared `missing`: retry: non-2xx and 0 rows, then applied once; create: 2xx and the object in the event's state; ignore: 2xx",
+	codes:   []Code{codeAtomicMissingLost, codeAtomicPartial, codeAtomicNotAcked, codeAtomicObjectState},
+	judge: bind(func(s *session, f *atomicFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
 		// Every event type of the lifecycle, each for an object nobody created yet.
@@ -123,28 +227,29 @@ func init() {
 			obj := s.newObject(l)
 			items = append(items, item{t, obj, s.objectEvent(ep, t.Type, obj)})
 		}
+		f.WantState, f.EventOf = map[string]string{}, map[string]string{}
 		for _, it := range items {
 			rule := l.MissingRule(it.t)
 			k := s.key(ep, it.ev)
-			s.fact(FactEventOf+it.obj, k.EventID)
-			a := s.send(ep, it.ev, RoleMissing+":"+rule, simulator.SendOptions{})
+			f.EventOf[it.obj] = k.EventID
+			a := s.send(ep, it.ev, roleMissing+":"+rule, simulator.SendOptions{})
 			s.note("%s for %s %s, which does not exist (declared: %s): %s", it.t.Type, l.Object, it.obj, rule, Describe(a))
 			switch rule {
 			case vocab.MissingCreate:
-				s.fact(FactWantState+it.obj, it.t.To)
+				f.WantState[it.obj] = it.t.To
 				s.settle(1, func() int {
-					if st, found := s.lifecycleState(ep, it.obj, PhaseAfter); found && st == it.t.To {
+					if st, found := s.lifecycleState(ep, it.obj, phaseAfter); found && st == it.t.To {
 						return 1
 					}
 					return 0
 				})
 				continue
 			case vocab.MissingIgnore:
-				s.lifecycleState(ep, it.obj, PhaseAfterRefusal)
+				s.lifecycleState(ep, it.obj, phaseAfterRefusal)
 				continue
 			}
 			if !acked(a) {
-				s.rows(k, PhaseAfterRefusal)
+				s.rows(k, phaseAfterRefusal)
 			}
 			// The object appears, as the receiver's application or the provider
 			// creates it, and reaches the event's precondition.
@@ -154,136 +259,77 @@ func init() {
 				s.abort("the lifecycle has no path to %s", it.t.From[0])
 			}
 			s.drive(ep, it.obj, path)
-			s.fact(FactWantState+it.obj, it.t.To)
+			f.WantState[it.obj] = it.t.To
 			if !acked(a) {
-				s.send(ep, it.ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
-				s.settle(1, func() int { return s.rows(k, PhaseAfter) })
+				s.send(ep, it.ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
+				s.settle(1, func() int { return s.rows(k, phaseAfter) })
 			}
 			s.settle(1, func() int {
-				if st, found := s.lifecycleState(ep, it.obj, PhaseAfter); found && st == it.t.To {
+				if st, found := s.lifecycleState(ep, it.obj, phaseAfter); found && st == it.t.To {
 					return 1
 				}
 				return 0
 			})
 		}
-	})
-
-	register("ATOMIC-3", "a lost database connection mid-transaction leaves nothing partial", func(s *session) {
-		if s.env.EffectTable == "" {
-			s.notApplicable("observe.postgres.effect_table is not configured, so the harness cannot hold the receiver inside its transaction")
+	}, func(v *view, f *atomicFacts) {
+		v.acked(codeAtomicNotAcked, roleSetup, roleRedelivery, roleMissing+":"+vocab.MissingCreate, roleMissing+":"+vocab.MissingIgnore)
+		v.countIf(codeAtomicPartial, queryEventRows, phaseAfterRefusal, 0, "after an event for an object that did not exist was refused")
+		if len(v.role(roleRedelivery)) > 0 {
+			v.count(codeAtomicNotApplied, queryEventRows, phaseAfter, 1, "after the object existed and the event was redelivered")
 		}
-		ep := s.primary()
-		ev := s.effectEvent(ep)
-		k := s.key(ep, ev)
-		a := s.holdAndCut(ep, ev, nil)
-		s.afterCut(ep, ev, k, a, PhaseAfterCut)
-	})
-
-	register("ATOMIC-4", "a crash after commit, before the answer, makes the redelivery harmless", func(s *session) {
-		ep := s.primary()
-		ev := s.effectEvent(ep)
-		k := s.key(ep, ev)
-		s.arm(fpAfterCommitBeforeResponse, k.EventID)
-		a := s.send(ep, ev, RoleFirst, simulator.SendOptions{})
-		s.note("first attempt: %s (outcome %s)", Describe(a), a.Outcome)
-		s.crashedRestart(fpAfterCommitBeforeResponse)
-		s.state(k, PhaseAfterCrash, 1)
-		s.send(ep, ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
-		s.state(k, PhaseAfter, 1)
-	})
+		byObject := map[string]history.Attempt{}
+		for _, a := range v.role(roleMissing + ":" + vocab.MissingRetry) {
+			for obj, id := range f.EventOf {
+				if id == a.Key.EventID {
+					byObject[obj] = a
+				}
+			}
+		}
+		for _, o := range v.stateReads(phaseAfter) {
+			want, ok := f.WantState[o.Params[3]]
+			if !ok {
+				continue
+			}
+			if o.Found && o.Status == want {
+				continue
+			}
+			if a, ok := byObject[o.Params[3]]; ok && acked(a) {
+				v.deviate(codeAtomicMissingLost, "%s for %s %s, which did not exist yet, was acknowledged (%s); once the object existed it is %q (found %v), not %q: the change is lost",
+					a.EventType, v.objectName(), o.Params[3], Describe(a), o.Status, o.Found, want)
+				continue
+			}
+			v.deviate(codeAtomicObjectState, "%s %s: status %q (found %v), want %q", v.objectName(), o.Params[3], o.Status, o.Found, want)
+		}
+		for _, o := range v.stateReads(phaseAfterRefusal) {
+			if o.Found {
+				v.note("%s %s exists after an event the target declares it ignores for missing objects (status %q)", v.objectName(), o.Params[3], o.Status)
+			}
+		}
+		if len(v.stateReads(phaseAfter)) == 0 && len(v.stateReads(phaseAfterRefusal)) == 0 {
+			v.fail("history: no state read of the objects that did not exist")
+		}
+	}),
 }
 
-// redeliverUnlessAcked redelivers ev as the provider would — only when its first
-// attempt was not acknowledged — and reads the result. An acknowledged event is
-// never sent again by the provider: if it was not stored, it is lost.
-func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profiles.Key, first history.Attempt) bool {
-	if acked(first) {
-		s.note("the first attempt was acknowledged, so the provider will not redeliver %s", k.EventID)
-		return false
-	}
-	s.send(ep, ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
-	s.state(k, PhaseAfter, 1)
-	return true
-}
-
-// holdAndCut holds the effect table, delivers ev, waits until the receiver's
-// session waits on the table — inside its transaction, after the key insert —
-// and then cuts it: SIGKILL of the receiver (kill) or termination of exactly
-// the sessions waiting on this gate. It returns the delivery's attempt.
-// asyncAnswerWait bounds how long holdAndCut waits, for a receiver that
-// accepts before it applies, for the delivery's answer once its worker waits.
-const asyncAnswerWait = 5 * time.Second
-
-// kill, when not nil, crashes whatever runs the transaction stopped at g (the
-// receiver, or one of its worker processes) before its backends are cut.
-func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) history.Attempt {
-	table := s.env.EffectTable
-	g, err := s.env.DB.Hold(s.ctx, table)
-	if err != nil {
-		s.abort("locking %s: %v", table, err)
-	}
-	released := false
-	defer func() {
-		if !released {
-			_ = g.Release(context.WithoutCancel(s.ctx))
+// cutCheck judges a transaction cut in the middle (a crash, a lost
+// connection): unacknowledged, it left nothing and its redelivery applied once;
+// acknowledged by a receiver that accepts before applying, it was still
+// applied once.
+func cutCheck(v *view, phase, what string) {
+	for _, a := range v.role(roleDoomed) {
+		if !acked(a) {
+			continue
 		}
-	}()
-	finished := make(chan struct{})
-	var doomed history.Attempt
-	wait := s.spawn(func() {
-		defer close(finished)
-		doomed = s.send(ep, ev, RoleDoomed, simulator.SendOptions{})
-	})
-	waited := waitQueue(s.ctx, g, 1, finished, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", table, err) })
-	if waited == 0 {
-		_ = g.Release(context.WithoutCancel(s.ctx))
-		released = true
-		wait()
-		s.abort("the delivery never waited on %s while it was locked: the harness could not stop the receiver inside its transaction", table)
-	}
-	if kill != nil && s.env.Acceptance.Async {
-		// The worker waits, and the acceptance that came before it is on its
-		// way back: let the answer arrive before the kill, so the cut hits
-		// accepted work, not an acknowledgement still in flight.
-		select {
-		case <-finished:
-		case <-time.After(asyncAnswerWait):
-		case <-s.ctx.Done():
+		if !v.async() {
+			v.deviate(codeAtomicAckedUncommitted, "delivery was acknowledged although its transaction was cut by %s before it could commit: %s", what, Describe(a))
+			continue
 		}
-	}
-	if kill != nil {
-		kill(g)
-	}
-	// A killed client's backend waits on the lock regardless: end it too, so
-	// nothing of its transaction can commit once the gate opens.
-	pids, err := s.env.DB.TerminateWaiters(s.ctx, g)
-	_ = g.Release(context.WithoutCancel(s.ctx))
-	released = true
-	wait()
-	if err != nil {
-		s.abort("terminating the receiver's sessions waiting on %s: %v", table, err)
-	}
-	if len(pids) == 0 && kill == nil {
-		s.abort("no receiver session was waiting on %s when the harness cut them", table)
-	}
-	how := "terminated backends"
-	if kill != nil {
-		how = "killed; terminated its backends"
-	}
-	s.note("%d session(s) waited on %s; %s %v mid-transaction", waited, table, how, pids)
-	return doomed
-}
-
-// afterCut judges what a cut transaction left. Not acknowledged: nothing may
-// be stored, and the provider's redelivery applies once. Acknowledged by a
-// receiver that accepts before it applies: the event was accepted durably, so
-// it must still be applied, once.
-func (s *session) afterCut(ep Endpoint, ev profiles.Event, k profiles.Key, a history.Attempt, phase string) {
-	if acked(a) && s.async() {
-		s.note("the delivery was accepted (%s) before its worker was cut: it must still be applied once", Describe(a))
-		s.state(k, PhaseAfter, 1)
+		v.state(codeAtomicNotApplied, phaseAfter, 1, "an event accepted before "+what+" cut its worker")
 		return
 	}
-	s.state(k, phase, 0)
-	s.redeliverUnlessAcked(ep, ev, k, a)
+	v.state(codeAtomicPartial, phase, 0, "after "+what)
+	if len(v.role(roleRedelivery)) > 0 {
+		v.acked(codeAtomicNotAcked, roleRedelivery)
+		v.state(codeAtomicNotApplied, phaseAfter, 1, "after the redelivery")
+	}
 }

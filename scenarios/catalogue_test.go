@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -32,15 +33,21 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 			t.Errorf("%s: duplicate ID", g.ID)
 		}
 		seen[g.ID] = true
-		if g.Promise == "" || g.Why == "" || g.Title == "" || len(g.Scenarios) == 0 || g.Sends == "" || g.Expects == "" {
-			t.Errorf("%s: title, promise, why, scenarios, sends and expects are required", g.ID)
+		if g.Promise == "" || g.Why == "" || g.Title == "" || g.Spec == "" || g.Sends == "" || g.Expects == "" {
+			t.Errorf("%s: title, promise, why, spec, sends and expects are required", g.ID)
+		}
+		if g.judge.run == nil || g.judge.check == nil {
+			t.Errorf("%s: no scenario or no checker bound", g.ID)
 		}
 		if len(g.Codes) == 0 {
 			t.Errorf("%s: no deviation code: a check that reports nothing tests nothing", g.ID)
 		}
-		for _, c := range g.Codes {
-			if codeDocs[c] == "" {
-				t.Errorf("%s: code %s is not documented in codeDocs", g.ID, c)
+		for _, c := range g.codes {
+			if c.ID == "" || c.Meaning == "" {
+				t.Errorf("%s: code %q has no meaning", g.ID, c.ID)
+			}
+			if !strings.HasPrefix(c.ID, strings.ToLower(g.Family)+".") {
+				t.Errorf("%s: code %s is not in its family's namespace", g.ID, c.ID)
 			}
 		}
 		for _, n := range g.Needs {

@@ -10,33 +10,50 @@ import (
 	"github.com/hookcert/hookcert/vocab"
 )
 
+// DEDUP: one retained event key gates one effect, however often and however
+// concurrently the event arrives, and only that key: the same ID in another
+// scope, or another ID with the same payload, is another event.
+var dedupFamily = family{Name: "DEDUP", Guarantees: []*Guarantee{&dedup1, &dedup2, &dedup3, &dedup4, &dedup5, &dedup6}}
+
+// The DEDUP deviation codes.
+var (
+	codeDedupNotAcked      = Code{"dedup.not-acked", "a valid delivery (a copy, a redelivery, the same ID in another scope) was not acknowledged"}
+	codeDedupRows          = Code{"dedup.rows", "the event's key rows are not what one event per key means (0 or more than 1)"}
+	codeDedupEffects       = Code{"dedup.effects", "the event's effects are not exactly one"}
+	codeDedupObjectEffects = Code{"dedup.object-effects", "one business operation was applied other than once"}
+)
+
+// dedupFacts are what the DEDUP scenarios fix for their checkers.
+type dedupFacts struct {
+	// WantEffects is each lifecycle object's count of effects at the end.
+	WantEffects map[string]int64 `fact:"want_effects:"`
+}
+
 // copiesDEDUP1 is how many copies of one delivery DEDUP-1 releases together.
 const copiesDEDUP1 = 16
 
-// Phases and roles the DEDUP checkers read.
+// DEDUP-6 reads an object's effects after each pair of events.
 const (
-	PhaseAfter      = "after"
-	PhaseAfterFirst = "after-first"
-	PhaseSequential = "sequential"
-	PhaseConcurrent = "concurrent"
-
-	RoleCopy       = "copy"
-	RoleFirst      = "first"
-	RoleRedelivery = "redelivery"
-	RoleResend     = "resend"
-	RoleOtherScope = "other-scope"
-	RoleSetup      = "setup"
+	phaseSequential = "sequential"
+	phaseConcurrent = "concurrent"
 )
 
-func init() {
-	register("DEDUP-1", "concurrent copies converge on one row and one effect, all acknowledged", func(s *session) {
+var dedup1 = Guarantee{
+	ID: "DEDUP-1", Title: "Concurrent duplicates",
+	Promise: "Concurrent copies of one delivery converge on one event row and one effect, and every copy is acknowledged.",
+	Why:     "Providers retry while a first attempt is still running; a check-then-insert receiver applies the event twice.",
+	Spec:    "concurrent copies converge on one row and one effect, all acknowledged",
+	Sends:   "16 copies of one `effect` event, released together (lock-gated when the target allows it), on every endpoint",
+	Expects: "every copy 2xx; 1 event row; 1 effect",
+	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint, one after another: each is its own provider, account
 		// and secret, and each must deduplicate.
 		for _, ep := range s.endpoints() {
 			ev := s.effectEvent(ep)
 			k := s.key(ep, ev)
 			var rel history.Release
-			fire := func() { _, rel = s.copies(ep, ev, copiesDEDUP1, RoleCopy, simulator.SendOptions{}) }
+			fire := func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.SendOptions{}) }
 			if ok, _ := s.env.has("lock-gating"); ok {
 				// Every copy reaches the table before any commits: the race is certain.
 				s.gate(s.env.EventTable, copiesDEDUP1, fire)
@@ -46,11 +63,24 @@ func init() {
 			}
 			s.note("%s: %d of %d copies held back and released together, %d sent on their own (the barrier stood %s, fell: %s); send spread %s",
 				ep.name(), rel.Released, rel.Copies, rel.Late, time.Duration(rel.PreopenNS).Round(time.Millisecond), rel.FellBecause, time.Duration(rel.SpreadNS))
-			s.state(k, PhaseAfter, 1)
+			s.state(k, phaseAfter, 1)
 		}
-	})
+	}, func(v *view, _ *noFacts) {
+		v.acked(codeDedupNotAcked, roleCopy)
+		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after concurrent copies")
+		v.count(codeDedupEffects, queryEffects, phaseAfter, 1, "after concurrent copies")
+	}),
+}
 
-	register("DEDUP-2", "a redelivery after a lost acknowledgement changes nothing", func(s *session) {
+var dedup2 = Guarantee{
+	ID: "DEDUP-2", Title: "Redelivery after a lost acknowledgement",
+	Promise: "A redelivery after a lost acknowledgement is acknowledged and changes nothing.",
+	Why:     "The provider never saw the first 2xx, so it sends the event again; a receiver that errors on the duplicate is retried for days.",
+	Spec:    "a redelivery after a lost acknowledgement changes nothing",
+	Sends:   "one `effect` event per endpoint, its first 2xx thrown away, redelivered after the profile's first retry delay, then resent",
+	Expects: "every attempt 2xx; 1 event row; 1 effect",
+	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint at once: each waits its own profile's retry delay.
 		var jobs []func()
 		for _, ep := range s.endpoints() {
@@ -59,8 +89,8 @@ func init() {
 			jobs = append(jobs, func() {
 				// The first response is read and thrown away: the provider never saw the
 				// 2xx and redelivers, re-signed, after its first retry delay (compressed).
-				s.send(ep, ev, RoleFirst, simulator.SendOptions{Faults: simulator.Faults{LostAck: simulator.LostAckDiscard}})
-				s.settle(1, func() int { return s.rows(k, PhaseAfterFirst) })
+				s.send(ep, ev, roleFirst, simulator.SendOptions{Faults: simulator.Faults{LostAck: simulator.LostAckDiscard}})
+				s.settle(1, func() int { return s.rows(k, phaseAfterFirst) })
 				if d, ok := simulator.ScheduleFor(ep.Profile, nil).Next(2, 0, 0, nil); ok {
 					clock := simulator.Clock{Scale: s.env.TimeScale}
 					s.note("%s redelivers after %s of provider time (%s here)", ep.name(), d, clock.Real(d).Round(time.Millisecond))
@@ -69,36 +99,77 @@ func init() {
 					// No automatic retries (e.g. GitHub): a person presses "Redeliver".
 					s.note("%s: profile %s does not retry on its own; redelivering by hand as its users do", ep.name(), ep.Profile.ID())
 				}
-				s.send(ep, ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+				s.send(ep, ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
 				// A person may also press "resend" later: still the same event.
-				s.send(ep, ev, RoleResend, simulator.SendOptions{Attempt: 3})
-				s.state(k, PhaseAfter, 1)
+				s.send(ep, ev, roleResend, simulator.SendOptions{Attempt: 3})
+				s.state(k, phaseAfter, 1)
 			})
 		}
 		s.together(jobs...)
-	})
+	}, func(v *view, _ *noFacts) {
+		for _, a := range v.role(roleFirst) {
+			// Its answer was thrown away on purpose; the receiver still had to say 2xx.
+			if !is2xx(a.Status) {
+				v.deviate(codeDedupNotAcked, "first delivery of %s was answered %s", a.Key.EventID, Describe(a))
+			}
+		}
+		v.count(codeDedupRows, queryEventRows, phaseAfterFirst, 1, "after the first delivery (its acknowledgement lost)")
+		v.acked(codeDedupNotAcked, roleRedelivery, roleResend)
+		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after the redeliveries")
+		v.count(codeDedupEffects, queryEffects, phaseAfter, 1, "after the redeliveries")
+	}),
+}
 
-	register("DEDUP-3", "the same event ID under another account is a different event", func(s *session) {
+var dedup3 = Guarantee{
+	ID: "DEDUP-3", Title: "Account scope",
+	Promise: "The same event ID under another account is a different event and is applied.",
+	Why:     "Event IDs are unique per provider account at best; a global key silently drops another tenant's event.",
+	Needs:   []Capability{"multi-account"},
+	Spec:    "the same event ID under another account is a different event",
+	Sends:   "one `effect` event ID to two accounts' endpoints",
+	Expects: "both 2xx; 1 row and 1 effect under each account",
+	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	judge: bind(func(s *session, _ *noFacts) {
 		a, b, _ := s.env.sameProfileTwoAccounts()
 		evA := s.effectEvent(a)
 		evB := evA
 		evB.Source, evB.Account = b.source(), b.Account
-		s.send(a, evA, RoleFirst, simulator.SendOptions{})
-		s.send(b, evB, RoleOtherScope, simulator.SendOptions{})
-		s.states(PhaseAfter, 1, s.key(a, evA), s.key(b, evB))
-	})
+		s.send(a, evA, roleFirst, simulator.SendOptions{})
+		s.send(b, evB, roleOtherScope, simulator.SendOptions{})
+		s.states(phaseAfter, 1, s.key(a, evA), s.key(b, evB))
+	}, scopeCheck("same event ID under two accounts")),
+}
 
-	register("DEDUP-4", "the same event ID from another source is a different event", func(s *session) {
+var dedup4 = Guarantee{
+	ID: "DEDUP-4", Title: "Source scope",
+	Promise: "The same event ID from another source is a different event and is applied.",
+	Why:     "Two providers (or test and live) can produce the same ID; keying on the ID alone drops one of them.",
+	Needs:   []Capability{"multi-source"},
+	Spec:    "the same event ID from another source is a different event",
+	Sends:   "one `effect` event ID through two sources' endpoints",
+	Expects: "both 2xx; 1 row and 1 effect under each source",
+	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	judge: bind(func(s *session, _ *noFacts) {
 		a, b, _ := s.env.twoProfilesOneAccount()
 		evA := s.effectEvent(a)
 		evB := s.effectEvent(b)
 		evB.ID = evA.ID
-		s.send(a, evA, RoleFirst, simulator.SendOptions{})
-		s.send(b, evB, RoleOtherScope, simulator.SendOptions{})
-		s.states(PhaseAfter, 1, s.key(a, evA), s.key(b, evB))
-	})
+		s.send(a, evA, roleFirst, simulator.SendOptions{})
+		s.send(b, evB, roleOtherScope, simulator.SendOptions{})
+		s.states(phaseAfter, 1, s.key(a, evA), s.key(b, evB))
+	}, scopeCheck("same event ID from two sources")),
+}
 
-	register("DEDUP-5", "different event IDs with identical payload text are both applied", func(s *session) {
+var dedup5 = Guarantee{
+	ID: "DEDUP-5", Title: "Identical payloads, different IDs",
+	Promise: "Different event IDs with identical payload text are different events and are both applied.",
+	Why:     "Deduplicating on a hash of the body drops genuinely repeated business events (two equal top-ups).",
+	Needs:   []Capability{"header-event-id"},
+	Spec:    "different event IDs with identical payload text are both applied",
+	Sends:   "two `effect` events with byte-identical bodies and different header event IDs",
+	Expects: "both 2xx; 1 row and 1 effect each",
+	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	judge: bind(func(s *session, _ *noFacts) {
 		ep, _ := s.env.endpointWhere(func(ep Endpoint) bool { return ep.Profile.Facts().EventIDHeader != "" })
 		ev1 := s.effectEvent(ep)
 		ev2 := ev1
@@ -109,12 +180,22 @@ func init() {
 			s.abort("profile %s did not render byte-identical bodies for two event IDs", ep.Profile.ID())
 		}
 		s.note("both bodies are the same %d bytes; only the %s header differs", len(b1), ep.Profile.Facts().EventIDHeader)
-		s.send(ep, ev1, RoleFirst, simulator.SendOptions{})
-		s.send(ep, ev2, RoleOtherScope, simulator.SendOptions{})
-		s.states(PhaseAfter, 1, s.key(ep, ev1), s.key(ep, ev2))
-	})
+		s.send(ep, ev1, roleFirst, simulator.SendOptions{})
+		s.send(ep, ev2, roleOtherScope, simulator.SendOptions{})
+		s.states(phaseAfter, 1, s.key(ep, ev1), s.key(ep, ev2))
+	}, scopeCheck("identical payload, distinct event IDs")),
+}
 
-	register("DEDUP-6", "two event IDs for one business operation apply one effect", func(s *session) {
+var dedup6 = Guarantee{
+	ID: "DEDUP-6", Title: "One business operation, one effect",
+	Promise: "Two different event IDs for one business operation are held to one effect by a domain constraint.",
+	Why:     "Providers sometimes emit two events for one change; the event key alone cannot stop a double credit.",
+	Needs:   []Capability{"domain-constraint"},
+	Spec:    "two event IDs for one business operation apply one effect",
+	Sends:   "a `lifecycle` object brought to an effect transition's from-state, then that transition twice under two event IDs: one after the other, then at once",
+	Expects: "the object's effects are its path's plus one",
+	codes:   []Code{codeDedupNotAcked, codeDedupObjectEffects},
+	judge: bind(func(s *session, f *dedupFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
 		if !l.CountsEffects {
@@ -140,8 +221,9 @@ func init() {
 		if !found {
 			s.notApplicable("no transition of %s applies an effect from a reachable state", l.Object)
 		}
-		want := vocab.EffectsOf(path) + 1
+		want := int64(vocab.EffectsOf(path) + 1)
 		s.note("%s sent twice under two event IDs after %s: %d effect(s) in all", t.Type, describePath(l, path), want)
+		f.WantEffects = map[string]int64{}
 
 		// Sequential: the provider emits a second event for the same change.
 		obj := s.newObject(l)
@@ -149,10 +231,10 @@ func init() {
 		s.drive(ep, obj, path)
 		first := s.objectEvent(ep, t.Type, obj)
 		second := s.objectEvent(ep, t.Type, obj)
-		s.send(ep, first, RoleFirst, simulator.SendOptions{})
-		s.send(ep, second, RoleOtherScope, simulator.SendOptions{})
-		s.fact(FactWantEffects+obj, want)
-		s.settle(want, func() int { return s.objectEffects(ep.source(), ep.Account, obj, PhaseSequential) })
+		s.send(ep, first, roleFirst, simulator.SendOptions{})
+		s.send(ep, second, roleOtherScope, simulator.SendOptions{})
+		f.WantEffects[obj] = want
+		s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj, phaseSequential) })
 
 		// Concurrent: both land at once.
 		obj2 := s.newObject(l)
@@ -160,17 +242,28 @@ func init() {
 		s.drive(ep, obj2, path)
 		a := s.objectEvent(ep, t.Type, obj2)
 		b := s.objectEvent(ep, t.Type, obj2)
-		s.parallel(ep, []profiles.Event{a, b}, RoleCopy, simulator.SendOptions{})
-		s.fact(FactWantEffects+obj2, want)
-		s.settle(want, func() int { return s.objectEffects(ep.source(), ep.Account, obj2, PhaseConcurrent) })
-	})
+		s.parallel(ep, []profiles.Event{a, b}, roleCopy, simulator.SendOptions{})
+		f.WantEffects[obj2] = want
+		s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj2, phaseConcurrent) })
+	}, func(v *view, f *dedupFacts) {
+		v.acked(codeDedupNotAcked, roleSetup, roleFirst, roleOtherScope, roleCopy)
+		v.objectEffects(codeDedupObjectEffects, phaseSequential, f.WantEffects, 1, "two events for one change, one after the other")
+		v.objectEffects(codeDedupObjectEffects, phaseConcurrent, f.WantEffects, 1, "two events for one change at the same time")
+	}),
+}
+
+// scopeCheck judges two events that must both be applied: the same ID in two
+// scopes, or two IDs with one payload.
+func scopeCheck(what string) func(v *view, _ *noFacts) {
+	return func(v *view, _ *noFacts) {
+		v.acked(codeDedupNotAcked, roleFirst, roleOtherScope)
+		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, what)
+		v.count(codeDedupEffects, queryEffects, phaseAfter, 1, what)
+	}
 }
 
 // describePath names the transitions that lead an object to a state.
 func describePath(l *vocab.Lifecycle, path []vocab.Transition) string {
-	if len(path) == 0 {
-		return "creation (" + l.Initial + ")"
-	}
 	out := "creation (" + l.Initial + ")"
 	for _, t := range path {
 		out += ", " + t.Type + " (" + t.To + ")"

@@ -2,7 +2,6 @@ package scenarios
 
 import (
 	"context"
-	"strconv"
 	"sync"
 	"time"
 
@@ -11,42 +10,56 @@ import (
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
-// Queries, phases, roles and facts the INBOX and OUTBOX checkers read.
-const (
-	QueryInboxState  = "inbox_state"
-	QueryOutboxState = "outbox_state"
-	QuerySinkCalls   = "sink_calls"
+// INBOX: a receiver that stores each event durably, answers, then applies it
+// in workers keeps the acknowledgement's promise through crashes of either
+// side, competing workers, failures and purges: every accepted event is
+// applied exactly once, or dead-lettered and kept.
+var inboxFamily = family{Name: "INBOX", Guarantees: []*Guarantee{&inbox1, &inbox2, &inbox3, &inbox4, &inbox5, &inbox6, &inbox7}}
 
-	PhaseHeld       = "held"
-	PhaseAfterTries = "after-attempts"
-	// PhaseWorkersDown: read while the receiver's worker processes were down.
-	PhaseWorkersDown = "workers-down"
-
-	RoleAccept = "accept"
-	RoleWork   = "work"
-
-	// FactEarlyAcks counts deliveries acknowledged while the receiver could
-	// not store them; FactMaxAttempts is the declared attempt limit;
-	// FactInjected counts failures the harness caused.
-	FactEarlyAcks   = "early_acks"
-	FactMaxAttempts = "max_attempts"
-	FactInjected    = "injected_failures"
+// The INBOX deviation codes.
+var (
+	codeInboxLost               = Code{"inbox.lost", "an acknowledged event is not in the inbox after a crash before its worker ran: it was acknowledged before it was durably accepted"}
+	codeInboxNotApplied         = Code{"inbox.not-applied", "an accepted event was not applied"}
+	codeInboxEffects            = Code{"inbox.effects", "an accepted event was applied more than once (by competing workers, or again after a re-dispatch)"}
+	codeInboxStuck              = Code{"inbox.stuck", "an event whose worker died is still pending or claimed well past its lease"}
+	codeInboxAttemptsUnrecorded = Code{"inbox.attempts-unrecorded", "a failed attempt was retried without being recorded (attempts below 2 after an injected failure)"}
+	codeInboxDeadLetterLost     = Code{"inbox.dead-letter-lost", "an event that exhausted its attempts is gone, or marked done without being applied, instead of dead-lettered"}
+	codeInboxNotDeadLettered    = Code{"inbox.not-dead-lettered", "an event that failed the declared number of attempts is not dead-lettered"}
+	codeInboxPendingPurged      = Code{"inbox.pending-purged", "an accepted event that was not done yet was removed by a purge"}
 )
 
-// Inbox states a target's query maps its own onto (target.inbox.state).
+// inboxFacts are what the INBOX scenarios fix for their checkers.
+type inboxFacts struct {
+	// EarlyAcks counts deliveries acknowledged while the receiver could not
+	// store them (INBOX-1).
+	EarlyAcks *int `fact:"early_acks"`
+	// MaxAttempts is the declared attempt limit; Injected counts the failures
+	// the harness caused.
+	MaxAttempts *int `fact:"max_attempts"`
+	Injected    *int `fact:"injected_failures"`
+}
+
+// Phases of the INBOX scenarios.
 const (
-	InboxPending    = "pending"
-	InboxProcessing = "processing"
-	InboxDone       = "done"
-	InboxDead       = "dead"
-	OutboxSent      = "sent"
+	// phaseAfterTries is read once every attempt failed (INBOX-6).
+	phaseAfterTries = "after-attempts"
+	// phaseWorkersDown is read while the receiver's worker processes were down.
+	phaseWorkersDown = "workers-down"
 )
 
-// perInboxLoad is how many events INBOX-1 and INBOX-2 accept at once.
+// perInboxLoad is how many events INBOX-1, INBOX-2 and INBOX-7 accept at once.
 const perInboxLoad = 8
 
-func init() {
-	register("INBOX-1", "an acknowledged event survives a crash before its worker ran, and is applied once", func(s *session) {
+var inbox1 = Guarantee{
+	ID: "INBOX-1", Title: "Durable acceptance",
+	Promise: "An event is acknowledged only once it is durably accepted: after a crash before any worker ran, every acknowledged event is still there and is applied once.",
+	Why:     "A receiver that answers 202 before its inbox row commits (or from an in-memory queue) loses acknowledged events in every deploy or crash; the provider will not resend them.",
+	Needs:   []Capability{"inbox", "crash", "lock-gating"},
+	Spec:    "an acknowledged event survives a crash before its worker ran, and is applied once",
+	Sends:   "8 concurrent `effect` events while the harness locks the inbox table (`inbox.table`, else the event table: nothing can be accepted) and the effect table (no worker can apply); SIGKILL once they are answered, or at once if one is answered while nothing could be stored; restart",
+	Expects: "every acknowledged event in the inbox after the restart, then applied once; the unacknowledged redelivered and applied once",
+	codes:   []Code{codeInboxLost, codeInboxNotApplied, codeInboxEffects},
+	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		evs, keys := s.effectEvents(ep, perInboxLoad)
 		// Workers must not apply before the kill: hold the effect table first.
@@ -63,7 +76,7 @@ func init() {
 		var recs []history.Attempt
 		wait := s.spawn(func() {
 			defer close(finished)
-			recs = s.deliver(ep, RoleAccept, evs, simulator.Step{}, true, func(a history.Attempt) {
+			recs = s.deliver(ep, roleAccept, evs, simulator.Step{}, true, func(a history.Attempt) {
 				mu.Lock()
 				defer mu.Unlock()
 				if acked(a) && !released {
@@ -75,7 +88,7 @@ func init() {
 		mu.Lock()
 		n := early
 		mu.Unlock()
-		s.fact(FactEarlyAcks, n)
+		f.EarlyAcks = &n
 		if n > 0 {
 			// Acknowledged while the key could not be written: kill now, while
 			// whatever it meant to store is still uncommitted.
@@ -113,11 +126,11 @@ func init() {
 		}
 		s.note("%d of %d deliveries acknowledged before the SIGKILL", len(ackedKeys), perInboxLoad)
 		for _, k := range ackedKeys {
-			s.inboxStateNow(k, PhaseAfterRestart)
+			s.inboxStateNow(k, phaseAfterRestart)
 		}
-		s.states(PhaseAfter, 1, ackedKeys...)
+		s.states(phaseAfter, 1, ackedKeys...)
 		for _, k := range ackedKeys {
-			s.inboxState(k, PhaseAfter)
+			s.inboxState(k, phaseAfter)
 		}
 		// The provider redelivers what it never saw acknowledged.
 		var again []profiles.Event
@@ -127,12 +140,32 @@ func init() {
 			}
 		}
 		if len(again) > 0 {
-			s.parallel(ep, again, RoleRedelivery, simulator.SendOptions{Attempt: 2})
-			s.states(PhaseAfter, 1, all...)
+			s.parallel(ep, again, roleRedelivery, simulator.SendOptions{Attempt: 2})
+			s.states(phaseAfter, 1, all...)
 		}
-	})
+	}, func(v *view, f *inboxFacts) {
+		if f.EarlyAcks != nil && *f.EarlyAcks != 0 {
+			v.note("%d deliveries were acknowledged while the harness held the table their keys are stored in", *f.EarlyAcks)
+		}
+		for _, o := range v.reads(queryInboxState, phaseAfterRestart) {
+			if !o.Found {
+				v.deviate(codeInboxLost, "%s was acknowledged and is not in the inbox after the crash: it was acknowledged before it was durably accepted", paramsText(o.Params))
+			}
+		}
+		appliedOnce(v, phaseAfter, "after the restart")
+	}),
+}
 
-	register("INBOX-2", "competing workers apply each accepted event exactly once", func(s *session) {
+var inbox2 = Guarantee{
+	ID: "INBOX-2", Title: "Competing workers",
+	Promise: "Competing workers apply each accepted event exactly once.",
+	Why:     "Workers that poll for unprocessed rows without claiming them (FOR UPDATE SKIP LOCKED, or a conditional claim) all pick the same event and apply it once each.",
+	Needs:   []Capability{"inbox", "lock-gating"},
+	Spec:    "competing workers apply each accepted event exactly once",
+	Sends:   "8 concurrent `effect` events accepted while the effect table is locked, so every worker stands at its business change; then released together",
+	Expects: "each event applied once and done",
+	codes:   []Code{codeInboxEffects, codeInboxNotApplied},
+	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		// Every worker takes work while the effect table is held, so they all
 		// stand at the apply together; released, they race.
@@ -142,15 +175,29 @@ func init() {
 			s.abort("no worker session waited on %s while it was locked: the workers' race was not forced", s.env.EffectTable)
 		}
 		s.note("%d worker session(s) waited on %s with %d events accepted, then were released together", waiters, s.env.EffectTable, perInboxLoad)
-		s.fact("gate_waiters", waiters)
+		s.gateWaiters(waiters)
 		work.release()
-		s.states(PhaseAfter, 1, keys...)
+		s.states(phaseAfter, 1, keys...)
 		for _, k := range keys {
-			s.inboxState(k, PhaseAfter)
+			s.inboxState(k, phaseAfter)
 		}
-	})
+	}, func(v *view, _ *inboxFacts) {
+		v.acked(codeInboxNotApplied, roleAccept)
+		appliedOnce(v, phaseAfter, "after competing workers were released")
+		inboxAllDone(v, codeInboxNotApplied)
+	}),
+}
 
-	register("INBOX-3", "a worker killed inside its transaction leaves the event to be claimed again after its lease, and applied once", func(s *session) {
+var inbox3 = Guarantee{
+	ID: "INBOX-3", Title: "Worker crash, lease expiry",
+	Promise: "A worker that dies holding a claim leaves the event to be claimed again after its lease and applied once.",
+	Why:     "Without lease expiry a claim outlives its worker, and the event stays claimed, acknowledged and never applied.",
+	Needs:   []Capability{"inbox", "crash", "stop-in-transaction"},
+	Spec:    "a worker killed inside its transaction leaves the event to be claimed again after its lease, and applied once",
+	Sends:   "one `effect` event accepted; its worker stopped at the locked effect table and SIGKILLed: where `lifecycle.worker` declares several processes, only the one holding the claim, the others left running; with one, the worker process alone, and a second event delivered while none runs; else the receiver; restart; wait past the declared lease",
+	Expects: "the event claimed again and done, applied once (by a surviving worker process, before anything restarts, where one was left running); the second event acknowledged, stored and applied once",
+	codes:   []Code{codeInboxStuck, codeInboxNotApplied, codeInboxEffects, codeInboxLost},
+	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
@@ -164,9 +211,9 @@ func init() {
 		if holder > 0 {
 			// The other worker processes run on: one of them must take the
 			// abandoned claim once its lease runs out, with nothing restarted.
-			s.untilInbox(k, s.leaseWait(), InboxDone, InboxDead)
-			s.state(k, PhaseAfter, 1)
-			s.inboxState(k, PhaseAfter)
+			s.untilInbox(k, s.leaseWait(), inboxDone, inboxDead)
+			s.state(k, phaseAfter, 1)
+			s.inboxState(k, phaseAfter)
 			s.restartWorkers(true)
 			return
 		}
@@ -177,10 +224,10 @@ func init() {
 			// delivered now waits for the workers' return, and is applied once.
 			ev2 := s.effectEvent(ep)
 			k2 := s.key(ep, ev2)
-			a2 := s.send(ep, ev2, RoleAccept, simulator.SendOptions{})
+			a2 := s.send(ep, ev2, roleAccept, simulator.SendOptions{})
 			s.note("delivered %s while no worker process ran: %s", ev2.ID, Describe(a2))
 			if acked(a2) {
-				s.inboxStateNow(k2, PhaseWorkersDown)
+				s.inboxStateNow(k2, phaseWorkersDown)
 			} else {
 				unacked = append(unacked, ev2)
 			}
@@ -189,24 +236,42 @@ func init() {
 		s.restartWorkers(alone)
 		// The provider redelivers what it never saw acknowledged.
 		for _, ev := range unacked {
-			s.send(ep, ev, RoleRedelivery, simulator.SendOptions{Attempt: 2})
+			s.send(ep, ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
 		}
 		for _, k := range keys {
-			s.untilInbox(k, s.leaseWait(), InboxDone, InboxDead)
+			s.untilInbox(k, s.leaseWait(), inboxDone, inboxDead)
 		}
-		s.states(PhaseAfter, 1, keys...)
+		s.states(phaseAfter, 1, keys...)
 		for _, k := range keys {
-			s.inboxState(k, PhaseAfter)
+			s.inboxState(k, phaseAfter)
 		}
-	})
+	}, func(v *view, _ *inboxFacts) {
+		for _, o := range v.reads(queryInboxState, phaseWorkersDown) {
+			if !o.Found {
+				v.deviate(codeInboxLost, "%s was acknowledged while no worker process ran and is not in the inbox: acknowledged before it was durably accepted", paramsText(o.Params))
+			}
+		}
+		appliedOnce(v, phaseAfter, "after its worker was killed and the lease passed")
+		inboxAllDone(v, codeInboxStuck)
+	}),
+}
 
-	register("INBOX-4", "an event dispatched again after its worker died mid-apply is applied only once", func(s *session) {
+var inbox4 = Guarantee{
+	ID: "INBOX-4", Title: "Duplicate dispatch",
+	Promise: "An event dispatched again after its worker died mid-apply is applied only once: the change and the mark of completion commit together.",
+	Why:     "A worker that commits the business change and marks the event done in a second transaction applies it twice when it dies in between and the event is dispatched again.",
+	Needs:   []Capability{"inbox", "crash", "lock-gating", "stop-in-transaction"},
+	Spec:    "an event dispatched again after its worker died mid-apply is applied only once",
+	Sends:   "one `effect` event accepted; its worker let through its business change and stopped at the inbox table before marking the event done; SIGKILL (the worker processes alone where declared); restart; wait past the lease",
+	Expects: "the event dispatched again and done, applied once in all",
+	codes:   []Code{codeInboxEffects, codeInboxStuck, codeInboxNotApplied},
+	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
 		work := s.hold(s.env.EffectTable)
 		defer work.release()
-		a := s.send(ep, ev, RoleAccept, simulator.SendOptions{})
+		a := s.send(ep, ev, roleAccept, simulator.SendOptions{})
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work to dispatch", Describe(a))
 		}
@@ -231,12 +296,25 @@ func init() {
 		mark.cut()
 		mark.release()
 		s.restartWorkers(alone)
-		s.untilInbox(k, s.leaseWait(), InboxDone, InboxDead)
-		s.state(k, PhaseAfter, 1)
-		s.inboxState(k, PhaseAfter)
-	})
+		s.untilInbox(k, s.leaseWait(), inboxDone, inboxDead)
+		s.state(k, phaseAfter, 1)
+		s.inboxState(k, phaseAfter)
+	}, func(v *view, _ *inboxFacts) {
+		appliedOnce(v, phaseAfter, "after a worker died between its change and marking the event done, and the event was dispatched again")
+		inboxAllDone(v, codeInboxStuck)
+	}),
+}
 
-	register("INBOX-5", "a transient failure is retried, with the attempt recorded", func(s *session) {
+var inbox5 = Guarantee{
+	ID: "INBOX-5", Title: "Transient failure retried",
+	Promise: "A transient failure in a worker is retried, and the attempt is recorded.",
+	Why:     "Retries without attempt records can neither back off nor ever dead-letter: a poison event is retried forever and nobody can see why.",
+	Needs:   []Capability{"inbox", "connection-loss"},
+	Spec:    "a transient failure is retried, with the attempt recorded",
+	Sends:   "one `effect` event accepted; its worker's session terminated at the locked effect table",
+	Expects: "the event retried and done, applied once, with at least 2 attempts recorded",
+	codes:   []Code{codeInboxAttemptsUnrecorded, codeInboxStuck, codeInboxNotApplied, codeInboxEffects},
+	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
@@ -244,21 +322,45 @@ func init() {
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work to fail", Describe(a))
 		}
-		s.fact(FactInjected, 1)
-		s.untilInbox(k, s.leaseWait(), InboxDone, InboxDead)
-		s.state(k, PhaseAfter, 1)
-		s.inboxState(k, PhaseAfter)
-	})
+		one := 1
+		f.Injected = &one
+		s.untilInbox(k, s.leaseWait(), inboxDone, inboxDead)
+		s.state(k, phaseAfter, 1)
+		s.inboxState(k, phaseAfter)
+	}, func(v *view, f *inboxFacts) {
+		appliedOnce(v, phaseAfter, "after a failed attempt")
+		inboxAllDone(v, codeInboxStuck)
+		injected := 1
+		if f.Injected != nil {
+			injected = *f.Injected
+		}
+		for _, o := range v.reads(queryInboxState, phaseAfter) {
+			if o.Found && o.Count < 2 {
+				v.deviate(codeInboxAttemptsUnrecorded, "%s: %d attempt(s) recorded after %d failure(s) the harness caused and a successful retry; want at least 2",
+					paramsText(o.Params), o.Count, injected)
+			}
+		}
+	}),
+}
 
-	register("INBOX-6", "an event that keeps failing is dead-lettered, kept and visible, not lost", func(s *session) {
+var inbox6 = Guarantee{
+	ID: "INBOX-6", Title: "Dead letters kept",
+	Promise: "An event that keeps failing is dead-lettered after the declared attempts: kept, visible and not applied, never deleted.",
+	Why:     "An acknowledged event that is dropped when it fails too often is lost without a trace; one retried forever blocks nothing but hides the failure.",
+	Needs:   []Capability{"inbox-dead-letter", "connection-loss"},
+	Spec:    "an event that keeps failing is dead-lettered, kept and visible, not lost",
+	Sends:   "one `effect` event accepted; every attempt's session terminated at the locked effect table, up to the declared max_attempts",
+	Expects: "the event dead-lettered (state dead), still stored, never applied",
+	codes:   []Code{codeInboxDeadLetterLost, codeInboxNotDeadLettered},
+	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
 		max := s.env.Inbox.MaxAttempts
-		s.fact(FactMaxAttempts, max)
+		f.MaxAttempts = &max
 		work := s.hold(s.env.EffectTable)
 		defer work.release()
-		a := s.send(ep, ev, RoleAccept, simulator.SendOptions{})
+		a := s.send(ep, ev, roleAccept, simulator.SendOptions{})
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work to fail", Describe(a))
 		}
@@ -289,7 +391,7 @@ func init() {
 			st := s.inboxStateQuiet(k)
 			switch {
 			case !st.Found && injected > 0:
-			case st.Found && st.State == InboxDead:
+			case st.Found && st.State == inboxDead:
 				if deadSince.IsZero() {
 					deadSince = time.Now()
 				}
@@ -304,25 +406,67 @@ func init() {
 			}
 			break
 		}
-		s.fact(FactInjected, injected)
+		f.Injected = &injected
 		if injected == 0 {
 			s.abort("no worker ever reached %s: no attempt could be failed", s.env.EffectTable)
 		}
 		// Let the last failure be recorded before judging.
 		time.Sleep(300 * time.Millisecond)
 		s.note("%d attempt(s) failed on purpose (declared max_attempts %d)", injected, max)
-		s.inboxStateNow(k, PhaseAfterTries)
+		s.inboxStateNow(k, phaseAfterTries)
 		work.release()
 		// A dead letter stays, unapplied, once the failures stop. It is judged by
 		// its inbox state, not by reconciliation: a receiver that writes its key
 		// row when it applies has none for an event it never applied.
 		s.expire(k)
-		s.inboxState(k, PhaseAfter)
-		s.rows(k, PhaseAfter)
-		s.effects(k, PhaseAfter)
-	})
+		s.inboxState(k, phaseAfter)
+		s.rows(k, phaseAfter)
+		s.effects(k, phaseAfter)
+	}, func(v *view, f *inboxFacts) {
+		max, injected := 0, 0
+		if f.MaxAttempts != nil {
+			max = *f.MaxAttempts
+		}
+		if f.Injected != nil {
+			injected = *f.Injected
+		}
+		tries := v.reads(queryInboxState, phaseAfterTries)
+		if len(tries) == 0 {
+			v.fail("history: no inbox read after the failed attempts")
+			return
+		}
+		for _, o := range tries {
+			switch {
+			case !o.Found:
+				v.deviate(codeInboxDeadLetterLost, "%s: gone from the inbox after %d failed attempt(s): an acknowledged event was dropped instead of dead-lettered", paramsText(o.Params), injected)
+			case o.Status == inboxDone:
+				v.deviate(codeInboxDeadLetterLost, "%s: marked done after %d failed attempt(s), none of which applied it", paramsText(o.Params), injected)
+			case o.Status != inboxDead && injected >= max:
+				v.deviate(codeInboxNotDeadLettered, "%s: state %q with %d attempt(s) recorded after %d failed attempt(s) (declared max_attempts %d): not dead-lettered",
+					paramsText(o.Params), o.Status, o.Count, injected, max)
+			}
+		}
+		for _, o := range v.reads(queryInboxState, phaseAfter) {
+			if o.Found && o.Status == inboxDead {
+				continue
+			}
+			if t, ok := v.read(queryInboxState, phaseAfterTries, o.Params); ok && t.Found && t.Status == inboxDead {
+				v.deviate(codeInboxDeadLetterLost, "%s: dead-lettered, then %q (found %v) once the failures stopped", paramsText(o.Params), o.Status, o.Found)
+			}
+		}
+	}),
+}
 
-	register("INBOX-7", "a purge never removes accepted work that is not done", func(s *session) {
+var inbox7 = Guarantee{
+	ID: "INBOX-7", Title: "No purge of pending work",
+	Promise: "A purge never removes accepted work that is not done, however old it is.",
+	Why:     "A retention purge that deletes rows by age alone drops events that were acknowledged and are still waiting for a worker (or for an operator, as dead letters).",
+	Needs:   []Capability{"inbox", "retention", "lock-gating"},
+	Spec:    "a purge never removes accepted work that is not done",
+	Sends:   "8 `effect` events accepted while the effect table is locked (none done), then a purge as of ten key TTLs later, then released",
+	Expects: "every event still there and applied once",
+	codes:   []Code{codeInboxPendingPurged, codeInboxNotApplied, codeInboxEffects},
+	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.retentionEndpoint()
 		// The workers stop at their business change: every event is accepted
 		// and none is done when the purge runs.
@@ -333,11 +477,55 @@ func init() {
 		s.note("%d event(s) accepted, %d worker session(s) held at %s; purging as of %s", perInboxLoad, waiters, s.env.EffectTable, asOf.UTC().Format(time.RFC3339))
 		s.purgeAsOf(asOf, "past the key TTL, with the events accepted and not applied")
 		work.release()
-		s.states(PhaseAfter, 1, keys...)
+		s.states(phaseAfter, 1, keys...)
 		for _, k := range keys {
-			s.inboxState(k, PhaseAfter)
+			s.inboxState(k, phaseAfter)
 		}
-	})
+	}, func(v *view, _ *inboxFacts) {
+		rows := map[string]int64{}
+		for _, o := range v.reads(queryEventRows, phaseAfter) {
+			rows[paramsText(o.Params[:3])] = o.Count
+		}
+		for _, o := range v.reads(queryEffects, phaseAfter) {
+			switch {
+			case o.Count == 0 && rows[paramsText(o.Params[:3])] == 0:
+				v.deviate(codeInboxPendingPurged, "%s: accepted, then gone after a purge ran while it waited for its worker: never applied", paramsText(o.Params))
+			case o.Count == 0:
+				v.deviate(codeInboxNotApplied, "after the purge: %s accepted, not applied: 0 effects", paramsText(o.Params))
+			case o.Count > 1:
+				v.deviate(codeInboxEffects, "after the purge: %s applied %d times", paramsText(o.Params), o.Count)
+			}
+		}
+		if len(v.reads(queryEffects, phaseAfter)) == 0 {
+			v.fail("history: no effects read after the purge")
+		}
+	}),
+}
+
+// appliedOnce: every accepted event read in phase has one row and one effect.
+func appliedOnce(v *view, phase, what string) {
+	rs := v.reads(queryEffects, phase)
+	if len(rs) == 0 {
+		v.fail("history: %s has no effects read in phase %q", v.sc.Name, phase)
+		return
+	}
+	for _, o := range rs {
+		switch {
+		case o.Count == 0:
+			v.deviate(codeInboxNotApplied, "%s: %s accepted, not applied: 0 effects", what, paramsText(o.Params))
+		case o.Count > 1:
+			v.deviate(codeInboxEffects, "%s: %s applied %d times", what, paramsText(o.Params), o.Count)
+		}
+	}
+}
+
+// inboxAllDone: every event's last inbox read is done.
+func inboxAllDone(v *view, code Code) {
+	for _, o := range v.reads(queryInboxState, phaseAfter) {
+		if !o.Found || o.Status != inboxDone {
+			v.deviate(code, "%s: inbox state %q (found %v, %d attempt(s)), want done", paramsText(o.Params), o.Status, o.Found, o.Count)
+		}
+	}
 }
 
 // effectEvents makes n fresh events of the effect role for ep, with their keys.
@@ -364,7 +552,7 @@ func (s *session) acceptHeld(ep Endpoint) ([]profiles.Key, *heldTable, int) {
 			_ = work.g.Release(context.WithoutCancel(s.ctx))
 		}
 	}()
-	s.parallel(ep, evs, RoleAccept, simulator.SendOptions{})
+	s.parallel(ep, evs, roleAccept, simulator.SendOptions{})
 	done := make(chan struct{})
 	close(done)
 	waiters := waitQueue(s.ctx, work.g, perInboxLoad, done, s.workerLinger(), func(err error) {
@@ -372,238 +560,4 @@ func (s *session) acceptHeld(ep Endpoint) ([]profiles.Key, *heldTable, int) {
 	})
 	ok = true
 	return keys, work, waiters
-}
-
-// heldTable is a lock the scenario holds on one of the receiver's tables.
-type heldTable struct {
-	s     *session
-	table string
-	g     Gate
-	done  bool
-}
-
-// hold locks table until release.
-func (s *session) hold(table string) *heldTable {
-	g, err := s.env.DB.Hold(s.ctx, table)
-	if err != nil {
-		s.abort("locking %s: %v", table, err)
-	}
-	return &heldTable{s: s, table: table, g: g}
-}
-
-// holdBounded locks table while a receiver session may already hold a
-// conflicting lock on it: a wait that would stand behind the receiver's own
-// transaction is given up after a few seconds, as an error of the harness.
-func (s *session) holdBounded(table string) *heldTable {
-	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
-	defer cancel()
-	g, err := s.env.DB.Hold(ctx, table)
-	if err != nil {
-		s.abort("locking %s while the worker was inside its transaction: %v", table, err)
-	}
-	return &heldTable{s: s, table: table, g: g}
-}
-
-func (h *heldTable) release() {
-	if h.done {
-		return
-	}
-	h.done = true
-	if err := h.g.Release(context.WithoutCancel(h.s.ctx)); err != nil {
-		h.s.abort("releasing the lock on %s: %v", h.table, err)
-	}
-}
-
-// cut terminates the receiver's sessions waiting on the lock (after a kill,
-// their backends would otherwise go on).
-func (h *heldTable) cut() {
-	if h.done {
-		return
-	}
-	pids, err := h.s.env.DB.TerminateWaiters(h.s.ctx, h.g)
-	if err != nil {
-		h.s.abort("terminating the receiver's sessions waiting on %s: %v", h.table, err)
-	}
-	if len(pids) > 0 {
-		h.s.note("terminated %d receiver backend(s) waiting on %s: %v", len(pids), h.table, pids)
-	}
-}
-
-// killWorkers crashes the receiver's worker processes alone where the target
-// declares them (lifecycle.worker), else the receiver, whose workers run in
-// it; it reports whether the workers died alone. With a gate and more than one
-// worker process, only the one whose session waits on g is killed where the
-// harness can tell which (holder: its number), the others left running.
-func (s *session) killWorkers(g Gate) (alone bool, holder int) {
-	w := s.env.Workers
-	if w == nil {
-		s.kill()
-		return false, 0
-	}
-	if g != nil && w.Processes() > 1 {
-		n, err := w.KillHolder(s.ctx, g)
-		if err != nil {
-			s.abort("killing the worker process holding the claim: %v", err)
-		}
-		if n > 0 {
-			s.note("SIGKILLed worker process %d, whose session held the stopped claim; the other %d worker process(es) and the receiver kept running", n, w.Processes()-1)
-			return true, n
-		}
-		s.note("could not tell which worker process held the stopped claim: killing all %d", w.Processes())
-	}
-	if err := w.Kill(); err != nil {
-		s.abort("killing the worker processes: %v", err)
-	}
-	s.note("SIGKILLed the %d worker process(es) alone; the receiver's HTTP side kept running", w.Processes())
-	return true, 0
-}
-
-// killAt crashes the receiver (and its worker processes) for holdAndCut.
-func (s *session) killAt(Gate) { s.kill() }
-
-// restartWorkers restarts what killWorkers killed.
-func (s *session) restartWorkers(alone bool) {
-	if !alone {
-		s.restart()
-		return
-	}
-	t0 := time.Now()
-	if err := s.env.Workers.Restart(s.ctx); err != nil {
-		s.abort("restarting the worker processes: %v", err)
-	}
-	s.note("worker processes restarted in %s", time.Since(t0).Round(time.Millisecond))
-}
-
-func (s *session) kill() {
-	if err := s.env.Controller.Kill(); err != nil {
-		s.abort("killing the receiver: %v", err)
-	}
-}
-
-// leaseWait bounds the wait for abandoned work to be claimed again and done:
-// the lease runs out, a reconciler notices (within another lease), a worker
-// polls and applies.
-func (s *session) leaseWait() time.Duration {
-	return 2*s.env.Inbox.Lease + 3*time.Second
-}
-
-// untilInbox polls an event's inbox state, without recording, until it is one
-// of states or d passes.
-func (s *session) untilInbox(k profiles.Key, d time.Duration, states ...string) {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) && s.ctx.Err() == nil {
-		st := s.inboxStateQuiet(k)
-		for _, want := range states {
-			if st.Found && st.State == want {
-				return
-			}
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	s.note("the event %s did not reach state %v within %s", k.EventID, states, d.Round(time.Millisecond))
-}
-
-func (s *session) inboxStateQuiet(k profiles.Key) QueueState {
-	st, err := s.env.Queue.InboxState(s.ctx, k)
-	if err != nil {
-		s.abort("reading the inbox state of %s: %v", k.EventID, err)
-	}
-	return st
-}
-
-func queueRead(o *history.Observation, st QueueState) {
-	o.Status, o.Count, o.Found = st.State, int64(st.Attempts), st.Found
-}
-
-// inboxState reads an event's inbox state once the receiver has settled.
-func (s *session) inboxState(k profiles.Key, phase string) QueueState {
-	s.settled()
-	return s.inboxStateNow(k, phase)
-}
-
-// inboxStateNow reads it at once (status: state, count: attempts).
-func (s *session) inboxStateNow(k profiles.Key, phase string) QueueState {
-	var st QueueState
-	s.readNow(QueryInboxState, phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
-		var err error
-		st, err = s.env.Queue.InboxState(ctx, k)
-		queueRead(o, st)
-		return err
-	})
-	return st
-}
-
-// outboxState reads an event's outbox message state at once.
-func (s *session) outboxState(k profiles.Key, phase string) QueueState {
-	var st QueueState
-	s.readNow(QueryOutboxState, phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
-		var err error
-		st, err = s.env.Queue.OutboxState(ctx, k)
-		queueRead(o, st)
-		return err
-	})
-	return st
-}
-
-// sinkCalls records the downstream calls attributed to k's event so far, and a
-// read marking the moment (count: calls; version: operations applied).
-func (s *session) sinkCalls(k profiles.Key, phase string) []SinkCall {
-	var calls []SinkCall
-	s.readNow(QuerySinkCalls, phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
-		calls = s.env.Sink.Calls(k.EventID)
-		s.recordSink(k.EventID, calls)
-		o.Count, o.Found = int64(len(calls)), true
-		applied := map[string]bool{}
-		for _, c := range calls {
-			if c.Outcome == "applied" || c.Outcome == "lost" {
-				applied[c.Key+"#"+strconv.Itoa(c.Seq)] = true
-			}
-		}
-		o.Version = int64(len(applied))
-		return nil
-	})
-	return calls
-}
-
-// recordSink adds calls not recorded yet (and ones since answered) to the history.
-func (s *session) recordSink(eventID string, calls []SinkCall) {
-	s.mu.Lock()
-	if s.sinkSeen == nil {
-		s.sinkSeen = map[int]string{}
-	}
-	var add []history.Sink
-	for _, c := range calls {
-		if c.Outcome == "" || s.sinkSeen[c.Seq] == c.Outcome {
-			continue // still being answered, or recorded already
-		}
-		s.sinkSeen[c.Seq] = c.Outcome
-		add = append(add, history.Sink{Scenario: s.index, EventID: eventID, Seq: c.Seq, Key: c.Key,
-			Status: c.Status, Outcome: c.Outcome, AtNS: int64(c.At.Sub(s.run.start))})
-	}
-	s.mu.Unlock()
-	for _, r := range add {
-		s.run.addSink(r)
-	}
-}
-
-// untilSink polls the sink until done reports true for k's calls or d passes.
-func (s *session) untilSink(k profiles.Key, d time.Duration, done func([]SinkCall) bool) []SinkCall {
-	deadline := time.Now().Add(d)
-	for {
-		calls := s.env.Sink.Calls(k.EventID)
-		if done(calls) || !time.Now().Before(deadline) || s.ctx.Err() != nil {
-			return calls
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// answered2xx reports whether some call was answered with a 2xx.
-func answered2xx(calls []SinkCall) bool {
-	for _, c := range calls {
-		if is2xx(c.Status) {
-			return true
-		}
-	}
-	return false
 }

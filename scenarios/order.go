@@ -5,9 +5,48 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 	"github.com/hookcert/hookcert/vocab"
+)
+
+// ORDER: deduplication does not order events. A receiver keeps each object at
+// its newest version, or lets a state machine refuse what the object is past,
+// however late, shuffled or duplicated the events arrive.
+var orderFamily = family{Name: "ORDER", Guarantees: []*Guarantee{&order1, &order2, &order3, &order4}}
+
+// The ORDER deviation codes.
+var (
+	codeOrderNotAcked          = Code{"order.not-acked", "a valid update was not acknowledged"}
+	codeOrderRegressed         = Code{"order.regressed", "the object is not at the newest version delivered"}
+	codeOrderTransitionApplied = Code{"order.transition-applied", "a forbidden state transition changed the object or added an effect"}
+	codeOrderResurrected       = Code{"order.resurrected", "a stale update brought a deleted object back"}
+)
+
+// orderFacts are what the ORDER scenarios fix for their checkers.
+type orderFacts struct {
+	// WantVersion is the ordering key the object must end at (ORDER-1, -2), or
+	// hold before its deletion (ORDER-4); StaleKey is ORDER-4's late update's.
+	WantVersion *int64 `fact:"want_version"`
+	StaleKey    *int64 `fact:"stale_key"`
+	// WantState, LateType and WantEffects are, per lifecycle object of
+	// ORDER-3, the state it must keep, the late event it got and its effects.
+	WantState   map[string]string `fact:"want_state:"`
+	LateType    map[string]string `fact:"late_type:"`
+	WantEffects map[string]int64  `fact:"want_effects:"`
+}
+
+// Phases and roles of the ORDER scenarios.
+const (
+	phaseFinal        = "final"
+	phaseBeforeDelete = "before-delete"
+	phaseAfterDelete  = "after-delete"
+
+	roleUpdate = "update"
+	roleStream = "stream"
+	roleLate   = "late"
+	roleDelete = "delete"
 )
 
 // versionsORDER2 and dupsORDER2 shape ORDER-2's stream: every version of one
@@ -17,25 +56,16 @@ const (
 	dupsORDER2     = 2
 )
 
-// Phases, roles and facts the ORDER checkers read.
-const (
-	PhaseFinal = "final"
-
-	RoleUpdate = "update"
-	RoleStream = "stream"
-	RoleLate   = "late"
-
-	FactWantVersion = "want_version"
-	// FactStaleKey is the ordering key of ORDER-4's late update.
-	FactStaleKey = "stale_key"
-
-	PhaseBeforeDelete = "before-delete"
-	PhaseAfterDelete  = "after-delete"
-	RoleDelete        = "delete"
-)
-
-func init() {
-	register("ORDER-1", "an older update arriving late does not regress the object", func(s *session) {
+var order1 = Guarantee{
+	ID: "ORDER-1", Title: "Late older update",
+	Promise: "An older update arriving after a newer one does not regress the object.",
+	Why:     "Providers do not keep order; deduplication alone lets version 2 overwrite version 3.",
+	Needs:   []Capability{"ordering"},
+	Spec:    "an older update arriving late does not regress the object",
+	Sends:   "`ordered` updates of one object with keys 1, 3, 2, each after the previous settled",
+	Expects: "the state query returns key 3",
+	codes:   []Code{codeOrderNotAcked, codeOrderRegressed},
+	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()
 		sub := s.newID(prefixOr(o.IDPrefix))
@@ -47,14 +77,26 @@ func init() {
 			if v == 3 {
 				want = orderValue(o, ev)
 			}
-			s.send(ep, ev, RoleUpdate, simulator.SendOptions{})
+			s.send(ep, ev, roleUpdate, simulator.SendOptions{})
 			s.settledNow() // each update lands before the next: lateness, not a race
 		}
-		s.fact(FactWantVersion, want)
-		s.object(ep, sub, PhaseFinal)
-	})
+		f.WantVersion = &want
+		s.object(ep, sub, phaseFinal)
+	}, versionCheck("versions delivered 1, 3, 2")),
+}
 
-	register("ORDER-2", "a shuffled, duplicated stream ends at the newest version", func(s *session) {
+var order2 = Guarantee{
+	ID: "ORDER-2", Title: "Shuffled duplicated stream",
+	Promise: "A shuffled, duplicated stream of versioned updates ends at the newest version.",
+	Why:     "Retries and parallel delivery interleave versions arbitrarily.",
+	Needs:   []Capability{"ordering"},
+	Spec:    "a shuffled, duplicated stream ends at the newest version",
+	Sends:   "keys 1..8 of one object, each twice, shuffled by the seed, in two concurrent halves (lock-gated where allowed), then an old key resent and an old key under a new event ID",
+	Expects: "the state query returns key 8",
+	// Concurrent copies in the stream race without a unique key: the
+	// reconciliation then finds a duplicated event row.
+	codes: []Code{codeOrderNotAcked, codeOrderRegressed},
+	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()
 		sub := s.newID(prefixOr(o.IDPrefix))
@@ -80,7 +122,7 @@ func init() {
 		// Where the target allows it, each half is lock-gated, so the copies of one
 		// version in the same half race for certain.
 		for _, part := range [][]profiles.Event{stream[:half], stream[half:]} {
-			fire := func() { s.parallel(ep, part, RoleStream, simulator.SendOptions{}) }
+			fire := func() { s.parallel(ep, part, roleStream, simulator.SendOptions{}) }
 			if ok, _ := s.env.has("lock-gating"); ok {
 				s.gate(s.env.EventTable, len(part), fire)
 			} else {
@@ -97,18 +139,29 @@ func init() {
 				resend = ev
 			}
 		}
-		s.send(ep, resend, RoleLate, simulator.SendOptions{Attempt: 2})
+		s.send(ep, resend, roleLate, simulator.SendOptions{Attempt: 2})
 		s.mu.Lock()
 		lateV := 1 + int64(s.rng.IntN(versionsORDER2-1))
 		s.mu.Unlock()
 		late := s.orderedEvent(ep, o, sub, lateV, base)
-		s.send(ep, late, RoleLate, simulator.SendOptions{})
+		s.send(ep, late, roleLate, simulator.SendOptions{})
 		s.note("version %d resent last, then version %d under a new event ID", resend.Version, late.Version)
-		s.fact(FactWantVersion, orderValue(o, byVersion[versionsORDER2]))
-		s.object(ep, sub, PhaseFinal)
-	})
+		want := orderValue(o, byVersion[versionsORDER2])
+		f.WantVersion = &want
+		s.object(ep, sub, phaseFinal)
+	}, versionCheck("after the shuffled, duplicated stream")),
+}
 
-	register("ORDER-3", "a forbidden state transition is refused", func(s *session) {
+var order3 = Guarantee{
+	ID: "ORDER-3", Title: "Invalid transitions refused",
+	Promise: "An event the object is already past never moves it back, from any state (a late succeeded never undoes a refund; a late failure never undoes a success).",
+	Why:     "Out-of-order events otherwise move objects backwards in their lifecycle.",
+	Needs:   []Capability{"state-machine"},
+	Spec:    "a forbidden state transition is refused",
+	Sends:   "for every reachable `lifecycle` state, a fresh object brought there, then every event type it is past, under a new event ID",
+	Expects: "the state and the object's effects unchanged",
+	codes:   []Code{codeOrderNotAcked, codeOrderTransitionApplied},
+	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
 		var stale []vocab.Pair
@@ -120,6 +173,7 @@ func init() {
 		if len(stale) == 0 {
 			s.notApplicable("every state of %s can still reach every other: no transition is ever stale", l.Object)
 		}
+		f.WantState, f.LateType = map[string]string{}, map[string]string{}
 		// Every state, every event type the object is past: a late event (another
 		// event ID, as providers emit) must be acknowledged and never applied.
 		for _, p := range stale {
@@ -128,21 +182,54 @@ func init() {
 			s.create(ep, l, obj)
 			s.drive(ep, obj, path)
 			late := s.objectEvent(ep, p.T.Type, obj)
-			a := s.send(ep, late, RoleLate, simulator.SendOptions{})
+			a := s.send(ep, late, roleLate, simulator.SendOptions{})
 			s.note("%s %s is %s; late %s answered %s", l.Object, obj, p.State, p.T.Type, Describe(a))
-			s.fact(FactWantState+obj, p.State)
-			s.fact(FactLateType+obj, p.T.Type)
-			s.lifecycleState(ep, obj, PhaseFinal)
+			f.WantState[obj] = p.State
+			f.LateType[obj] = p.T.Type
+			s.lifecycleState(ep, obj, phaseFinal)
 			if l.CountsEffects {
-				s.fact(FactWantEffects+obj, vocab.EffectsOf(path))
-				s.objectEffects(ep.source(), ep.Account, obj, PhaseFinal)
+				if f.WantEffects == nil {
+					f.WantEffects = map[string]int64{}
+				}
+				f.WantEffects[obj] = int64(vocab.EffectsOf(path))
+				s.objectEffects(ep.source(), ep.Account, obj, phaseFinal)
 			}
 		}
-	})
+	}, func(v *view, f *orderFacts) {
+		v.acked(codeOrderNotAcked, roleSetup)
+		ps := v.stateReads(phaseFinal)
+		if len(ps) == 0 {
+			v.fail("history: no state read after the late events")
+		}
+		for _, p := range ps {
+			want, ok := f.WantState[p.Params[3]]
+			if !ok {
+				want = "refunded"
+			}
+			late, ok := f.LateType[p.Params[3]]
+			if !ok {
+				late = "succeeded event"
+			}
+			if !p.Found || p.Status != want {
+				v.deviate(codeOrderTransitionApplied, "%s %s: status %q after a late %s, want it to stay %q", v.objectName(), p.Params[3], p.Status, late, want)
+			}
+		}
+		if len(v.reads(queryObjectEffects, phaseFinal)) > 0 {
+			v.objectEffects(codeOrderTransitionApplied, phaseFinal, f.WantEffects, 2, "the effects of the object's own path; the late event must add none")
+		}
+	}),
 }
 
-func init() {
-	register("ORDER-4", "a deleted object is not brought back by a stale update", func(s *session) {
+var order4 = Guarantee{
+	ID: "ORDER-4", Title: "No resurrection",
+	Promise: "An update older than a deletion, arriving after it, does not bring the deleted object back.",
+	Why:     "A retry of an old update that loses the race with the delete recreates the object with stale data when the receiver upserts without remembering the deletion.",
+	Needs:   []Capability{"ordering", "deletion"},
+	Spec:    "a deleted object is not brought back by a stale update",
+	Sends:   "`ordered` update 1 of an object, its deletion carrying key 3, then update 2 under a new event ID",
+	Expects: "the object reads the same after the stale update as after the deletion (no row, or the deletion's tombstone)",
+	codes:   []Code{codeOrderNotAcked, codeOrderResurrected},
+	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()
 		if o.Delete == nil {
@@ -154,13 +241,13 @@ func init() {
 		// Update 1, then the deletion carrying key 3, then update 2 arriving
 		// late under a new event ID (a retry that lost the race with the delete).
 		first := s.orderedEvent(ep, o, sub, 1, base)
-		s.send(ep, first, RoleUpdate, simulator.SendOptions{})
+		s.send(ep, first, roleUpdate, simulator.SendOptions{})
 		s.settledNow()
 		// The update's effect, once it shows: a receiver may commit a moment
 		// after its 2xx.
 		want := orderValue(o, first)
 		s.settle(1, func() int {
-			if v, _, f := s.object(ep, sub, PhaseBeforeDelete); f && v == want {
+			if v, _, f := s.object(ep, sub, phaseBeforeDelete); f && v == want {
 				return 1
 			}
 			return 0
@@ -168,23 +255,81 @@ func init() {
 		del := s.orderedEvent(ep, o, sub, 3, base)
 		del.Type = o.Delete.Type
 		del.Status = "deleted"
-		s.send(ep, del, RoleDelete, simulator.SendOptions{})
+		s.send(ep, del, roleDelete, simulator.SendOptions{})
 		s.settledNow()
 		// The deletion's effect, once it shows: a receiver may commit a moment
 		// after its 2xx.
-		bv, bs, bf := s.lastObject(ep, sub, PhaseBeforeDelete)
+		bv, bs, bf := s.lastObject(sub, phaseBeforeDelete)
 		s.settle(1, func() int {
-			if v, st, f := s.object(ep, sub, PhaseAfterDelete); v != bv || st != bs || f != bf {
+			if v, st, f := s.object(ep, sub, phaseAfterDelete); v != bv || st != bs || f != bf {
 				return 1
 			}
 			return 0
 		})
 		stale := s.orderedEvent(ep, o, sub, 2, base)
-		s.send(ep, stale, RoleLate, simulator.SendOptions{})
-		s.fact(FactStaleKey, orderValue(o, stale))
-		s.fact(FactWantVersion, orderValue(o, first))
-		s.object(ep, sub, PhaseFinal)
-	})
+		s.send(ep, stale, roleLate, simulator.SendOptions{})
+		staleKey := orderValue(o, stale)
+		f.StaleKey, f.WantVersion = &staleKey, &want
+		s.object(ep, sub, phaseFinal)
+	}, func(v *view, f *orderFacts) {
+		v.acked(codeOrderNotAcked, roleUpdate, roleDelete, roleLate)
+		before, after, final := v.reads(queryObject, phaseBeforeDelete), v.reads(queryObject, phaseAfterDelete), v.reads(queryObject, phaseFinal)
+		if len(before) != 1 || len(after) != 1 || len(final) != 1 {
+			v.fail("history: ORDER-4 needs one object read before the delete, after it and at the end")
+			return
+		}
+		// The positive control: the state query sees the object before it is deleted.
+		if !before[0].Found || f.WantVersion == nil || before[0].Version != *f.WantVersion {
+			v.fail("object %s before the delete: key %d (found %v), want %s: the first update was not applied, so the deletion cannot be judged (ORDER-1 judges updates)", before[0].Params[3], before[0].Version, before[0].Found, factText(f.WantVersion))
+			return
+		}
+		// Brought back: the stale update is what the object now holds, or an
+		// object the deletion removed exists again.
+		a, fin := after[0], final[0]
+		if (fin.Found && f.StaleKey != nil && fin.Version == *f.StaleKey) || (!a.Found && fin.Found) {
+			v.deviate(codeOrderResurrected, "object %s: after the delete it read %s; after a stale update (key %s) it reads %s: the deleted object was brought back",
+				fin.Params[3], objectText(a), factText(f.StaleKey), objectText(fin))
+		}
+	}),
+}
+
+// versionCheck judges an ordered object's final key against the newest sent.
+func versionCheck(what string) func(v *view, f *orderFacts) {
+	return func(v *view, f *orderFacts) {
+		v.acked(codeOrderNotAcked, roleUpdate, roleStream, roleLate)
+		if f.WantVersion == nil {
+			v.fail("history: fact want_version: missing")
+			return
+		}
+		os := v.reads(queryObject, phaseFinal)
+		if len(os) == 0 {
+			v.fail("history: no object read at the end of the stream")
+		}
+		for _, o := range os {
+			if !o.Found || o.Version != *f.WantVersion {
+				v.deviate(codeOrderRegressed, "%s: object %s is at version %d (status %q, found %v), want %d", what, o.Params[3], o.Version, o.Status, o.Found, *f.WantVersion)
+			}
+		}
+	}
+}
+
+// objectText renders an object read for evidence.
+func objectText(o history.Observation) string {
+	if !o.Found {
+		return "no row"
+	}
+	if o.Status != "" {
+		return fmt.Sprintf("key %d, status %q", o.Version, o.Status)
+	}
+	return fmt.Sprintf("key %d", o.Version)
+}
+
+// factText renders an optional fact for evidence ("" when absent).
+func factText(p *int64) string {
+	if p == nil {
+		return ""
+	}
+	return fmt.Sprint(*p)
 }
 
 // createOrdered makes an ordered object exist first where the target says its

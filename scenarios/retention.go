@@ -12,6 +12,307 @@ import (
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
+// RETENTION: keys are kept at least as long as the provider may redeliver
+// (and then let go), payloads no longer than needed. The receiver states its
+// TTLs and offers a purge the harness runs as of a chosen time.
+var retentionFamily = family{Name: "RETENTION", Guarantees: []*Guarantee{&retention1, &retention2, &retention3, &retention4}}
+
+// The RETENTION deviation codes.
+var (
+	codeRetentionTTLBelowHorizon = Code{"retention.ttl-below-horizon", "an endpoint declares no key TTL, or one shorter than its provider's redelivery horizon"}
+	codeRetentionKeyPurgedEarly  = Code{"retention.key-purged-early", "a purge removed a key inside its declared key TTL (or payload TTL)"}
+	codeRetentionReplayApplied   = Code{"retention.replay-applied", "a replay inside the key TTL was not acknowledged as a duplicate"}
+	codeRetentionPayloadKept     = Code{"retention.payload-kept", "a payload is still stored after a purge past its payload TTL"}
+	codeRetentionPayloadOrphaned = Code{"retention.payload-orphaned", "a payload is still stored after its key was purged"}
+	codeRetentionKeyKept         = Code{"retention.key-kept", "a key survived a purge past its declared key TTL"}
+)
+
+// retentionFacts are what the RETENTION scenarios fix for their checkers
+// (the endpoint's key and payload TTLs are the session's: commonFacts).
+type retentionFacts struct {
+	// EndpointTTL is, per endpoint ("<index>:<profile>/<account>", so that
+	// the keys sort in target order), its key TTL against its provider's
+	// redelivery horizon (RETENTION-1).
+	EndpointTTL map[string]endpointTTL `fact:"endpoint:"`
+	// Margin is how far inside or past a TTL a purge was asked for.
+	Margin *time.Duration `fact:"margin"`
+	// KeyMustRemain is whether RETENTION-3's purge lay inside the key TTL.
+	KeyMustRemain *bool `fact:"key_must_remain"`
+	// Ladder is RETENTION-4's purge offsets, in order.
+	Ladder durations `fact:"ladder"`
+}
+
+// endpointTTL is an endpoint's declared key TTL beside its provider's
+// redelivery horizon (0: undocumented) and where the horizon comes from,
+// written "<key TTL>|<horizon>|<source>".
+type endpointTTL struct {
+	KeyTTL, Horizon time.Duration
+	Source          string
+}
+
+func (e endpointTTL) MarshalText() ([]byte, error) {
+	return []byte(fmt.Sprintf("%s|%s|%s", e.KeyTTL, e.Horizon, e.Source)), nil
+}
+
+func (e *endpointTTL) UnmarshalText(b []byte) error {
+	parts := strings.SplitN(string(b), "|", 3)
+	if len(parts) != 3 {
+		return fmt.Errorf("%q is not <key TTL>|<horizon>|<source>", b)
+	}
+	e.KeyTTL, _ = time.ParseDuration(parts[0])
+	e.Horizon, _ = time.ParseDuration(parts[1])
+	e.Source = parts[2]
+	return nil
+}
+
+// Phases and roles of the RETENTION scenarios. phaseLadder, with the offset,
+// names RETENTION-4's read after each purge of its ladder ("ladder:720h0m0s").
+const (
+	phaseAfterPurge  = "after-purge"
+	phaseAfterReplay = "after-replay"
+	phaseKeyGone     = "after-key-gone"
+	phaseLadder      = "ladder:"
+
+	roleReplay = "replay"
+)
+
+var retention1 = Guarantee{
+	ID: "RETENTION-1", Title: "Key TTL covers the redelivery horizon",
+	Promise: "Every endpoint's declared key TTL covers its provider's redelivery horizon (automatic retries and manual resend), and a key purged as of the end of that horizon is still there: the redelivery is a duplicate.",
+	Why:     "Advice like \"keep IDs for 5 minutes\" meets retry schedules of days and resend buttons of weeks; a key deleted first turns a redelivery into a second effect.",
+	Needs:   []Capability{"retention"},
+	Spec:    "the declared key TTL covers the provider's redelivery horizon",
+	Sends:   "one `effect` event, a purge as of the end of the provider's redelivery horizon (its retry horizon and manual resend window, with sources), a redelivery",
+	Expects: "the declared key TTL covers the horizon; the key survives; the redelivery 2xx and no second effect",
+	codes:   []Code{codeRetentionTTLBelowHorizon, codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	judge: bind(func(s *session, f *retentionFacts) {
+		f.EndpointTTL = map[string]endpointTTL{}
+		for i, ep := range s.env.Endpoints {
+			h := horizonOf(ep.Profile)
+			total := h.total
+			if !h.documented {
+				total = 0
+			}
+			f.EndpointTTL[fmt.Sprintf("%03d:%s/%s", i, ep.Profile.ID(), ep.Account)] = endpointTTL{KeyTTL: ep.KeyTTL, Horizon: total, Source: h.source}
+		}
+		// The declaration is checked against what the receiver does: a purge as of
+		// the end of the horizon must leave the key, so the last possible
+		// redelivery is still a duplicate.
+		ep := s.retentionEndpoint()
+		h := horizonOf(ep.Profile)
+		ev, k, before, _ := s.deliverOnce(ep)
+		end := h.total
+		if end == 0 {
+			end = min(ep.KeyTTL, 24*time.Hour)
+			s.note("%s documents no redelivery horizon; purging as of %s after delivery instead", ep.Profile.ID(), end)
+		}
+		s.purgeAsOf(before.Add(end), "the end of the "+ep.Profile.ID()+" redelivery horizon")
+		s.rows(k, phaseAfterPurge)
+		s.replay(ep, ev, k, 2)
+	}, func(v *view, f *retentionFacts) {
+		names := make([]string, 0, len(f.EndpointTTL))
+		for name := range f.EndpointTTL {
+			names = append(names, name)
+		}
+		sort.Strings(names) // the keys number the endpoints in target order
+		for _, name := range names {
+			e := f.EndpointTTL[name]
+			ep := name
+			if _, after, found := strings.Cut(name, ":"); found {
+				ep = after
+			}
+			switch {
+			case e.KeyTTL <= 0:
+				v.deviate(codeRetentionTTLBelowHorizon, "endpoint %s declares no key TTL", ep)
+			case e.Horizon == 0:
+				v.note("endpoint %s: key TTL %s; %s: the redelivery horizon is undocumented, the user chooses", ep, days(e.KeyTTL), e.Source)
+			case e.KeyTTL < e.Horizon:
+				v.deviate(codeRetentionTTLBelowHorizon, "endpoint %s keeps keys %s, less than the redelivery horizon %s: %s", ep, days(e.KeyTTL), days(e.Horizon), e.Source)
+			default:
+				v.note("endpoint %s: key TTL %s covers the redelivery horizon %s: %s", ep, days(e.KeyTTL), days(e.Horizon), e.Source)
+			}
+		}
+		v.count(codeRetentionKeyPurgedEarly, queryEventRows, phaseAfterPurge, 1, "after a purge as of the end of the redelivery horizon")
+		replayCheck(v, "at the end of the redelivery horizon")
+	}),
+}
+
+var retention2 = Guarantee{
+	ID: "RETENTION-2", Title: "Replay inside the key TTL",
+	Promise: "After a purge as of just inside the key TTL, a replay of the event is acknowledged and has no second effect.",
+	Why:     "A purge that removes keys early (a wrong TTL, or a purge that deletes more than it should) makes old events look new.",
+	Needs:   []Capability{"retention"},
+	Spec:    "a replay inside the key TTL is still a duplicate after a purge",
+	Sends:   "one `effect` event, a purge as of the key TTL minus an hour, a replay",
+	Expects: "the replay 2xx and no second effect",
+	codes:   []Code{codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	judge: bind(func(s *session, f *retentionFacts) {
+		ep := s.retentionEndpoint()
+		ev, k, before, _ := s.deliverOnce(ep)
+		m := min(retentionMargin, ep.KeyTTL/4)
+		f.Margin = &m
+		s.purgeAsOf(before.Add(ep.KeyTTL-m), fmt.Sprintf("key TTL %s − %s: just inside", ep.KeyTTL, m))
+		s.rows(k, phaseAfterPurge)
+		s.replay(ep, ev, k, 2)
+	}, func(v *view, _ *retentionFacts) {
+		v.count(codeRetentionKeyPurgedEarly, queryEventRows, phaseAfterPurge, 1, "after a purge as of just inside the key TTL")
+		replayCheck(v, "inside the key TTL")
+	}),
+}
+
+var retention3 = Guarantee{
+	ID: "RETENTION-3", Title: "Payloads expire before keys",
+	Promise: "After a purge as of just past the payload TTL, the stored payload is gone and the key remains and still deduplicates.",
+	Why:     "Payloads carry personal data nobody needs once processed; keys must stay to keep deduplicating.",
+	Needs:   []Capability{"retention"},
+	Spec:    "past the payload TTL the payload is gone and the key remains",
+	Sends:   "one `effect` event, purges just past the payload TTL and inside the key TTL (payload_present and event_rows read), a replay",
+	Expects: "the payload gone, the key kept; a replay harmless",
+	codes:   []Code{codeRetentionPayloadKept, codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	judge: bind(func(s *session, f *retentionFacts) {
+		ep := s.retentionEndpoint()
+		ev, k, _, after := s.deliverOnce(ep)
+		if !s.payload(k, phaseAfterFirst) {
+			s.note("the receiver stored no payload for %s (nothing to expire)", KeyString(k))
+		}
+		gap := ep.KeyTTL - ep.PayloadTTL
+		m := min(retentionMargin, gap/2)
+		if gap <= 0 {
+			s.note("payload TTL %s equals the key TTL: both tiers end together, only the payload's removal is checked", ep.PayloadTTL)
+			m = 0
+		}
+		remain := gap > 0
+		f.Margin, f.KeyMustRemain = &m, &remain
+		s.purgeAsOf(after.Add(ep.PayloadTTL+m), fmt.Sprintf("payload TTL %s + %s: just past", ep.PayloadTTL, m))
+		s.payload(k, phaseAfterPurge)
+		s.rows(k, phaseAfterPurge)
+		if gap > 0 {
+			s.replay(ep, ev, k, 2)
+		}
+	}, func(v *view, f *retentionFacts) {
+		var margin time.Duration
+		if f.Margin != nil {
+			margin = *f.Margin
+		}
+		for _, o := range v.reads(queryPayloadPresent, phaseAfterPurge) {
+			if o.Found && o.Present {
+				v.deviate(codeRetentionPayloadKept, "the payload of %s is still stored after a purge as of %s past its delivery (payload TTL %s)",
+					paramsText(o.Params), v.common.PayloadTTL+margin, v.common.PayloadTTL)
+			}
+		}
+		if f.KeyMustRemain != nil && *f.KeyMustRemain {
+			v.count(codeRetentionKeyPurgedEarly, queryEventRows, phaseAfterPurge, 1, "after a purge past the payload TTL, inside the key TTL "+v.common.KeyTTL.String())
+			replayCheck(v, "after the payload was purged")
+		}
+	}),
+}
+
+var retention4 = Guarantee{
+	ID: "RETENTION-4", Title: "Keys expire",
+	Promise: "After a purge as of past the key TTL, the key (and its payload) is gone: data is not kept forever. The replay-protection window actually measured is reported.",
+	Why:     "Keys kept forever grow without bound and keep data past any stated purpose.",
+	Needs:   []Capability{"retention"},
+	Spec:    "past the key TTL the key is gone; the measured replay-protection window is reported",
+	Sends:   "one `effect` event, a ladder of purges up to 10 × the key TTL",
+	Expects: "the key gone past its TTL (when it disappeared is reported); no payload outlives its key",
+	codes:   []Code{codeRetentionKeyKept, codeRetentionPayloadOrphaned},
+	judge: bind(func(s *session, f *retentionFacts) {
+		ep := s.retentionEndpoint()
+		// A payment creation: once its key has expired, the resend below is a new
+		// event to the receiver, and the payment state machine keeps it harmless.
+		ev, k, before, after := s.deliverOnce(ep)
+		m := min(retentionMargin, ep.KeyTTL/4)
+		f.Margin = &m
+		// A ladder of ever later purges: once a key is gone it stays gone, so the
+		// first purge that removes it brackets the window actually kept.
+		offsets := map[time.Duration]bool{time.Hour: true, ep.PayloadTTL + m: true, ep.KeyTTL - m: true,
+			ep.KeyTTL + m: true, 2 * ep.KeyTTL: true, 10 * ep.KeyTTL: true}
+		if h := horizonOf(ep.Profile); h.total > 0 {
+			offsets[h.total] = true
+		}
+		ladder := make(durations, 0, len(offsets))
+		for d := range offsets {
+			if d > 0 {
+				ladder = append(ladder, d)
+			}
+		}
+		sort.Slice(ladder, func(i, j int) bool { return ladder[i] < ladder[j] })
+		f.Ladder = ladder
+		gone := false
+		for _, d := range ladder {
+			// Before the key TTL, measure from the send (the key is younger than
+			// that); past it, from the acknowledgement (older than that).
+			base := before
+			if d > ep.KeyTTL {
+				base = after
+			}
+			s.purgeAsOf(base.Add(d), fmt.Sprintf("%s after delivery", d))
+			if s.rows(k, phaseLadder+d.String()) == 0 {
+				gone = true
+				break
+			}
+		}
+		if !gone {
+			return
+		}
+		s.expire(k)
+		s.payload(k, phaseKeyGone)
+		// Past the window a provider's resend is a new event again; what the
+		// receiver makes of it is reported, not judged.
+		a := s.send(ep, ev, roleResend, simulator.SendOptions{Attempt: 2})
+		s.note("a resend after the key expired was answered %s", Describe(a))
+	}, func(v *view, f *retentionFacts) {
+		keyTTL := v.common.KeyTTL
+		var margin time.Duration
+		if f.Margin != nil {
+			margin = *f.Margin
+		}
+		var kept, gone time.Duration
+		var key string
+		for _, d := range f.Ladder {
+			rs := v.reads(queryEventRows, phaseLadder+d.String())
+			if len(rs) == 0 {
+				break // the ladder stopped at the first purge that removed the key
+			}
+			key = paramsText(rs[0].Params)
+			if rs[0].Count > 0 {
+				kept = d
+				continue
+			}
+			gone = d
+			break
+		}
+		if key == "" {
+			v.fail("history: RETENTION-4 has no ladder reads")
+			return
+		}
+		switch {
+		case gone == 0:
+			v.deviate(codeRetentionKeyKept, "the key %s is still there after a purge as of %s past its delivery (declared key TTL %s): it is kept indefinitely as far as measured", key, days(kept), days(keyTTL))
+		case gone > keyTTL+margin:
+			v.deviate(codeRetentionKeyKept, "the key %s survived a purge as of %s past its delivery (declared key TTL %s); it went only at %s", key, days(keyTTL+margin), days(keyTTL), days(gone))
+		default:
+			v.note("measured replay-protection window: more than %s, at most %s (declared key TTL %s)", days(kept), days(gone), days(keyTTL))
+		}
+		for _, o := range v.reads(queryPayloadPresent, phaseKeyGone) {
+			if o.Found && o.Present {
+				v.deviate(codeRetentionPayloadOrphaned, "the payload of %s is still stored after its key is gone", paramsText(o.Params))
+			}
+		}
+	}),
+}
+
+// replayCheck: a replay inside the key TTL is acknowledged and changes nothing.
+func replayCheck(v *view, when string) {
+	for _, a := range v.role(roleReplay) {
+		if a.Outcome != history.OutcomeAcknowledged {
+			v.deviate(codeRetentionReplayApplied, "replay %s: %s was not acknowledged as a duplicate: %s", when, a.Key.EventID, Describe(a))
+		}
+	}
+	v.count(codeRetentionReplayApplied, queryEventRows, phaseAfterReplay, 1, "replay "+when)
+	v.count(codeRetentionReplayApplied, queryEffects, phaseAfterReplay, 1, "replay "+when)
+}
+
 // retentionMargin is how far "just inside" and "just past" a TTL the purges are
 // asked for: wide enough for the receiver's clock to differ a little from the
 // harness's, narrow enough to tell a TTL from a different one.
@@ -52,29 +353,6 @@ func horizonOf(p profiles.Profile) horizon {
 	return h
 }
 
-// Phases and facts the RETENTION checkers read.
-const (
-	PhaseAfterPurge  = "after-purge"
-	PhaseAfterReplay = "after-replay"
-	PhaseKeyGone     = "after-key-gone"
-	// PhaseLadder prefixes RETENTION-4's reads, one per purge of its ladder
-	// ("ladder:<offset>").
-	PhaseLadder = "ladder:"
-
-	RoleReplay = "replay"
-
-	FactKeyTTL     = "key_ttl"
-	FactPayloadTTL = "payload_ttl"
-	FactMargin     = "margin"
-	// FactKeyMustRemain is "true" when RETENTION-3's purge lies inside the key TTL.
-	FactKeyMustRemain = "key_must_remain"
-	// FactLadder lists RETENTION-4's purge offsets in order.
-	FactLadder = "ladder"
-	// FactEndpointTTL prefixes RETENTION-1's per-endpoint facts:
-	// "endpoint:<index>:<profile>/<account>" = "<key TTL>|<horizon>|<source>".
-	FactEndpointTTL = "endpoint:"
-)
-
 // retentionEndpoint is the endpoint the RETENTION scenarios deliver to, with its
 // declared TTLs checked.
 func (s *session) retentionEndpoint() Endpoint {
@@ -82,8 +360,7 @@ func (s *session) retentionEndpoint() Endpoint {
 	if ep.KeyTTL <= 0 || ep.PayloadTTL <= 0 {
 		s.abort("endpoint %s declares no key_ttl/payload_ttl (target.retention)", ep.URL)
 	}
-	s.fact(FactKeyTTL, ep.KeyTTL)
-	s.fact(FactPayloadTTL, ep.PayloadTTL)
+	s.common(func(c *commonFacts) { c.KeyTTL, c.PayloadTTL = ep.KeyTTL, ep.PayloadTTL })
 	return ep
 }
 
@@ -95,12 +372,12 @@ func (s *session) deliverOnce(ep Endpoint) (profiles.Event, profiles.Key, time.T
 	ev := s.effectEvent(ep)
 	k := s.key(ep, ev)
 	before := time.Now()
-	a := s.send(ep, ev, RoleFirst, simulator.SendOptions{})
+	a := s.send(ep, ev, roleFirst, simulator.SendOptions{})
 	after := time.Now()
 	if !acked(a) {
 		s.abort("the first delivery of %s was not acknowledged (%s): there is no stored key whose retention could be measured", k.EventID, Describe(a))
 	}
-	if n := s.settle(1, func() int { return s.rows(k, PhaseAfterFirst) }); n != 1 {
+	if n := s.settle(1, func() int { return s.rows(k, phaseAfterFirst) }); n != 1 {
 		s.abort("the first delivery of %s left %d event rows, not 1: there is no stored key whose retention could be measured", k.EventID, n)
 	}
 	return ev, k, before, after
@@ -117,7 +394,7 @@ func (s *session) purgeAsOf(asOf time.Time, why string) {
 
 // payload reads whether any payload of k is still stored.
 func (s *session) payload(k profiles.Key, phase string) bool {
-	o := s.read("payload_present", phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
+	o := s.read(queryPayloadPresent, phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
 		var err error
 		o.Present, o.Found, err = s.env.Retention.PayloadPresent(ctx, k)
 		return err
@@ -128,123 +405,14 @@ func (s *session) payload(k profiles.Key, phase string) bool {
 // replay redelivers ev (re-signed now, as a provider's retry or a person's resend
 // is) and reads its rows and effects.
 func (s *session) replay(ep Endpoint, ev profiles.Event, k profiles.Key, attempt int) {
-	s.send(ep, ev, RoleReplay, simulator.SendOptions{Attempt: attempt})
-	s.state(k, PhaseAfterReplay, 1)
+	s.send(ep, ev, roleReplay, simulator.SendOptions{Attempt: attempt})
+	s.state(k, phaseAfterReplay, 1)
 }
 
+// days renders a duration for evidence, in days too when it is long.
 func days(d time.Duration) string {
 	if d >= 48*time.Hour {
 		return fmt.Sprintf("%s (%.1f days)", d, d.Hours()/24)
 	}
 	return d.String()
-}
-
-func init() {
-	register("RETENTION-1", "the declared key TTL covers the provider's redelivery horizon", func(s *session) {
-		for i, ep := range s.env.Endpoints {
-			h := horizonOf(ep.Profile)
-			total := h.total
-			if !h.documented {
-				total = 0
-			}
-			s.fact(fmt.Sprintf("%s%03d:%s/%s", FactEndpointTTL, i, ep.Profile.ID(), ep.Account), fmt.Sprintf("%s|%s|%s", ep.KeyTTL, total, h.source))
-		}
-		// The declaration is checked against what the receiver does: a purge as of
-		// the end of the horizon must leave the key, so the last possible
-		// redelivery is still a duplicate.
-		ep := s.retentionEndpoint()
-		h := horizonOf(ep.Profile)
-		ev, k, before, _ := s.deliverOnce(ep)
-		end := h.total
-		if end == 0 {
-			end = min(ep.KeyTTL, 24*time.Hour)
-			s.note("%s documents no redelivery horizon; purging as of %s after delivery instead", ep.Profile.ID(), end)
-		}
-		s.purgeAsOf(before.Add(end), "the end of the "+ep.Profile.ID()+" redelivery horizon")
-		s.rows(k, PhaseAfterPurge)
-		s.replay(ep, ev, k, 2)
-	})
-
-	register("RETENTION-2", "a replay inside the key TTL is still a duplicate after a purge", func(s *session) {
-		ep := s.retentionEndpoint()
-		ev, k, before, _ := s.deliverOnce(ep)
-		m := min(retentionMargin, ep.KeyTTL/4)
-		s.fact(FactMargin, m)
-		s.purgeAsOf(before.Add(ep.KeyTTL-m), fmt.Sprintf("key TTL %s − %s: just inside", ep.KeyTTL, m))
-		s.rows(k, PhaseAfterPurge)
-		s.replay(ep, ev, k, 2)
-	})
-
-	register("RETENTION-3", "past the payload TTL the payload is gone and the key remains", func(s *session) {
-		ep := s.retentionEndpoint()
-		ev, k, _, after := s.deliverOnce(ep)
-		if !s.payload(k, PhaseAfterFirst) {
-			s.note("the receiver stored no payload for %s (nothing to expire)", KeyString(k))
-		}
-		gap := ep.KeyTTL - ep.PayloadTTL
-		m := min(retentionMargin, gap/2)
-		if gap <= 0 {
-			s.note("payload TTL %s equals the key TTL: both tiers end together, only the payload's removal is checked", ep.PayloadTTL)
-			m = 0
-		}
-		s.fact(FactMargin, m)
-		s.fact(FactKeyMustRemain, gap > 0)
-		s.purgeAsOf(after.Add(ep.PayloadTTL+m), fmt.Sprintf("payload TTL %s + %s: just past", ep.PayloadTTL, m))
-		s.payload(k, PhaseAfterPurge)
-		s.rows(k, PhaseAfterPurge)
-		if gap > 0 {
-			s.replay(ep, ev, k, 2)
-		}
-	})
-
-	register("RETENTION-4", "past the key TTL the key is gone; the measured replay-protection window is reported", func(s *session) {
-		ep := s.retentionEndpoint()
-		// A payment creation: once its key has expired, the resend below is a new
-		// event to the receiver, and the payment state machine keeps it harmless.
-		ev, k, before, after := s.deliverOnce(ep)
-		m := min(retentionMargin, ep.KeyTTL/4)
-		s.fact(FactMargin, m)
-		// A ladder of ever later purges: once a key is gone it stays gone, so the
-		// first purge that removes it brackets the window actually kept.
-		offsets := map[time.Duration]bool{time.Hour: true, ep.PayloadTTL + m: true, ep.KeyTTL - m: true,
-			ep.KeyTTL + m: true, 2 * ep.KeyTTL: true, 10 * ep.KeyTTL: true}
-		if h := horizonOf(ep.Profile); h.total > 0 {
-			offsets[h.total] = true
-		}
-		ladder := make([]time.Duration, 0, len(offsets))
-		for d := range offsets {
-			if d > 0 {
-				ladder = append(ladder, d)
-			}
-		}
-		sort.Slice(ladder, func(i, j int) bool { return ladder[i] < ladder[j] })
-		steps := make([]string, len(ladder))
-		for i, d := range ladder {
-			steps[i] = d.String()
-		}
-		s.fact(FactLadder, strings.Join(steps, ","))
-		gone := false
-		for _, d := range ladder {
-			// Before the key TTL, measure from the send (the key is younger than
-			// that); past it, from the acknowledgement (older than that).
-			base := before
-			if d > ep.KeyTTL {
-				base = after
-			}
-			s.purgeAsOf(base.Add(d), fmt.Sprintf("%s after delivery", d))
-			if s.rows(k, PhaseLadder+d.String()) == 0 {
-				gone = true
-				break
-			}
-		}
-		if !gone {
-			return
-		}
-		s.expire(k)
-		s.payload(k, PhaseKeyGone)
-		// Past the window a provider's resend is a new event again; what the
-		// receiver makes of it is reported, not judged.
-		a := s.send(ep, ev, RoleResend, simulator.SendOptions{Attempt: 2})
-		s.note("a resend after the key expired was answered %s", Describe(a))
-	})
 }

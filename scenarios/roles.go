@@ -1,29 +1,11 @@
 package scenarios
 
 import (
-	"context"
 	"time"
 
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 	"github.com/hookcert/hookcert/vocab"
-)
-
-// Facts every scenario that judges declared expectations records: the checker
-// reads what to expect from the history alone.
-const (
-	// FactAcceptance is "async" when the receiver applies events after its 2xx.
-	FactAcceptance = "acceptance"
-	// FactWantState prefixes the state an object must be in at the end
-	// ("want_state:<object ID>"); FactWantEffects its count of effects.
-	FactWantState   = "want_state:"
-	FactWantEffects = "want_effects:"
-	// FactObject names the lifecycle object in evidence ("payment_intent").
-	FactObject = "object"
-	// FactEventOf prefixes the event ID sent for an object ("event_of:<object
-	// ID>"); FactLateType the type of the late event an object got.
-	FactEventOf  = "event_of:"
-	FactLateType = "late_type:"
 )
 
 func (s *session) voc() *vocab.Vocabulary { return s.env.vocabulary() }
@@ -48,7 +30,7 @@ func (s *session) effectEvent(ep Endpoint) profiles.Event {
 // state-machine capability, which the guarantee's Needs check).
 func (s *session) lifecycle() *vocab.Lifecycle {
 	if l := s.voc().Lifecycle; l != nil {
-		s.fact(FactObject, l.Object)
+		s.common(func(c *commonFacts) { c.Object = l.Object })
 		return l
 	}
 	s.notApplicable("the target declares no events.lifecycle: no object with states moved by events")
@@ -132,7 +114,7 @@ func (s *session) newObject(l *vocab.Lifecycle) string { return s.newID(prefixOr
 // its fixture (the receiver's own application writing the row).
 func (s *session) create(ep Endpoint, l *vocab.Lifecycle, obj string) {
 	if l.Create != nil {
-		s.send(ep, s.objectEvent(ep, l.Create.Type, obj), RoleSetup, simulator.SendOptions{})
+		s.send(ep, s.objectEvent(ep, l.Create.Type, obj), roleSetup, simulator.SendOptions{})
 		s.settledNow()
 		return
 	}
@@ -159,97 +141,7 @@ func (s *session) runFixture(ep Endpoint, name, obj string) {
 // precondition.
 func (s *session) drive(ep Endpoint, obj string, path []vocab.Transition) {
 	for _, t := range path {
-		s.send(ep, s.objectEvent(ep, t.Type, obj), RoleSetup, simulator.SendOptions{})
+		s.send(ep, s.objectEvent(ep, t.Type, obj), roleSetup, simulator.SendOptions{})
 		s.settledNow()
 	}
 }
-
-// async reports whether the receiver applies events after its 2xx, and records
-// it for the checker.
-func (s *session) async() bool {
-	if s.env.Acceptance.Async {
-		s.fact(FactAcceptance, "async")
-		return true
-	}
-	return false
-}
-
-// settleFor is how long a positive expectation is waited for.
-func (s *session) settleFor() time.Duration {
-	if d := s.env.Acceptance.Settle; s.env.Acceptance.Async && d > settle {
-		return d
-	}
-	return settle
-}
-
-// settled waits, for a receiver that applies events after its 2xx, until the
-// work the scenario's deliveries handed it is done: its quiescent query reads
-// true, or the declared settle period has passed. Every read of the state
-// comes after it, so an absence is never judged on a read made before the
-// worker ran. A synchronous receiver is settled when it answers.
-func (s *session) settled() {
-	if !s.async() {
-		return
-	}
-	s.mu.Lock()
-	pending := s.lastSend.After(s.lastSettled)
-	s.mu.Unlock()
-	if pending {
-		s.settledNow()
-	}
-}
-
-// settledNow waits for the receiver to settle whatever was sent last.
-func (s *session) settledNow() {
-	a := s.env.Acceptance
-	if !s.async() {
-		return
-	}
-	start := time.Now()
-	deadline := start.Add(a.Settle)
-	if s.env.Quiescent == nil {
-		_ = sleepCtx(s.ctx, a.Settle)
-	} else {
-		for {
-			ok, err := s.env.Quiescent(s.ctx)
-			if err != nil {
-				s.abort("reading whether the receiver is quiescent: %v", err)
-			}
-			if ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				s.note("the receiver still had pending work %s after the last delivery (acceptance.settle); reading its state anyway", a.Settle)
-				break
-			}
-			if sleepCtx(s.ctx, 25*time.Millisecond) != nil {
-				break
-			}
-		}
-	}
-	s.mu.Lock()
-	s.lastSettled = start
-	s.mu.Unlock()
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// endpoints are the endpoints a guarantee runs on when it runs on each.
-func (s *session) endpoints() []Endpoint {
-	if len(s.env.Endpoints) == 0 {
-		s.abort("the target has no endpoints")
-	}
-	return s.env.Endpoints
-}
-
-// name identifies an endpoint in notes and evidence.
-func (ep Endpoint) name() string { return ep.source() + "/" + ep.Account }

@@ -4,128 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"regexp"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/onsi/ginkgo/v2/types"
-
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
-
-// RunOptions select and shape one run of the suite.
-type RunOptions struct {
-	// Seed orders the scenarios and seeds every choice they make; the same seed
-	// gives the same deliveries.
-	Seed int64
-	// LabelFilter is a Ginkgo label filter over guarantee IDs, families and
-	// needs:<capability>, e.g. "DEDUP || ATOMIC-1".
-	LabelFilter string
-	// Focus keeps only scenarios whose text matches one of these regular expressions.
-	Focus []string
-	// ScenarioTimeout bounds one scenario (default 3 minutes).
-	ScenarioTimeout time.Duration
-	// QuiesceTimeout bounds the wait, before each scenario, for the previous one's
-	// work to leave the receiver (default 30 s).
-	QuiesceTimeout time.Duration
-	// Progress, when set, is called as each scenario starts and ends.
-	Progress func(ev ProgressEvent)
-}
-
-// ProgressEvent reports a scenario starting (Done false) or ending.
-type ProgressEvent struct {
-	Index, Total int
-	Guarantee    string
-	Name         string
-	Done         bool
-	State        string
-	Reason       string
-	Elapsed      time.Duration
-}
-
-// Spec is one registered scenario.
-type Spec struct {
-	Guarantee string
-	Text      string
-	Labels    []string
-	run       func(*session)
-}
-
-// registry holds every scenario in catalogue order. It is filled once at init
-// from the scenario files and never changes: it is the suite, not a run.
-var registry []Spec
-
-func register(id, text string, fn func(*session)) {
-	if _, err := Lookup(id); err != nil {
-		panic(err)
-	}
-	registry = append(registry, Spec{Guarantee: id, Text: id + " " + text, Labels: labels(id), run: fn})
-	sort.SliceStable(registry, func(i, j int) bool {
-		return catalogueIndex(registry[i].Guarantee) < catalogueIndex(registry[j].Guarantee)
-	})
-}
-
-// Specs returns every scenario in catalogue order.
-func Specs() []Spec { return append([]Spec(nil), registry...) }
-
-// labels are a scenario's labels: its guarantee ID, its family and, per capability
-// it needs, "needs:<capability>", so a label filter selects by any of them
-// (e.g. "ATOMIC || needs:crash", "!needs:lock-gating").
-func labels(id string) []string {
-	g, _ := Lookup(id)
-	l := []string{g.ID, g.Family}
-	for _, n := range g.Needs {
-		l = append(l, "needs:"+n)
-	}
-	return l
-}
-
-// Select returns the scenarios a label filter and focus keep, in the order the
-// seed draws. Errors name the option.
-func Select(opt RunOptions) ([]Spec, error) {
-	keep := func([]string) bool { return true }
-	if opt.LabelFilter != "" {
-		f, err := types.ParseLabelFilter(opt.LabelFilter)
-		if err != nil {
-			return nil, fmt.Errorf("label filter %q: %v", opt.LabelFilter, err)
-		}
-		keep = f
-	}
-	var focus []*regexp.Regexp
-	for _, f := range opt.Focus {
-		re, err := regexp.Compile(f)
-		if err != nil {
-			return nil, fmt.Errorf("focus %q: %v", f, err)
-		}
-		focus = append(focus, re)
-	}
-	var out []Spec
-	for _, sp := range registry {
-		if !keep(sp.Labels) {
-			continue
-		}
-		if len(focus) > 0 {
-			hit := false
-			for _, re := range focus {
-				hit = hit || re.MatchString(sp.Text)
-			}
-			if !hit {
-				continue
-			}
-		}
-		out = append(out, sp)
-	}
-	// Random order, drawn from the seed alone: a scenario that passes only after
-	// another is caught, and the same seed gives the same order.
-	rng := rand.New(rand.NewPCG(uint64(opt.Seed), 0x686f6f6b63657274))
-	rng.Shuffle(len(out), func(i, j int) { out[i], out[j] = out[j], out[i] })
-	return out, nil
-}
 
 // Run is one run of the suite against one target: the scenarios it has run and
 // the history they recorded. Runs share nothing, so several can go in one
@@ -260,7 +147,7 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) history.Scena
 	sctx, cancel := context.WithTimeoutCause(ctx, r.opt.ScenarioTimeout, fmt.Errorf("scenario timeout %s exceeded", r.opt.ScenarioTimeout))
 	defer cancel()
 	s.ctx = sctx
-	rec.State, rec.Reason = r.drive(s, sp)
+	rec.State, rec.Reason = r.drive(s)
 	r.mu.Lock()
 	r.prev = s
 	r.mu.Unlock()
@@ -276,8 +163,9 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) history.Scena
 
 	rec.EndNS = int64(time.Since(r.start))
 	s.mu.Lock()
-	rec.Notes, rec.Facts = s.notes, s.facts
+	rec.Notes = s.notes
 	s.mu.Unlock()
+	rec.Facts = s.factsRecord()
 	r.addScenario(rec)
 	if r.opt.Progress != nil {
 		r.opt.Progress(ProgressEvent{Index: n, Total: total, Guarantee: g.ID, Name: sp.Text, Done: true, State: rec.State, Reason: rec.Reason, Elapsed: time.Since(t0)})
@@ -357,143 +245,28 @@ func (r *Run) revive(ctx context.Context, s *session) {
 
 // drive runs the scenario body and its reconciliation, turning the session's
 // signals into a state.
-func (r *Run) drive(s *session, sp Spec) (state, reason string) {
-	defer func() {
-		if p := recover(); p != nil {
-			switch v := p.(type) {
-			case abortSignal:
-				state, reason = history.ScenarioError, v.reason
-			case naSignal:
-				state, reason = history.ScenarioNotApplicable, v.reason
-			default:
-				state, reason = history.ScenarioError, fmt.Sprintf("harness panic: %v", p)
+func (r *Run) drive(s *session) (state, reason string) {
+	st := catch(func() {
+		for _, need := range s.g.Needs {
+			if ok, why := r.env.has(need); !ok {
+				s.notApplicable("%s", why)
 			}
 		}
-		if state == history.ScenarioError && s.ctx.Err() != nil && !strings.HasPrefix(reason, "interrupted") {
-			reason = fmt.Sprintf("interrupted (%v): %s", context.Cause(s.ctx), reason)
+		s.g.judge.run(s)
+		s.bg.Wait()
+		s.reconcile()
+		if err := s.ctx.Err(); err != nil {
+			s.abort("interrupted: %v", context.Cause(s.ctx))
 		}
-	}()
-	for _, need := range s.g.Needs {
-		if ok, why := r.env.has(need); !ok {
-			s.notApplicable("%s", why)
-		}
+	})
+	if st == nil {
+		return history.ScenarioRan, ""
 	}
-	sp.run(s)
-	s.bg.Wait()
-	s.reconcile()
-	if err := s.ctx.Err(); err != nil {
-		s.abort("interrupted: %v", context.Cause(s.ctx))
+	state, reason = st.state, st.reason
+	if state == history.ScenarioError && s.ctx.Err() != nil && !strings.HasPrefix(reason, "interrupted") {
+		reason = fmt.Sprintf("interrupted (%v): %s", context.Cause(s.ctx), reason)
 	}
-	return history.ScenarioRan, ""
-}
-
-// quiesce waits, bounded, until the previous scenario's background work has
-// ended and the receiver has no session busy in its database, and notes what it
-// waited for.
-func (r *Run) quiesce(ctx context.Context, s *session) {
-	r.mu.Lock()
-	prev := r.prev
-	r.mu.Unlock()
-	t0 := time.Now()
-	deadline := t0.Add(r.opt.QuiesceTimeout)
-	if prev != nil {
-		done := make(chan struct{})
-		go func() { prev.bg.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return
-		case <-time.After(time.Until(deadline)):
-			s.note("the previous scenario's deliveries were still running after %s", r.opt.QuiesceTimeout)
-		}
-	}
-	r.mu.Lock()
-	unwell := r.unwell
-	r.mu.Unlock()
-	if unwell != "" || r.gone() != "" {
-		return // a receiver that exited or hung has nothing in flight worth waiting for
-	}
-	if prev != nil {
-		r.awaitStragglers(ctx, s, prev, deadline)
-	}
-	if r.env.Activity == nil {
-		return
-	}
-	idle, detail := 0, ""
-	for time.Now().Before(deadline) && ctx.Err() == nil {
-		n, d, err := r.env.Activity.Busy(ctx)
-		if err != nil {
-			s.note("could not read the receiver's database activity: %v", err)
-			return
-		}
-		if n == 0 {
-			// Twice in a row: a pool between two statements looks idle for a moment.
-			if idle++; idle >= 2 {
-				if w := time.Since(t0); w > 100*time.Millisecond {
-					s.note("waited %s for the previous scenario's work to leave the receiver", w.Round(time.Millisecond))
-				}
-				return
-			}
-		} else {
-			idle, detail = 0, d
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if ctx.Err() == nil {
-		s.note("the receiver was still busy after %s (%s); this scenario may see the previous one's work", r.opt.QuiesceTimeout, detail)
-	}
-}
-
-// awaitStragglers waits, until deadline, for the previous scenario's deliveries
-// whose outcome was unknown (timed out, answer lost) to land in the receiver:
-// a receiver that queues requests in memory may still be working through them
-// with no database session busy, and its late writes would look like the next
-// scenario's. The reads are recorded under the next scenario, phase "quiesce",
-// which no checker judges.
-func (r *Run) awaitStragglers(ctx context.Context, s *session, prev *session, deadline time.Time) {
-	seen := map[profiles.Key]bool{}
-	var keys []profiles.Key
-	for _, a := range r.attemptsOf(prev.index) {
-		if a.Outcome != history.OutcomeUnknown || a.Key.EventID == "" || BadInput(a.Faults) || !r.env.vocabulary().Handled(a.EventType) || seen[a.Key] {
-			continue
-		}
-		seen[a.Key] = true
-		keys = append(keys, a.Key)
-	}
-	if len(keys) == 0 {
-		return
-	}
-	t0 := time.Now()
-	pending := keys
-	// Give up when nothing has landed for a settle period: the receiver is not
-	// working through them (it lost them, or stores nothing).
-	progress := time.Now()
-	for len(pending) > 0 && time.Now().Before(deadline) && time.Since(progress) < settle && ctx.Err() == nil {
-		var still []profiles.Key
-		for _, k := range pending {
-			n, err := r.env.Observer.EventRows(ctx, k)
-			o := history.Observation{Scenario: s.index, Query: "event_rows", Phase: PhaseQuiesce, Params: keyParams(k), Found: err == nil, Count: int64(n), AtNS: int64(time.Since(r.start))}
-			if err != nil {
-				o.Error = err.Error()
-			}
-			r.addObservation(o)
-			if err != nil || n == 0 {
-				still = append(still, k)
-			}
-		}
-		if len(still) < len(pending) {
-			progress = time.Now()
-		}
-		if pending = still; len(pending) > 0 {
-			time.Sleep(50 * time.Millisecond)
-		}
-	}
-	switch {
-	case len(pending) > 0:
-		s.note("%d of the previous scenario's %d deliveries with an unknown outcome had not landed after %s; this scenario may see them land", len(pending), len(keys), time.Since(t0).Round(time.Millisecond))
-	case time.Since(t0) > 100*time.Millisecond:
-		s.note("waited %s for the previous scenario's %d deliveries with an unknown outcome to land", time.Since(t0).Round(time.Millisecond), len(keys))
-	}
+	return state, reason
 }
 
 func (r *Run) runner(ep Endpoint) *simulator.Runner {
@@ -504,7 +277,7 @@ func (r *Run) runner(ep Endpoint) *simulator.Runner {
 	}
 	rn, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{})
 	if err != nil {
-		panic(abortSignal{reason: fmt.Sprintf("endpoint %s: %v", ep.URL, err)})
+		panic(stop{state: history.ScenarioError, reason: fmt.Sprintf("endpoint %s: %v", ep.URL, err)})
 	}
 	r.runners[ep.URL] = rn
 	return rn

@@ -28,18 +28,11 @@ func testSession(t *testing.T, env *Env) *session {
 	return &session{ctx: context.Background(), run: r, env: env, g: Guarantee{ID: "TEST-1"}, index: 1, rng: scenarioRand(1, "TEST-1"), waited: map[profiles.Key]bool{}}
 }
 
-// catch runs fn and returns the abort it raised ("" when none).
-func catch(fn func()) (reason string) {
-	defer func() {
-		if r := recover(); r != nil {
-			a, ok := r.(abortSignal)
-			if !ok {
-				panic(r)
-			}
-			reason = a.reason
-		}
-	}()
-	fn()
+// abortOf runs fn and returns the reason of the stop it raised ("" when none).
+func abortOf(fn func()) string {
+	if st := catch(fn); st != nil {
+		return st.reason
+	}
 	return ""
 }
 
@@ -52,7 +45,7 @@ func TestCrashedRestartWhenTheReceiverDoesNotCrash(t *testing.T) {
 	c.EXPECT().Kill().Return(nil).Once()
 	c.EXPECT().Restart(mock.Anything).Return(nil).Once()
 	s := testSession(t, &Env{Controller: c})
-	if r := catch(func() { s.crashedRestart("after-response") }); !strings.Contains(r, "did not crash at the armed failpoint after-response") {
+	if r := abortOf(func() { s.crashedRestart("after-response") }); !strings.Contains(r, "did not crash at the armed failpoint after-response") {
 		t.Fatalf("abort = %q", r)
 	}
 }
@@ -62,7 +55,7 @@ func TestCrashedRestartAfterACrash(t *testing.T) {
 	c.EXPECT().WaitExit(mock.Anything).Return(nil)
 	c.EXPECT().Restart(mock.Anything).Return(nil).Once()
 	s := testSession(t, &Env{Controller: c})
-	if r := catch(func() { s.crashedRestart("after-response") }); r != "" {
+	if r := abortOf(func() { s.crashedRestart("after-response") }); r != "" {
 		t.Fatalf("abort = %q", r)
 	}
 }
@@ -75,7 +68,7 @@ func TestGateThatHeldNobodyIsAnError(t *testing.T) {
 	db := newMockDBFaults(t)
 	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
 	s := testSession(t, &Env{DB: db})
-	if r := catch(func() { s.gate("events", 16, func() {}) }); !strings.Contains(r, "held no receiver session") {
+	if r := abortOf(func() { s.gate("events", 16, func() {}) }); !strings.Contains(r, "held no receiver session") {
 		t.Fatalf("abort = %q", r)
 	}
 }
@@ -99,11 +92,11 @@ func TestGateReleasesWhenTheQueueStopsGrowing(t *testing.T) {
 	s := testSession(t, &Env{DB: db})
 	var got int
 	// The deliveries block on the lock until the gate is released.
-	if r := catch(func() { got = s.gate("events", 16, func() { <-release }) }); r != "" {
+	if r := abortOf(func() { got = s.gate("events", 16, func() { <-release }) }); r != "" {
 		t.Fatalf("abort = %q", r)
 	}
-	if got != 4 || s.facts["gate_waiters"] != "4" {
-		t.Fatalf("waiters = %d, facts %v", got, s.facts)
+	if got != 4 || s.factsRecord()["gate_waiters"] != "4" {
+		t.Fatalf("waiters = %d, facts %v", got, s.factsRecord())
 	}
 }
 
@@ -243,8 +236,8 @@ func TestGateThatHeldNobodyBecauseAllWereRefused(t *testing.T) {
 	db := newMockDBFaults(t)
 	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
 	s := testSession(t, &Env{DB: db})
-	refused := func() { s.record(RoleCopy, history.Attempt{Status: 401, Outcome: history.OutcomeFailed}) }
-	if r := catch(func() {
+	refused := func() { s.record(roleCopy, history.Attempt{Status: 401, Outcome: history.OutcomeFailed}) }
+	if r := abortOf(func() {
 		if n := s.gate("events", 16, refused); n != 0 {
 			t.Errorf("gate = %d, want 0", n)
 		}

@@ -31,10 +31,7 @@ type RunInfo struct {
 }
 
 // Deviation is one way the receiver broke a promise, with its stable code.
-type Deviation struct {
-	Code string
-	Text string
-}
+type Deviation = scenarios.Deviation
 
 // Verdict is the checker's judgement of one scenario.
 type Verdict struct {
@@ -178,7 +175,6 @@ func Scenario(g scenarios.Guarantee, sc history.Scenario, p *Part) Verdict {
 	if p == nil {
 		p = &Part{}
 	}
-	v := &view{sc: sc, g: g, attempts: p.attempts, obs: p.obs, sink: p.sink}
 	switch sc.State {
 	case history.ScenarioNotApplicable:
 		return Verdict{Status: reports.StatusNotApplicable, Reason: sc.Reason, Notes: sc.Notes}
@@ -188,17 +184,12 @@ func Scenario(g scenarios.Guarantee, sc history.Scenario, p *Part) Verdict {
 	default:
 		return Verdict{Status: reports.StatusError, Reason: fmt.Sprintf("history: scenario %d has state %q", sc.Index, sc.State), Notes: sc.Notes}
 	}
-	fn := checkers[g.ID]
-	if fn == nil {
-		return Verdict{Status: reports.StatusError, Reason: "no checker for " + g.ID, Notes: sc.Notes}
-	}
-	fn(v)
-	reconcile(v)
-	out := Verdict{Notes: append(append([]string(nil), sc.Notes...), v.notes...), Deviations: v.devs}
+	f := g.Check(sc, p.attempts, p.obs, p.sink)
+	out := Verdict{Notes: append(append([]string(nil), sc.Notes...), f.Notes...), Deviations: f.Deviations}
 	switch {
-	case v.errReason != "":
-		out.Status, out.Reason = reports.StatusError, v.errReason
-	case len(v.devs) > 0:
+	case f.Unjudged != "":
+		out.Status, out.Reason = reports.StatusError, f.Unjudged
+	case len(f.Deviations) > 0:
 		out.Status = reports.StatusFailed
 	default:
 		out.Status = reports.StatusPassed

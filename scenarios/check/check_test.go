@@ -8,7 +8,6 @@ import (
 
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
-	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/simulator/profiles"
 	"github.com/hookcert/hookcert/vocab"
 )
@@ -47,17 +46,17 @@ func judgeOne(t *testing.T, h *history.History) reports.Guarantee {
 }
 
 func TestDEDUP1(t *testing.T) {
-	ok := []history.Observation{count("event_rows", scenarios.PhaseAfter, k1, 1), count("effects", scenarios.PhaseAfter, k1, 1),
-		count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
-	copies := []history.Attempt{attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200), attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200)}
+	ok := []history.Observation{count("event_rows", "after", k1, 1), count("effects", "after", k1, 1),
+		count("event_rows", "reconcile", k1, 1), count("effects", "reconcile", k1, 1)}
+	copies := []history.Attempt{attempt("copy", k1, history.OutcomeAcknowledged, 200), attempt("copy", k1, history.OutcomeAcknowledged, 200)}
 	if g := judgeOne(t, hist("DEDUP-1", copies, ok...)); g.Status != reports.StatusPassed {
 		t.Fatalf("clean history: %s %v", g.Status, g.Evidence)
 	}
 
 	// Two rows, two effects, one copy refused: every check fires with its code.
-	bad := []history.Observation{count("event_rows", scenarios.PhaseAfter, k1, 2), count("effects", scenarios.PhaseAfter, k1, 2),
-		count("event_rows", scenarios.PhaseReconcile, k1, 2), count("effects", scenarios.PhaseReconcile, k1, 2)}
-	copies[1] = attempt(scenarios.RoleCopy, k1, history.OutcomeFailed, 500)
+	bad := []history.Observation{count("event_rows", "after", k1, 2), count("effects", "after", k1, 2),
+		count("event_rows", "reconcile", k1, 2), count("effects", "reconcile", k1, 2)}
+	copies[1] = attempt("copy", k1, history.OutcomeFailed, 500)
 	g := judgeOne(t, hist("DEDUP-1", copies, bad...))
 	want := []string{"dedup.effects", "dedup.not-acked", "dedup.rows", "reconcile.applied-twice", "reconcile.duplicated"}
 	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != strings.Join(want, ",") {
@@ -68,9 +67,9 @@ func TestDEDUP1(t *testing.T) {
 // The last read of a phase is the settled one: a first read still short of the
 // count does not count against the receiver.
 func TestLastReadOfAPhaseDecides(t *testing.T) {
-	obs := []history.Observation{count("event_rows", scenarios.PhaseAfter, k1, 0), count("event_rows", scenarios.PhaseAfter, k1, 1),
-		count("effects", scenarios.PhaseAfter, k1, 1), count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
-	as := []history.Attempt{attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200)}
+	obs := []history.Observation{count("event_rows", "after", k1, 0), count("event_rows", "after", k1, 1),
+		count("effects", "after", k1, 1), count("event_rows", "reconcile", k1, 1), count("effects", "reconcile", k1, 1)}
+	as := []history.Attempt{attempt("copy", k1, history.OutcomeAcknowledged, 200)}
 	if g := judgeOne(t, hist("DEDUP-1", as, obs...)); g.Status != reports.StatusPassed {
 		t.Fatalf("%s %v", g.Status, g.Evidence)
 	}
@@ -79,10 +78,10 @@ func TestLastReadOfAPhaseDecides(t *testing.T) {
 func TestReconcileLostAndRecovered(t *testing.T) {
 	k2 := k1
 	k2.EventID = "evt_2"
-	as := []history.Attempt{attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200), attempt(scenarios.RoleCopy, k2, history.OutcomeUnknown, 0)}
-	obs := []history.Observation{count("event_rows", scenarios.PhaseAfter, k1, 1), count("effects", scenarios.PhaseAfter, k1, 1),
-		count("event_rows", scenarios.PhaseReconcile, k1, 0), count("effects", scenarios.PhaseReconcile, k1, 0),
-		count("event_rows", scenarios.PhaseReconcile, k2, 1), count("effects", scenarios.PhaseReconcile, k2, 1)}
+	as := []history.Attempt{attempt("copy", k1, history.OutcomeAcknowledged, 200), attempt("copy", k2, history.OutcomeUnknown, 0)}
+	obs := []history.Observation{count("event_rows", "after", k1, 1), count("effects", "after", k1, 1),
+		count("event_rows", "reconcile", k1, 0), count("effects", "reconcile", k1, 0),
+		count("event_rows", "reconcile", k2, 1), count("effects", "reconcile", k2, 1)}
 	h := hist("DEDUP-1", as, obs...)
 	h.Attempts[1].Role = "other"
 	g := judgeOne(t, h)
@@ -96,12 +95,12 @@ func TestReconcileLostAndRecovered(t *testing.T) {
 
 // Whatever stopped the harness is an error, never a pass or a failure.
 func TestMissingReadsAndNothingAcknowledgedAreErrors(t *testing.T) {
-	as := []history.Attempt{attempt(scenarios.RoleCopy, k1, history.OutcomeAcknowledged, 200)}
+	as := []history.Attempt{attempt("copy", k1, history.OutcomeAcknowledged, 200)}
 	if g := judgeOne(t, hist("DEDUP-1", as)); g.Status != reports.StatusError || !strings.Contains(g.Reason, "no event_rows read") {
 		t.Fatalf("no reads: %s %s", g.Status, g.Reason)
 	}
-	as = []history.Attempt{attempt(scenarios.RoleLoad, k1, history.OutcomeUnknown, 0)}
-	obs := []history.Observation{count("event_rows", scenarios.PhaseReconcile, k1, 1), count("effects", scenarios.PhaseReconcile, k1, 1)}
+	as = []history.Attempt{attempt("load", k1, history.OutcomeUnknown, 0)}
+	obs := []history.Observation{count("event_rows", "reconcile", k1, 1), count("effects", "reconcile", k1, 1)}
 	if g := judgeOne(t, hist("ACK-1", as, obs...)); g.Status != reports.StatusError || !strings.Contains(g.Reason, "no delivery was acknowledged") {
 		t.Fatalf("ACK-1 with nothing acknowledged: %s %s", g.Status, g.Reason)
 	}
@@ -119,28 +118,16 @@ func TestStatesFromTheHarnessSide(t *testing.T) {
 	}
 }
 
-// Every code a checker reports is one its guarantee lists in the catalogue.
-func TestCheckersCoverTheCatalogue(t *testing.T) {
-	for _, g := range scenarios.Catalogue() {
-		if checkers[g.ID] == nil {
-			t.Errorf("%s has no checker", g.ID)
-		}
-	}
-	if len(checkers) != len(scenarios.Catalogue()) {
-		t.Errorf("%d checkers for %d guarantees", len(checkers), len(scenarios.Catalogue()))
-	}
-}
-
 func TestRETENTION4(t *testing.T) {
 	h := hist("RETENTION-4", nil,
-		count("event_rows", scenarios.PhaseLadder+"1h0m0s", k1, 1), count("event_rows", scenarios.PhaseLadder+"97h0m0s", k1, 1))
-	h.Scenarios[0].Facts = map[string]string{scenarios.FactKeyTTL: "96h0m0s", scenarios.FactMargin: "1h0m0s", scenarios.FactLadder: "1h0m0s,97h0m0s"}
+		count("event_rows", "ladder:"+"1h0m0s", k1, 1), count("event_rows", "ladder:"+"97h0m0s", k1, 1))
+	h.Scenarios[0].Facts = map[string]string{"key_ttl": "96h0m0s", "margin": "1h0m0s", "ladder": "1h0m0s,97h0m0s"}
 	g := judgeOne(t, h)
 	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != "retention.key-kept" {
 		t.Fatalf("key never gone: %s %v", g.Status, g.Codes)
 	}
 	h.Observations[1].Count = 0
-	h.Observations = append(h.Observations, history.Observation{Scenario: 1, Query: "payload_present", Phase: scenarios.PhaseKeyGone,
+	h.Observations = append(h.Observations, history.Observation{Scenario: 1, Query: "payload_present", Phase: "after-key-gone",
 		Params: []string{k1.Source, k1.Account, k1.EventID, ""}, Found: true, Present: true})
 	g = judgeOne(t, h)
 	if g.Status != reports.StatusFailed || strings.Join(g.Codes, ",") != "retention.payload-orphaned" {
@@ -153,9 +140,9 @@ func TestRETENTION4(t *testing.T) {
 // keeps its sink lines through JSON Lines.
 func TestOUTBOX1FromSinkCalls(t *testing.T) {
 	k := profiles.Key{Source: "stripe", Account: "acct_A", EventID: "evt_1"}
-	read := count(scenarios.QuerySinkCalls, scenarios.PhaseAfter, k, 3)
-	acked := []history.Attempt{attempt(scenarios.RoleCopy, k, history.OutcomeAcknowledged, 200)}
-	reads := []history.Observation{read, count("event_rows", scenarios.PhaseReconcile, k, 1), count("effects", scenarios.PhaseReconcile, k, 1)}
+	read := count("sink_calls", "after", k, 3)
+	acked := []history.Attempt{attempt("copy", k, history.OutcomeAcknowledged, 200)}
+	reads := []history.Observation{read, count("event_rows", "reconcile", k, 1), count("effects", "reconcile", k, 1)}
 	call := func(seq int, key, outcome string, status int) history.Sink {
 		return history.Sink{Scenario: 1, EventID: k.EventID, Seq: seq, Key: key, Outcome: outcome, Status: status}
 	}

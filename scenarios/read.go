@@ -1,0 +1,149 @@
+package scenarios
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// The names reads of the receiver's state carry in the history (the target's
+// queries, and the harness's own reads of its inbox, outbox and sink).
+const (
+	queryEventRows      = "event_rows"
+	queryEffects        = "effects"
+	queryObjectEffects  = "object_effects"
+	queryObject         = "object"
+	queryPayloadPresent = "payload_present"
+	// queryState reads a lifecycle object's state (histories before declared
+	// vocabularies call it "payment").
+	queryState       = "state"
+	queryInboxState  = "inbox_state"
+	queryOutboxState = "outbox_state"
+	querySinkCalls   = "sink_calls"
+)
+
+// read runs one observer query once the receiver has settled and records it;
+// a failed read aborts the scenario (the harness could not judge).
+func (s *session) read(query, phase string, params []string, fn func(ctx context.Context, o *history.Observation) error) history.Observation {
+	s.settled()
+	return s.readNow(query, phase, params, fn)
+}
+
+// readNow reads without waiting for an asynchronous receiver to settle: for
+// reads made while the harness itself holds the receiver's work back.
+func (s *session) readNow(query, phase string, params []string, fn func(ctx context.Context, o *history.Observation) error) history.Observation {
+	o := history.Observation{Scenario: s.index, Query: query, Params: params, Phase: phase}
+	err := fn(s.ctx, &o)
+	o.AtNS = int64(time.Since(s.run.start))
+	if err != nil {
+		o.Error = err.Error()
+		s.run.addObservation(o)
+		s.abort("reading %s for %s: %v", query, strings.Join(params, ", "), err)
+	}
+	s.run.addObservation(o)
+	return o
+}
+
+func (s *session) countOf(query, phase string, params []string, fn func(context.Context) (int, error)) int {
+	o := s.read(query, phase, params, func(ctx context.Context, o *history.Observation) error {
+		n, err := fn(ctx)
+		o.Count, o.Found = int64(n), err == nil
+		return err
+	})
+	return int(o.Count)
+}
+
+// rows reads the event rows of k.
+func (s *session) rows(k profiles.Key, phase string) int {
+	return s.countOf(queryEventRows, phase, keyParams(k), func(ctx context.Context) (int, error) { return s.env.Observer.EventRows(ctx, k) })
+}
+
+// effects reads the effects of k's event (its object is $4).
+func (s *session) effects(k profiles.Key, phase string) int {
+	obj := s.objectOf(k)
+	return s.countOf(queryEffects, phase, []string{k.Source, k.Account, k.EventID, obj}, func(ctx context.Context) (int, error) {
+		return s.env.Observer.Effects(ctx, k, obj)
+	})
+}
+
+// objectEffects reads the effects on one lifecycle object.
+func (s *session) objectEffects(source, account, objectID, phase string) int {
+	return s.countOf(queryObjectEffects, phase, objParams(source, account, objectID), func(ctx context.Context) (int, error) {
+		return s.env.Observer.ObjectEffects(ctx, source, account, objectID)
+	})
+}
+
+// lastObject is the last object read of objectID in phase.
+func (s *session) lastObject(objectID, phase string) (int64, string, bool) {
+	var last history.Observation
+	for _, o := range s.run.observationsOf(s.index) {
+		if o.Query == queryObject && o.Phase == phase && len(o.Params) == 4 && o.Params[3] == objectID {
+			last = o
+		}
+	}
+	return last.Version, last.Status, last.Found
+}
+
+// object reads an ordered object's key and status.
+func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bool) {
+	o := s.read(queryObject, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *history.Observation) error {
+		var err error
+		o.Version, o.Status, o.Found, err = s.env.Observer.Object(ctx, ep.source(), ep.Account, objectID)
+		return err
+	})
+	return o.Version, o.Status, o.Found
+}
+
+// lifecycleState reads a lifecycle object's state.
+func (s *session) lifecycleState(ep Endpoint, objectID, phase string) (string, bool) {
+	o := s.read(queryState, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *history.Observation) error {
+		var err error
+		o.Status, o.Found, err = s.env.Observer.Payment(ctx, ep.source(), ep.Account, objectID)
+		return err
+	})
+	return o.Status, o.Found
+}
+
+// settle reads a count until it reaches hint or the settle period passes. A
+// count that should be 0 is read once: absence cannot be waited for. The hint
+// only bounds the wait; the checker judges the last read.
+func (s *session) settle(hint int, read func() int) int {
+	return s.settleUntil(time.Now().Add(s.settleFor()), hint, read)
+}
+
+func (s *session) settleUntil(deadline time.Time, hint int, read func() int) int {
+	got := read()
+	for hint > 0 && got < hint && time.Now().Before(deadline) && s.ctx.Err() == nil {
+		time.Sleep(50 * time.Millisecond)
+		got = read()
+	}
+	return got
+}
+
+// state reads the event rows and effects of k in phase, waiting for hint rows
+// and effects as settle does.
+func (s *session) state(k profiles.Key, phase string, hint int) { s.states(phase, hint, k) }
+
+// states reads the rows and effects of every key at once, sharing one settle
+// deadline: a receiver that stores nothing costs one settle, not one per read.
+func (s *session) states(phase string, hint int, keys ...profiles.Key) {
+	deadline := time.Now().Add(s.settleFor())
+	var waits []func()
+	for _, k := range keys {
+		waits = append(waits,
+			s.spawn(func() {
+				if s.settleUntil(deadline, hint, func() int { return s.rows(k, phase) }) < hint {
+					s.mu.Lock()
+					s.waited[k] = true // a full settle period already passed without the row
+					s.mu.Unlock()
+				}
+			}),
+			s.spawn(func() { s.settleUntil(deadline, hint, func() int { return s.effects(k, phase) }) }))
+	}
+	for _, w := range waits {
+		w()
+	}
+}
