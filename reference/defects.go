@@ -2,6 +2,7 @@ package reference
 
 import (
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 	"time"
@@ -263,6 +264,17 @@ func scoped(defects []string, sc defectScope) []string {
 		}
 	}
 	return out
+}
+
+// announceDefects logs every active defect at WARN, once each, in name order.
+func announceDefects(log *slog.Logger, names []string) {
+	active := newDefectSet(names)
+	for _, d := range Defects() {
+		if active.has(d.Name) {
+			log.Warn("DEFECT ACTIVE: "+d.Name+": "+d.Description+"; this receiver is deliberately broken",
+				"defect", d.Name)
+		}
+	}
 }
 
 func newDefectSet(names []string) defectSet {

@@ -30,13 +30,19 @@ type businessObject struct {
 	Version  int64  `json:"version"`
 }
 
+// eventRules are the two decisions of extract that a defect changes (steps.fields).
+type eventRules struct {
+	// checkID refuses an unusable event ID (requireEventID).
+	checkID func(id, profile string) error
+	// unknownType completes the event of a type the domain does not handle
+	// (recordUnknown: as it is).
+	unknownType func(ev store.Event, obj json.RawMessage) store.Event
+}
+
 // extract reads the event ID, type and business object where the endpoint's
 // profile puts them (docs/conformance-domain.md, "Where each profile puts the
 // fields"). The key's source and account come from the endpoint.
-// lenient (the no-input-validation defect) lets a missing event ID through as "";
-// readUnknown (the apply-unknown-types defect) reads the object of unknown types
-// too, as best it can, for the default branch that credits it.
-func extract(ep Endpoint, h http.Header, body []byte, lenient, readUnknown bool) (store.Event, error) {
+func extract(ep Endpoint, h http.Header, body []byte, rules eventRules) (store.Event, error) {
 	if !json.Valid(body) {
 		return store.Event{}, &badRequest{"malformed_json", "body is not well-formed JSON"}
 	}
@@ -88,12 +94,10 @@ func extract(ep Endpoint, h http.Header, body []byte, lenient, readUnknown bool)
 	default:
 		return store.Event{}, fmt.Errorf("profile %q: no field mapping", ep.Profile)
 	}
-	switch {
-	case id == "" && !lenient:
-		return store.Event{}, &badRequest{"missing_event_id", "no event ID where profile " + ep.Profile + " puts it"}
-	case len(id) > maxEventIDLen || !utf8.ValidString(id) || bytes.IndexByte([]byte(id), 0) >= 0:
-		return store.Event{}, &badRequest{"invalid_event_id", fmt.Sprintf("event ID must be valid UTF-8 of at most %d bytes", maxEventIDLen)}
-	case typ == "":
+	if err := rules.checkID(id, ep.Profile); err != nil {
+		return store.Event{}, err
+	}
+	if typ == "" {
 		return store.Event{}, &badRequest{"missing_event_type", "no event type where profile " + ep.Profile + " puts it"}
 	}
 	ev := store.Event{
@@ -102,13 +106,7 @@ func extract(ep Endpoint, h http.Header, body []byte, lenient, readUnknown bool)
 		Payload: body,
 	}
 	if !store.Handled(typ) {
-		// Unknown types are acknowledged and recorded; their object is not read.
-		if readUnknown {
-			var o businessObject
-			_ = json.Unmarshal(obj, &o) // whatever parses; the defect credits it anyway
-			ev.ObjectID, ev.Amount = o.ID, o.Amount
-		}
-		return ev, nil
+		return rules.unknownType(ev, obj), nil
 	}
 	var o businessObject
 	if len(obj) == 0 || bytes.Equal(obj, []byte("null")) {
@@ -126,3 +124,19 @@ func extract(ep Endpoint, h http.Header, body []byte, lenient, readUnknown bool)
 	ev.ObjectID, ev.Amount, ev.Currency, ev.Status, ev.Version = o.ID, o.Amount, o.Currency, o.Status, o.Version
 	return ev, nil
 }
+
+// requireEventID refuses a missing event ID, and one that is too long, not UTF-8
+// or holds a NUL byte.
+func requireEventID(id, profile string) error {
+	switch {
+	case id == "":
+		return &badRequest{"missing_event_id", "no event ID where profile " + profile + " puts it"}
+	case len(id) > maxEventIDLen || !utf8.ValidString(id) || bytes.IndexByte([]byte(id), 0) >= 0:
+		return &badRequest{"invalid_event_id", fmt.Sprintf("event ID must be valid UTF-8 of at most %d bytes", maxEventIDLen)}
+	}
+	return nil
+}
+
+// recordUnknown keeps the event of an unknown type as it is: acknowledged and
+// recorded, its object not read.
+func recordUnknown(ev store.Event, _ json.RawMessage) store.Event { return ev }

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -91,59 +90,57 @@ func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 		reject(rejected(http.StatusBadRequest, "unreadable_body"), "")
 		return
 	}
-	if !s.defects.has(DefectSkipSignature) {
-		secret := ep.Secret
-		if s.defects.has(DefectRotatedSecret) && ep.Profile == "github" {
-			// The deployed secret was rotated at GitHub but not here.
-			secret = "before-rotation-" + secret
-		}
-		if err := signature.Verify(ep.Profile, r.Header, body, secret, s.now(), s.signatureOptions()); err != nil {
-			var se *signature.Error
-			if !errors.As(err, &se) || se.Reason == signature.ReasonUnknownProfile || se.Reason == signature.ReasonInvalidSecret {
-				// The endpoints were validated at start; this is a bug, not the sender's fault.
-				log.Error("signature verification failed unexpectedly", "err", err)
-				reject(result{http.StatusInternalServerError, response{StatusRetry, "internal_error"}}, "")
-				return
-			}
-			// 401 for every signature failure, stale timestamps included: the
-			// delivery is not trusted as sent now, and the sender must re-sign.
-			reject(rejected(http.StatusUnauthorized, se.Reason), "")
-			return
-		}
-	}
-	if s.defects.has(DefectSkipLargeBodies) && len(body) > skipLargeBodies {
-		writeJSON(w, http.StatusOK, response{StatusProcessed, "skipped_large_body"})
-		s.observe(log, result{http.StatusOK, response{StatusProcessed, "skipped_large_body"}}, "", start)
-		return
-	}
-	ev, err := extract(ep, r.Header, body, s.defects.has(DefectNoInputValidation), s.defects.has(DefectApplyUnknownTypes))
-	if err != nil {
-		var br *badRequest
-		if errors.As(err, &br) && br.Reason == "malformed_json" && s.defects.has(DefectNoInputValidation) {
-			// The defect parses without checking and falls over on bad JSON.
+	if err := s.steps.verify(ep, r.Header, body); err != nil {
+		var se *signature.Error
+		if !errors.As(err, &se) || se.Reason == signature.ReasonUnknownProfile || se.Reason == signature.ReasonInvalidSecret {
+			// The endpoints were validated at start; this is a bug, not the sender's fault.
+			log.Error("signature verification failed unexpectedly", "err", err)
 			reject(result{http.StatusInternalServerError, response{StatusRetry, "internal_error"}}, "")
 			return
 		}
-		if errors.As(err, &br) {
-			reject(rejected(http.StatusBadRequest, br.Reason), ev.EventID)
-			return
-		}
-		log.Error("extract event", "err", err)
-		reject(result{http.StatusInternalServerError, response{StatusRetry, "internal_error"}}, "")
+		// 401 for every signature failure, stale timestamps included: the
+		// delivery is not trusted as sent now, and the sender must re-sign.
+		reject(rejected(http.StatusUnauthorized, se.Reason), "")
 		return
 	}
-
-	if s.defects.has(DefectRejectUnknownTypes) && !store.Handled(ev.Type) {
-		reject(rejected(http.StatusBadRequest, "unsupported_event_type"), ev.EventID)
+	ev, res, ok := s.steps.readEvent(ep, r.Header, body, log)
+	if !ok {
+		reject(res, ev.EventID)
 		return
 	}
-	if s.defects.has(DefectSlowAck) {
-		// One delivery at a time, each waiting on a synchronous downstream call.
-		s.slowMu.Lock()
-		defer s.slowMu.Unlock()
-		time.Sleep(slowAckWork)
-	}
+	s.steps.deliver(w, r, ev, log, start)
+}
 
+// verify checks the delivery's signature with the endpoint's secret, and its
+// signed timestamp against the tolerance (steps.sigOptions).
+func (s *Server) verify(ep Endpoint, h http.Header, body []byte) error {
+	return signature.Verify(ep.Profile, h, body, ep.Secret, s.now(), s.steps.sigOptions)
+}
+
+// readEvent reads the event of a verified delivery where its profile puts it;
+// ok false answers res instead (steps.refuse).
+func (s *Server) readEvent(ep Endpoint, h http.Header, body []byte, log *slog.Logger) (store.Event, result, bool) {
+	ev, err := extract(ep, h, body, s.steps.fields)
+	if err != nil {
+		return ev, s.steps.refuse(err, log), false
+	}
+	return ev, result{}, true
+}
+
+// refuse answers a delivery whose event cannot be read: 400 naming what is
+// wrong, or 500 when the field mapping itself failed.
+func refuse(err error, log *slog.Logger) result {
+	var br *badRequest
+	if errors.As(err, &br) {
+		return rejected(http.StatusBadRequest, br.Reason)
+	}
+	log.Error("extract event", "err", err)
+	return result{http.StatusInternalServerError, response{StatusRetry, "internal_error"}}
+}
+
+// deliver processes a readable event and answers it; the answer follows the
+// commit unless the process step already gave it.
+func (s *Server) deliver(w http.ResponseWriter, r *http.Request, ev store.Event, log *slog.Logger, start time.Time) {
 	// The database work must not be cancelled when the provider drops the
 	// connection: a cancelled context makes pgx abandon the transaction, so a
 	// delivery that has already inserted its key would roll back halfway through
@@ -159,13 +156,7 @@ func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 		// after-response failpoint, or the ack-before-commit defect's commit).
 		_ = http.NewResponseController(w).Flush()
 	}
-	res := s.process(ctx, ev, ack, log)
-	if res.code/100 == 5 && s.defects.has(DefectAckOnError) {
-		// "Log and return 200": the failure has been logged and rolled back, and
-		// the provider is told all is well, so it never sends the event again.
-		log.Warn("processing failed; answering 200 anyway", "event_id", ev.EventID, "reason", res.Reason)
-		res = result{http.StatusOK, response{Status: StatusProcessed}}
-	}
+	res := s.steps.process(ctx, ev, ack, log)
 	if !acked {
 		ack(res)
 		if res.code/100 == 2 {
@@ -218,98 +209,18 @@ func (s *Server) applyErr(log *slog.Logger, ev store.Event, err error) result {
 	return s.transient(log, ev, "apply", err)
 }
 
-// process records the key and applies the event. ack writes and flushes a response
-// early; only the ack-before-commit defect calls it.
-func (s *Server) process(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
-	switch {
-	case s.inbox != nil:
-		return s.processInbox(ctx, ev, ack, log)
-	case s.defects.has(DefectMarkerSeparateTx):
-		return s.processMarkerFirst(ctx, ev, log)
-	case s.defects.has(DefectBusinessFirst):
-		return s.processBusinessFirst(ctx, ev, log)
-	}
-	return s.processOneTx(ctx, ev, ack, log)
-}
-
-// processOneTx is the correct design (and, with a defect, its broken variants that
-// keep one transaction): key and business change commit together, the response
-// follows the commit.
+// processOneTx is the correct design: key and business change commit together in
+// ONE transaction, and the response follows the commit.
 func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
-	tx, err := s.pool.Begin(ctx)
+	tx, err := s.steps.begin(ctx)
 	if err != nil {
 		return s.transient(log, ev, "begin", err)
 	}
 	// A no-op after Commit; otherwise undoes key and change together.
 	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 
-	keyEv := ev
-	markCommitted := func() {} // memory-dedup keeps its claim once committed
-	if s.defects.has(DefectDedupeByPayload) {
-		// "Same body, same event": a body seen before is taken for a duplicate.
-		seen, err := store.PayloadSeen(ctx, tx, ev.Key, ev.Payload)
-		if err != nil {
-			return s.transient(log, ev, "check payload", err)
-		}
-		if seen {
-			return duplicate
-		}
-	}
-	var inserted bool
-	switch {
-	case s.defects.has(DefectMemoryDedup):
-		// Checked and set in memory before any database work; the database holds
-		// no unique key, so nothing else stands between two copies.
-		if !s.seen.claim(keyEv.Key) {
-			return duplicate
-		}
-		// A copy that does not commit gives the key back, so the provider's retry
-		// of a failed attempt is processed, in this process at least.
-		committed := false
-		defer func() {
-			if !committed {
-				s.seen.release(keyEv.Key)
-			}
-		}()
-		markCommitted = func() { committed = true }
-		if err := store.InsertKeyPlain(ctx, tx, keyEv); err != nil {
-			return s.transient(log, ev, "insert key", err)
-		}
-		inserted = true
-	case s.defects.has(DefectCheckThenInsert):
-		exists, err := store.KeyExists(ctx, tx, keyEv.Key)
-		if err != nil {
-			return s.transient(log, ev, "check key", err)
-		}
-		if exists {
-			return duplicate
-		}
-		if err := store.InsertKeyPlain(ctx, tx, keyEv); err != nil {
-			return s.transient(log, ev, "insert key", err)
-		}
-		inserted = true
-	case s.defects.has(DefectDuplicate500):
-		if err := store.InsertKeyPlain(ctx, tx, keyEv); err != nil {
-			return s.transient(log, ev, "insert key", err)
-		}
-		inserted = true
-	case s.defects.has(DefectGlobalEventID):
-		inserted, err = store.InsertKeyUnlessEventIDSeen(ctx, tx, keyEv)
-	default:
-		inserted, err = store.InsertKey(ctx, tx, keyEv)
-	}
-	if err != nil {
-		return s.transient(log, ev, "insert key", err)
-	}
-	if !inserted {
-		// The key is already committed (or was, by the copy we waited for): the
-		// event has been applied once; acknowledge without touching anything.
-		return duplicate
-	}
-	if s.defects.has(DefectOrphanPayloads) {
-		if err := store.ArchivePayload(ctx, tx, ev); err != nil {
-			return s.transient(log, ev, "archive payload", err)
-		}
+	if res, ok := s.steps.recordKey(ctx, tx, ev, log); !ok {
+		return res
 	}
 	applied, err := store.Apply(ctx, tx, ev, s.rules)
 	if err != nil {
@@ -318,40 +229,49 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 	if err := s.fp.hit(fpAfterInsertBeforeCommit, ev.EventID); err != nil {
 		return s.injected(log, ev, fpAfterInsertBeforeCommit, err)
 	}
-	res := fromApply(applied)
-	if s.defects.has(DefectAckBeforeCommit) {
-		ack(res)
-		s.hit(log, fpAfterResponse, ev.EventID)
-		if err := tx.Commit(ctx); err != nil {
-			log.Error("commit failed after the event was acknowledged: the event is lost", "event_id", ev.EventID, "err", err)
-			return res
-		}
-		// The point still exists (after commit), but the answer has already gone.
-		s.hit(log, fpAfterCommitBeforeResponse, ev.EventID)
-		return res
+	return s.steps.commit(ctx, tx, ev, applied, ack, log)
+}
+
+// begin starts the delivery's transaction.
+func (s *Server) begin(ctx context.Context) (pgx.Tx, error) { return s.pool.Begin(ctx) }
+
+// recordKey inserts the event key (INSERT ... ON CONFLICT DO NOTHING RETURNING on
+// the unique key index); ok false answers res instead: a duplicate, or a
+// transient error.
+func (s *Server) recordKey(ctx context.Context, tx pgx.Tx, ev store.Event, log *slog.Logger) (result, bool) {
+	inserted, err := store.InsertKey(ctx, tx, ev)
+	if err != nil {
+		return s.transient(log, ev, "insert key", err), false
 	}
+	if !inserted {
+		// The key is already committed (or was, by the copy we waited for): the
+		// event has been applied once; acknowledge without touching anything.
+		return duplicate, false
+	}
+	return result{}, true
+}
+
+// commitThenAnswer commits key and change together and only then returns the
+// answer, so a 2xx never goes out for an event that is not committed.
+func (s *Server) commitThenAnswer(ctx context.Context, tx pgx.Tx, ev store.Event, applied store.Result, _ func(result), log *slog.Logger) result {
 	if err := tx.Commit(ctx); err != nil {
 		// Commit uncertainty: the provider's retry is either deduplicated (it did
 		// commit) or applied (it did not); both are correct.
 		return s.transient(log, ev, "commit", err)
 	}
-	markCommitted()
 	if s.outbox != nil && applied.Applied {
 		s.outbox.Wake()
 	}
 	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
 		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
 	}
-	return res
+	return fromApply(applied)
 }
 
 // processInbox is inbox mode: the key and the stored event (pending) commit in one
 // transaction, the 202 follows the commit, and a worker applies the event later.
 // A duplicate of a stored event is answered 200 duplicate whatever its state.
-func (s *Server) processInbox(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
-	if s.defects.has(DefectInboxAckBeforeCommit) {
-		return s.processInboxAckFirst(ctx, ev, ack, log)
-	}
+func (s *Server) processInbox(ctx context.Context, ev store.Event, _ func(result), log *slog.Logger) result {
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return s.transient(log, ev, "begin", err)
@@ -375,103 +295,4 @@ func (s *Server) processInbox(ctx context.Context, ev store.Event, ack func(resu
 		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
 	}
 	return result{http.StatusAccepted, response{Status: StatusAccepted}}
-}
-
-// processMarkerFirst is the marker-separate-tx defect: the key commits on its own,
-// so anything that stops the business transaction leaves a key without its effect
-// and every redelivery is then answered "duplicate".
-func (s *Server) processMarkerFirst(ctx context.Context, ev store.Event, log *slog.Logger) result {
-	inserted, err := store.InsertKey(ctx, s.pool, ev) // autocommit: its own transaction
-	if err != nil {
-		return s.transient(log, ev, "insert key", err)
-	}
-	if !inserted {
-		return duplicate
-	}
-	if s.defects.has(DefectOrphanPayloads) {
-		if err := store.ArchivePayload(ctx, s.pool, ev); err != nil {
-			return s.transient(log, ev, "archive payload", err)
-		}
-	}
-	if err := s.fp.hit(fpAfterInsertBeforeCommit, ev.EventID); err != nil {
-		return s.injected(log, ev, fpAfterInsertBeforeCommit, err)
-	}
-	var applied store.Result
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		applied, err = store.Apply(ctx, tx, ev, s.rules)
-		return err
-	})
-	if err != nil {
-		return s.applyErr(log, ev, err)
-	}
-	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
-		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
-	}
-	return fromApply(applied)
-}
-
-// processBusinessFirst is the business-first defect: check, apply and commit, then
-// record the key in a second transaction. Concurrent copies all pass the check, and
-// a crash between the commits makes the redelivery apply the event again.
-func (s *Server) processBusinessFirst(ctx context.Context, ev store.Event, log *slog.Logger) result {
-	exists, err := store.KeyExists(ctx, s.pool, ev.Key)
-	if err != nil {
-		return s.transient(log, ev, "check key", err)
-	}
-	if exists {
-		return duplicate
-	}
-	var applied store.Result
-	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		var err error
-		applied, err = store.Apply(ctx, tx, ev, s.rules)
-		return err
-	})
-	if err != nil {
-		return s.applyErr(log, ev, err)
-	}
-	if err := s.fp.hit(fpAfterInsertBeforeCommit, ev.EventID); err != nil {
-		return s.injected(log, ev, fpAfterInsertBeforeCommit, err)
-	}
-	if _, err := store.InsertKey(ctx, s.pool, ev); err != nil {
-		return s.transient(log, ev, "insert key", err)
-	}
-	if s.defects.has(DefectOrphanPayloads) {
-		if err := store.ArchivePayload(ctx, s.pool, ev); err != nil {
-			return s.transient(log, ev, "archive payload", err)
-		}
-	}
-	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
-		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
-	}
-	return fromApply(applied)
-}
-
-// seenKeys is the memory-dedup defect's record of the keys this process has
-// claimed: correct among the copies one process sees, empty after every restart.
-type seenKeys struct {
-	mu   sync.Mutex
-	keys map[store.Key]struct{}
-}
-
-// claim records k and reports whether it was not recorded yet.
-func (m *seenKeys) claim(k store.Key) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.keys[k]; ok {
-		return false
-	}
-	if m.keys == nil {
-		m.keys = map[store.Key]struct{}{}
-	}
-	m.keys[k] = struct{}{}
-	return true
-}
-
-// release forgets k after an attempt that did not commit.
-func (m *seenKeys) release(k store.Key) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.keys, k)
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"net/http"
 	"os"
 	"strings"
 	"sync"
@@ -131,8 +130,9 @@ type Workers struct {
 	log   *slog.Logger
 	rules store.Rules
 	wake  chan struct{}
-	// defects are the inbox defects active in these workers.
-	defects defectSet
+	// steps are the workers' seams (see workerSteps); inbox defects replace some
+	// of them once, in NewWorkers.
+	steps workerSteps
 	// applyHook runs inside each apply transaction after the business change
 	// (tests only).
 	applyHook func(pgx.Tx, store.Task) error
@@ -141,6 +141,44 @@ type Workers struct {
 	betweenTx func(store.Task) error
 	// afterApply runs after each committed event (wakes the outbox dispatcher).
 	afterApply func()
+}
+
+// workerSteps are the narrow seams of the inbox workers. correctSteps fills them
+// with the correct implementations below; an inbox defect replaces or wraps one
+// or more of them ONCE, when the workers are built (workerDefects,
+// inbox_defects.go), so no worker path asks which defects are active.
+type workerSteps struct {
+	// step takes one due event as worker id and processes it (Step).
+	step func(ctx context.Context, id string) (int, error)
+	// claim claims due events for worker with a lease, counting the attempt.
+	claim func(ctx context.Context, q store.Beginner, worker string, lease time.Duration, n int) ([]store.Task, error)
+	// apply applies a claimed event and marks it done.
+	apply func(ctx context.Context, t store.Task, id string, hook func(pgx.Tx) error) (store.Result, error)
+	// fail records a failed attempt and logs what became of the event.
+	fail func(ctx context.Context, log *slog.Logger, t store.Task, id string, err error)
+	// startReconciler starts the reconciler beside the workers, on wg.
+	startReconciler func(ctx context.Context, wg *sync.WaitGroup)
+	// reconcile re-offers every expired claim (Reconcile).
+	reconcile func(ctx context.Context) (int64, error)
+	// reclaim re-offers one batch of expired claims.
+	reclaim func(ctx context.Context) (int64, error)
+	// atStart runs when a worker process starts (RunWorkers).
+	atStart func(ctx context.Context) error
+}
+
+// correctSteps returns the workers' correct steps.
+func (w *Workers) correctSteps() workerSteps {
+	return workerSteps{
+		step:            w.claimAndProcess,
+		claim:           store.Claim,
+		apply:           w.applyClaimed,
+		fail:            w.failClaimed,
+		startReconciler: func(ctx context.Context, wg *sync.WaitGroup) { wg.Go(func() { w.reconcileLoop(ctx) }) },
+		reconcile:       w.reconcile,
+		reclaim:         w.reclaimExpired,
+		// Nothing to recover at start: the reconciler re-offers expired leases.
+		atStart: func(context.Context) error { return nil },
+	}
 }
 
 // NewWorkers prepares workers on pool (whose schema must be migrated). A nil
@@ -161,7 +199,10 @@ func NewWorkers(pool *pgxpool.Pool, opts InboxOptions, log *slog.Logger) (*Worke
 	// A random suffix keeps claims of a restarted process (same pid in a container)
 	// apart from those of its previous life.
 	opts.WorkerID += "-" + hex.EncodeToString(b)
-	return &Workers{pool: pool, opts: opts, log: log, wake: make(chan struct{}, 1), defects: newDefectSet(opts.Defects)}, nil
+	w := &Workers{pool: pool, opts: opts, log: log, wake: make(chan struct{}, 1)}
+	w.steps = w.correctSteps()
+	installWorkerDefects(w, opts.Defects)
+	return w, nil
 }
 
 // Wake tells one idle worker that work is waiting (never blocks).
@@ -185,14 +226,7 @@ func (w *Workers) Run(ctx context.Context) {
 		id := fmt.Sprintf("%s/%d", w.opts.WorkerID, i)
 		wg.Go(func() { w.loop(ctx, id) })
 	}
-	switch {
-	case w.defects.has(DefectNoLeaseExpiry):
-		w.log.Warn("DEFECT ACTIVE: " + DefectNoLeaseExpiry + ": no reconciler runs; expired claims are never re-offered")
-	case w.defects.has(DefectRequeueOnBoot):
-		w.log.Warn("DEFECT ACTIVE: " + DefectRequeueOnBoot + ": no reconciler runs; claims are re-offered only when the HTTP process starts")
-	default:
-		wg.Go(func() { w.reconcileLoop(ctx) })
-	}
+	w.steps.startReconciler(ctx, &wg)
 	wg.Wait()
 	w.log.Info("inbox workers stopped")
 }
@@ -230,28 +264,14 @@ func (w *Workers) reconcileLoop(ctx context.Context) {
 // Reconcile re-offers every claimed event whose lease has expired (or
 // dead-letters it after MaxAttempts) and returns how many it touched.
 func (w *Workers) Reconcile(ctx context.Context) (int64, error) {
-	if w.defects.has(DefectNoLeaseExpiry) || w.defects.has(DefectRequeueOnBoot) {
-		return 0, nil // the defects: there is no reconciler
-	}
+	return w.steps.reconcile(ctx)
+}
+
+// reconcile is Reconcile: batches of expired claims until one comes back short.
+func (w *Workers) reconcile(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		var n int64
-		var err error
-		switch {
-		case w.defects.has(DefectRetryWithoutAttempts):
-			n, err = store.ReclaimExpiredUnrecorded(ctx, w.pool, 100)
-		case w.defects.has(DefectDropDeadLetters):
-			var dropped int64
-			if dropped, err = store.DropExpiredDead(ctx, w.pool, w.opts.MaxAttempts, 100); dropped > 0 {
-				w.log.Warn("inbox: deleted events whose lease expired after their last attempt", "events", dropped)
-			}
-			if err == nil {
-				n, err = store.ReclaimExpired(ctx, w.pool, w.opts.MaxAttempts, 100)
-			}
-			n += dropped
-		default:
-			n, err = store.ReclaimExpired(ctx, w.pool, w.opts.MaxAttempts, 100)
-		}
+		n, err := w.steps.reclaim(ctx)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("reference: %w", err)
@@ -266,17 +286,22 @@ func (w *Workers) Reconcile(ctx context.Context) (int64, error) {
 	}
 }
 
+// reclaimExpired re-offers one batch of expired claims, dead-lettering those that
+// have had MaxAttempts attempts.
+func (w *Workers) reclaimExpired(ctx context.Context) (int64, error) {
+	return store.ReclaimExpired(ctx, w.pool, w.opts.MaxAttempts, 100)
+}
+
 // Step claims one due event as worker id and processes it; it returns how many it
 // processed (0 when none was due).
 func (w *Workers) Step(ctx context.Context, id string) (int, error) {
-	if w.defects.has(DefectPollWithoutClaim) {
-		return w.poll(ctx, id)
-	}
-	claim := store.Claim
-	if w.defects.has(DefectRetryWithoutAttempts) {
-		claim = store.ClaimWithoutAttempts
-	}
-	tasks, err := claim(ctx, w.pool, id, w.opts.Lease, 1)
+	return w.steps.step(ctx, id)
+}
+
+// claimAndProcess is Step: claim (FOR UPDATE SKIP LOCKED, with a lease), then
+// process each claimed event.
+func (w *Workers) claimAndProcess(ctx context.Context, id string) (int, error) {
+	tasks, err := w.steps.claim(ctx, w.pool, id, w.opts.Lease, 1)
 	if err != nil {
 		return 0, err
 	}
@@ -296,17 +321,7 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 	if w.applyHook != nil {
 		hook = func(tx pgx.Tx) error { return w.applyHook(tx, t) }
 	}
-	var res store.Result
-	var err error
-	if w.defects.has(DefectMarkDoneSeparateTx) {
-		var between func() error
-		if w.betweenTx != nil {
-			between = func() error { return w.betweenTx(t) }
-		}
-		res, err = store.ApplyThenMarkDone(tctx, w.pool, t, id, w.rules, hook, between)
-	} else {
-		res, err = store.ApplyClaimed(tctx, w.pool, t, id, w.rules, hook)
-	}
+	res, err := w.steps.apply(tctx, t, id, hook)
 	switch {
 	case err == nil:
 		log.Info("inbox event done", "applied", res.Applied, "reason", res.Reason)
@@ -318,22 +333,26 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 		log.Warn("inbox claim lost before apply (lease expired and re-offered?); nothing applied")
 		return
 	}
+	w.steps.fail(tctx, log, t, id, err)
+}
+
+// applyClaimed applies a claimed event and marks it done in ONE transaction,
+// conditional on the claim (store.ApplyClaimed).
+func (w *Workers) applyClaimed(ctx context.Context, t store.Task, id string, hook func(pgx.Tx) error) (store.Result, error) {
+	return store.ApplyClaimed(ctx, w.pool, t, id, w.rules, hook)
+}
+
+// failClaimed records a failed attempt: the event is offered again after
+// backoff, or dead-lettered after MaxAttempts attempts (at once if permanent).
+func (w *Workers) failClaimed(ctx context.Context, log *slog.Logger, t store.Task, id string, err error) {
 	var perm *store.PermanentError
 	permanent := errors.As(err, &perm)
-	if w.defects.has(DefectDropDeadLetters) {
-		dropped, derr := store.DropClaimedIfDead(tctx, w.pool, t, id, permanent, w.opts.MaxAttempts)
-		if derr == nil && dropped {
-			log.Warn("inbox event failed for the last time; deleted", "err", err)
-			return
-		}
-	}
-	var state string
-	var ferr error
-	if w.defects.has(DefectRetryWithoutAttempts) {
-		state, ferr = store.FailClaimedUnrecorded(tctx, w.pool, t, id, backoff(w.opts, t.Attempts))
-	} else {
-		state, ferr = store.FailClaimed(tctx, w.pool, t, id, truncate(err.Error(), 1000), permanent, w.opts.MaxAttempts, backoff(w.opts, t.Attempts))
-	}
+	state, ferr := store.FailClaimed(ctx, w.pool, t, id, truncate(err.Error(), 1000), permanent, w.opts.MaxAttempts, backoff(w.opts, t.Attempts))
+	w.logFailure(log, err, state, ferr)
+}
+
+// logFailure logs what became of an event whose attempt failed with err.
+func (w *Workers) logFailure(log *slog.Logger, err error, state string, ferr error) {
 	switch {
 	case ferr != nil:
 		// The claim stays; the reconciler re-offers it after the lease.
@@ -345,39 +364,6 @@ func (w *Workers) process(ctx context.Context, id string, t store.Task) {
 	default:
 		log.Warn("inbox attempt failed after the claim was lost", "err", err)
 	}
-}
-
-// poll is the poll-without-claim defect's step: the oldest due pending event,
-// read without a lock or claim, applied and marked done in one transaction.
-func (w *Workers) poll(ctx context.Context, id string) (int, error) {
-	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opts.Lease)
-	defer cancel()
-	t, res, ok, err := store.PollAndApply(tctx, w.pool, w.rules, nil)
-	if !ok {
-		if ctx.Err() != nil {
-			return 0, nil
-		}
-		return 0, err
-	}
-	log := w.log.With("worker", id, "source", t.Source, "account", t.AccountID, "event_id", t.EventID)
-	if err == nil {
-		log.Info("inbox event done", "applied", res.Applied, "reason", res.Reason)
-		if w.afterApply != nil {
-			w.afterApply()
-		}
-		return 1, nil
-	}
-	var perm *store.PermanentError
-	state, ferr := store.FailUnclaimed(tctx, w.pool, t.Key, truncate(err.Error(), 1000), errors.As(err, &perm), w.opts.MaxAttempts, backoff(w.opts, t.Attempts))
-	switch {
-	case ferr != nil:
-		log.Error("inbox attempt failed and could not be recorded", "err", err, "record_err", ferr)
-	case state == store.InboxDead:
-		log.Error("inbox event DEAD-LETTERED", "err", err, "max_attempts", w.opts.MaxAttempts)
-	default:
-		log.Warn("inbox attempt failed; will retry", "err", err)
-	}
-	return 1, nil
 }
 
 // backoff is the delay after the given (1-based) attempt failed.
@@ -437,16 +423,10 @@ func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox Outbo
 		return err
 	}
 	announceDefects(w.log, append(append([]string(nil), opts.Defects...), outbox.Defects...))
-	if w.defects.has(DefectRequeueOnBoot) {
-		n, err := store.RequeueClaimed(ctx, pool)
-		if err != nil {
-			return fmt.Errorf("reference: %w", err)
-		}
-		w.log.Warn("requeue-on-boot: put claimed events back to pending at start", "events", n)
+	if err := w.steps.atStart(ctx); err != nil {
+		return fmt.Errorf("reference: %w", err)
 	}
-	if w.defects.has(DefectInboxAckBeforeCommit) {
-		w.log.Warn("defect " + DefectInboxAckBeforeCommit + " is the HTTP handler's: it has no effect in a worker process")
-	}
+	announceHandlerOnlyDefects(w.log, opts.Defects)
 	if outbox.SinkURL == "" {
 		w.Run(ctx)
 		return nil
@@ -455,10 +435,7 @@ func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox Outbo
 	if err != nil {
 		return err
 	}
-	w.rules.Outbox = true
-	if d.defects.has(DefectSendBeforeCommit) {
-		w.rules.SendInline = d
-	}
+	w.rules = d.steps.withOutbox(w.rules)
 	w.afterApply = d.Wake
 	var wg sync.WaitGroup
 	wg.Go(func() { d.Run(ctx) })
@@ -474,39 +451,4 @@ func RunWorkers(ctx context.Context, url string, opts InboxOptions, outbox Outbo
 func checkClientConnection(ctx context.Context, c *pgx.Conn) error {
 	_, _ = c.Exec(ctx, `SELECT set_config('client_connection_check_interval', '1000', false)`)
 	return nil
-}
-
-// processInboxAckFirst is the inbox-ack-before-commit defect: every delivery that
-// passed validation is answered 202 and flushed first, and only then is the event
-// inserted and committed. Anything that stops the process after the ack, or a
-// failed insert or commit, loses an event the provider was told was accepted.
-func (s *Server) processInboxAckFirst(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
-	res := result{http.StatusAccepted, response{Status: StatusAccepted}}
-	ack(res)
-	s.hit(log, fpAfterResponse, ev.EventID)
-	tx, err := s.pool.Begin(ctx)
-	if err != nil {
-		log.Error("begin failed after the event was accepted: the event is lost", "event_id", ev.EventID, "err", err)
-		return res
-	}
-	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
-	inserted, err := store.InsertInbox(ctx, tx, ev)
-	if err != nil {
-		log.Error("insert failed after the event was accepted: the event is lost", "event_id", ev.EventID, "err", err)
-		return res
-	}
-	if !inserted {
-		return res
-	}
-	if err := s.fp.hit(fpAfterInsertBeforeCommit, ev.EventID); err != nil {
-		log.Warn("failpoint injected an error after the event was accepted: the event is lost", "point", fpAfterInsertBeforeCommit.String(), "event_id", ev.EventID, "err", err)
-		return res
-	}
-	if err := tx.Commit(ctx); err != nil {
-		log.Error("commit failed after the event was accepted: the event is lost", "event_id", ev.EventID, "err", err)
-		return res
-	}
-	s.inbox.Wake()
-	s.hit(log, fpAfterCommitBeforeResponse, ev.EventID)
-	return res
 }

@@ -66,8 +66,35 @@ type Dispatcher struct {
 	log    *slog.Logger
 	client *http.Client
 	wake   chan struct{}
-	// defects are the outbox defects active in this dispatcher.
-	defects defectSet
+	// steps are the dispatcher's seams (see dispatchSteps); outbox defects
+	// replace some of them once, in NewDispatcher.
+	steps dispatchSteps
+}
+
+// dispatchSteps are the narrow seams of the outbox. correctSteps fills them with
+// the correct implementations below; an outbox defect replaces or wraps one or
+// more of them ONCE, when the dispatcher is built (dispatcherDefects,
+// outbox_defects.go), so no dispatch path asks which defects are active.
+type dispatchSteps struct {
+	// withOutbox returns the business rules of transactions whose downstream
+	// messages this dispatcher sends.
+	withOutbox func(r store.Rules) store.Rules
+	// key is the Idempotency-Key a message is sent with.
+	key func(m store.OutboxMessage) string
+	// fail records a failed send and logs what became of the message.
+	fail func(ctx context.Context, log *slog.Logger, m store.OutboxMessage, id string, status int, msg string, permanent bool)
+	// reconcile is one pass of the reconciler over expired claims.
+	reconcile func(ctx context.Context)
+}
+
+// correctSteps returns the dispatcher's correct steps.
+func (d *Dispatcher) correctSteps() dispatchSteps {
+	return dispatchSteps{
+		withOutbox: withOutbox,
+		key:        stableKey,
+		fail:       d.failSend,
+		reconcile:  d.reconcile,
+	}
 }
 
 // NewDispatcher prepares a dispatcher; retry supplies attempts, lease, poll
@@ -98,8 +125,18 @@ func NewDispatcher(pool *pgxpool.Pool, opts OutboxOptions, retry InboxOptions, l
 	b := make([]byte, 3)
 	_, _ = crand.Read(b)
 	retry.WorkerID += "-outbox-" + hex.EncodeToString(b)
-	return &Dispatcher{pool: pool, opts: opts, retry: retry, log: log, wake: make(chan struct{}, 1),
-		client: &http.Client{Timeout: opts.Timeout}, defects: newDefectSet(opts.Defects)}, nil
+	d := &Dispatcher{pool: pool, opts: opts, retry: retry, log: log, wake: make(chan struct{}, 1),
+		client: &http.Client{Timeout: opts.Timeout}}
+	d.steps = d.correctSteps()
+	installDispatcherDefects(d, opts.Defects)
+	return d, nil
+}
+
+// withOutbox makes applied refunds and credits write their downstream message to
+// the outbox in their business transaction.
+func withOutbox(r store.Rules) store.Rules {
+	r.Outbox = true
+	return r
 }
 
 // Wake tells an idle dispatcher a message is waiting (never blocks).
@@ -143,22 +180,21 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				return
 			case <-time.After(d.retry.ReconcileInterval):
 			}
-			if d.defects.has(DefectDropFailedSends) {
-				if n, err := store.ReclaimOutboxAsSent(ctx, d.pool, d.retry.MaxAttempts, 100); err != nil && ctx.Err() == nil {
-					d.log.Warn("outbox reconciler", "err", err)
-				} else if n > 0 {
-					d.log.Warn("outbox: marked sent messages whose lease expired after their last attempt", "messages", n)
-				}
-			}
-			if n, err := store.ReclaimOutbox(ctx, d.pool, d.retry.MaxAttempts, 100); err != nil && ctx.Err() == nil {
-				d.log.Warn("outbox reconciler", "err", err)
-			} else if n > 0 {
-				d.log.Warn("outbox: re-offered messages whose lease expired", "messages", n)
-				d.Wake()
-			}
+			d.steps.reconcile(ctx)
 		}
 	})
 	wg.Wait()
+}
+
+// reconcile re-offers messages whose lease expired, dead-lettering those that
+// have had MaxAttempts attempts.
+func (d *Dispatcher) reconcile(ctx context.Context) {
+	if n, err := store.ReclaimOutbox(ctx, d.pool, d.retry.MaxAttempts, 100); err != nil && ctx.Err() == nil {
+		d.log.Warn("outbox reconciler", "err", err)
+	} else if n > 0 {
+		d.log.Warn("outbox: re-offered messages whose lease expired", "messages", n)
+		d.Wake()
+	}
 }
 
 // Step claims and sends one due message as dispatcher id; it returns how many it
@@ -201,16 +237,13 @@ func (d *Dispatcher) send(ctx context.Context, id string, m store.OutboxMessage)
 	}
 	permanent := err == nil && status/100 == 4 && status != http.StatusRequestTimeout &&
 		status != http.StatusConflict && status != http.StatusTooManyRequests
-	if d.defects.has(DefectDropFailedSends) && (permanent || m.Attempts >= d.retry.MaxAttempts) {
-		// The defect: "give up quietly" — the message is recorded as delivered.
-		if _, serr := store.MarkSent(cctx, d.pool, m.ID, id, status); serr != nil {
-			log.Error("outbox send failed and could not be recorded", "err", msg, "record_err", serr)
-			return
-		}
-		log.Warn("outbox send failed for the last time; marked sent", "err", msg)
-		return
-	}
-	state, ferr := store.FailOutbox(cctx, d.pool, m.ID, id, status, truncate(msg, 1000), permanent, d.retry.MaxAttempts, backoff(d.retry, m.Attempts))
+	d.steps.fail(cctx, log, m, id, status, msg, permanent)
+}
+
+// failSend records a failed send: retried after backoff, or dead-lettered after
+// MaxAttempts attempts (at once if permanent).
+func (d *Dispatcher) failSend(ctx context.Context, log *slog.Logger, m store.OutboxMessage, id string, status int, msg string, permanent bool) {
+	state, ferr := store.FailOutbox(ctx, d.pool, m.ID, id, status, truncate(msg, 1000), permanent, d.retry.MaxAttempts, backoff(d.retry, m.Attempts))
 	switch {
 	case ferr != nil:
 		log.Error("outbox send failed and could not be recorded", "err", msg, "record_err", ferr)
@@ -224,16 +257,12 @@ func (d *Dispatcher) send(ctx context.Context, id string, m store.OutboxMessage)
 // post sends one message; a transport error (no answer, or the connection closed
 // before one) returns err, any answer its status.
 func (d *Dispatcher) post(ctx context.Context, m store.OutboxMessage) (int, error) {
-	key := m.IdempotencyKey
-	if d.defects.has(DefectFreshIdempotencyKey) {
-		// The defect: a new key per attempt, so the downstream cannot tell a
-		// resend from a new operation.
-		b := make([]byte, 16)
-		_, _ = crand.Read(b)
-		key = "hookcert-" + m.Kind + "-" + hex.EncodeToString(b)
-	}
-	return d.call(ctx, key, m.Body)
+	return d.call(ctx, d.steps.key(m), m.Body)
 }
+
+// stableKey is the message's Idempotency-Key, derived from its event key when it
+// was written (store.OutboxKey): every resend carries the same one.
+func stableKey(m store.OutboxMessage) string { return m.IdempotencyKey }
 
 // SendNow makes one downstream call with the given key and body, and fails
 // unless the downstream answers 2xx. Only the send-before-commit defect calls it,

@@ -184,9 +184,9 @@ func validateRetention(e Endpoint, floor bool, f func(field, format string, args
 	}
 }
 
-// scopes returns the purge cut-offs of every endpoint as of asOf, under the
-// active defects. Endpoints sharing a (source, account) key space keep the longer
-// TTLs of the two: a shorter one must not delete keys the other still needs.
+// scopes returns the purge cut-offs of every endpoint as of asOf. Endpoints
+// sharing a (source, account) key space keep the longer TTLs of the two: a
+// shorter one must not delete keys the other still needs.
 func (s *Server) scopes(asOf time.Time) []store.PurgeScope {
 	type ttl struct{ key, payload time.Duration }
 	byScope := map[[2]string]ttl{}
@@ -203,24 +203,17 @@ func (s *Server) scopes(asOf time.Time) []store.PurgeScope {
 	var out []store.PurgeScope
 	for _, k := range order {
 		t := byScope[k]
-		keyTTL := t.key
-		if s.defects.has(DefectShortRetention) {
-			keyTTL = shortRetentionTTL // whatever the config says
-		}
-		if s.defects.has(DefectPurgeAll) {
-			keyTTL = t.payload // deletes every key older than the payload TTL
-		}
-		sc := store.PurgeScope{Source: k[0], AccountID: k[1],
-			KeyCutoff: asOf.Add(-keyTTL), PayloadCutoff: asOf.Add(-t.payload)}
-		if s.defects.has(DefectKeepPayloads) {
-			sc.PayloadCutoff = time.Time{}
-		}
-		if s.defects.has(DefectKeepKeysForever) {
-			sc.KeyCutoff = time.Time{}
-		}
-		out = append(out, sc)
+		out = append(out, s.steps.purgeScope(k[0], k[1], t.key, t.payload, asOf))
 	}
 	return out
+}
+
+// purgeScope is one key space's retention as cut-offs: keys received more than
+// the key TTL before asOf go, payloads received more than the payload TTL before
+// it go while their keys stay.
+func purgeScope(source, account string, keyTTL, payloadTTL time.Duration, asOf time.Time) store.PurgeScope {
+	return store.PurgeScope{Source: source, AccountID: account,
+		KeyCutoff: asOf.Add(-keyTTL), PayloadCutoff: asOf.Add(-payloadTTL)}
 }
 
 // Purge removes what the endpoints' retention allows as if the clock read asOf:
@@ -229,9 +222,7 @@ func (s *Server) scopes(asOf time.Time) []store.PurgeScope {
 // works in bounded batches, each its own transaction, so deliveries go on; rows
 // whose work is unfinished (processed_at NULL) are never touched.
 func (s *Server) Purge(ctx context.Context, asOf time.Time) (store.PurgeResult, error) {
-	opts := s.purgeOpts
-	opts.IncludeUnfinished = s.defects.has(DefectPurgePending)
-	res, err := store.Purge(ctx, s.pool, s.scopes(asOf), opts)
+	res, err := s.steps.purge(ctx, s.pool, s.scopes(asOf), s.purgeOpts)
 	if err != nil {
 		return res, fmt.Errorf("reference: %w", err)
 	}
@@ -247,10 +238,9 @@ func PurgeDatabase(ctx context.Context, pool *pgxpool.Pool, endpoints []Endpoint
 	if err := ValidateEndpointsWithDefects(endpoints, defects); err != nil {
 		return store.PurgeResult{}, fmt.Errorf("reference: %w", err)
 	}
-	s := &Server{pool: pool, epList: endpoints, defects: defectSet{}, purgeOpts: opts}
-	for _, d := range defects {
-		s.defects[d] = true
-	}
+	s := &Server{pool: pool, epList: endpoints, purgeOpts: opts}
+	s.steps = s.correctSteps()
+	installServerDefects(s, defects)
 	return s.Purge(ctx, asOf)
 }
 
@@ -347,11 +337,16 @@ func (s *Server) logRetention() {
 		h, _ := ProfileHorizon(e.Profile)
 		s.log.Info("retention", "path", e.Path, "key_ttl", r.KeyTTL.String(), "payload_ttl", r.PayloadTTL.String(),
 			"redelivery_horizon", h.Total().String())
-		// A receiver without the floor knows nothing of horizons and says nothing.
-		if r.KeyTTL < h.Total() && !s.defects.has(DefectNoTTLFloor) {
-			s.log.Warn("SHORT KEY TTL ALLOWED: endpoint "+e.Path+" keeps keys "+r.KeyTTL.String()+", below the "+e.Profile+
-				" redelivery horizon "+h.Total().String()+" ("+h.Source+"); redeliveries after that are applied twice",
-				"path", e.Path, "allow_short_key_ttl", true)
+		if r.KeyTTL < h.Total() {
+			s.steps.shortKeyTTL(e, r, h)
 		}
 	}
+}
+
+// warnShortKeyTTL says loudly that an endpoint keeps keys for less than its
+// provider may redeliver (allowed only by allow_short_key_ttl).
+func (s *Server) warnShortKeyTTL(e Endpoint, r Retention, h Horizon) {
+	s.log.Warn("SHORT KEY TTL ALLOWED: endpoint "+e.Path+" keeps keys "+r.KeyTTL.String()+", below the "+e.Profile+
+		" redelivery horizon "+h.Total().String()+" ("+h.Source+"); redeliveries after that are applied twice",
+		"path", e.Path, "allow_short_key_ttl", true)
 }

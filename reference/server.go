@@ -8,9 +8,9 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -85,11 +85,12 @@ type Server struct {
 	ownPool   bool
 	endpoints map[string]Endpoint
 	epList    []Endpoint
-	defects   defectSet
+	// steps are the seams of the delivery path, the purge and the start (see
+	// steps); defects replace some of them once, in New.
+	steps     steps
 	rules     store.Rules
+	schema    store.Schema
 	maxBody   int64
-	slowMu    sync.Mutex // the slow-ack defect's one-at-a-time lock
-	seen      seenKeys   // the memory-dedup defect's in-process record of keys
 	tolerance time.Duration
 	dbTimeout time.Duration
 	shutdown  time.Duration
@@ -109,6 +110,74 @@ type Server struct {
 	inbox *Workers
 	// outbox is set when a sink URL is configured.
 	outbox *Dispatcher
+}
+
+// steps are the narrow seams of the receiver, each one step of the recipe
+// (docs/reference.md, "The design, and why"). correctSteps fills them with the
+// correct implementations, which sit beside their callers in handler.go and
+// retention.go. A defect replaces or wraps one or more of them ONCE, when the
+// server is built (serverDefects, handler_defects.go), so nothing on the request
+// path asks which defects are active.
+type steps struct {
+	// verify checks the delivery's signature and the age of its timestamp.
+	verify func(ep Endpoint, h http.Header, body []byte) error
+	// sigOptions are verify's options: the timestamp tolerance.
+	sigOptions signature.Options
+	// readEvent reads the event of a verified delivery; ok false answers res
+	// without processing the event.
+	readEvent func(ep Endpoint, h http.Header, body []byte, log *slog.Logger) (ev store.Event, res result, ok bool)
+	// fields are extract's rules for the event ID and for unknown types.
+	fields eventRules
+	// refuse answers a delivery whose event extract could not read.
+	refuse func(err error, log *slog.Logger) result
+	// deliver processes a readable event and answers it.
+	deliver func(w http.ResponseWriter, r *http.Request, ev store.Event, log *slog.Logger, start time.Time)
+	// process records the key and applies the event (in inbox mode: stores it
+	// for the workers) and returns the answer. ack answers early; only a defect
+	// calls it.
+	process func(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result
+	// begin starts the delivery's transaction.
+	begin func(ctx context.Context) (pgx.Tx, error)
+	// recordKey records the event key in tx; ok false answers res instead.
+	recordKey func(ctx context.Context, tx pgx.Tx, ev store.Event, log *slog.Logger) (res result, ok bool)
+	// commit commits tx and returns the answer to the applied event.
+	commit func(ctx context.Context, tx pgx.Tx, ev store.Event, applied store.Result, ack func(result), log *slog.Logger) result
+	// copyPayload keeps a copy of the payload beside its key; only the
+	// two-transaction defects call it, after their key insert.
+	copyPayload func(ctx context.Context, q store.Querier, ev store.Event) error
+	// atStart runs when Serve starts.
+	atStart func(ctx context.Context) error
+	// purgeScope turns one key space's TTLs into the purge's cut-offs.
+	purgeScope func(source, account string, keyTTL, payloadTTL time.Duration, asOf time.Time) store.PurgeScope
+	// purge deletes what the cut-offs allow.
+	purge func(ctx context.Context, pool *pgxpool.Pool, scopes []store.PurgeScope, opts store.PurgeOptions) (store.PurgeResult, error)
+	// shortKeyTTL reports, at start, an endpoint whose key TTL is below its
+	// provider's redelivery horizon.
+	shortKeyTTL func(e Endpoint, r Retention, h Horizon)
+}
+
+// correctSteps returns the receiver's correct steps (sync mode).
+func (s *Server) correctSteps() steps {
+	return steps{
+		verify:     s.verify,
+		sigOptions: signature.Options{Tolerance: s.tolerance},
+		readEvent:  s.readEvent,
+		fields:     eventRules{checkID: requireEventID, unknownType: recordUnknown},
+		refuse:     refuse,
+		deliver:    s.deliver,
+		process:    s.processOneTx,
+		begin:      s.begin,
+		recordKey:  s.recordKey,
+		commit:     s.commitThenAnswer,
+		// The correct receiver keeps the payload in the key's row only.
+		copyPayload: func(context.Context, store.Querier, store.Event) error { return nil },
+		// Nothing to recover at start: expired leases are re-offered by the
+		// workers' reconciler.
+		atStart:     func(context.Context) error { return nil },
+		purgeScope:  purgeScope,
+		purge:       store.Purge,
+		shortKeyTTL: s.warnShortKeyTTL,
+	}
 }
 
 // New prepares a receiver on pool: it validates the options, applies the migrations
@@ -149,7 +218,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 		pool:      pool,
 		endpoints: map[string]Endpoint{},
 		epList:    eps,
-		defects:   defectSet{},
 		maxBody:   orDefault(opts.MaxBodyBytes, DefaultMaxBodyBytes),
 		tolerance: opts.Tolerance,
 		dbTimeout: orDefault(opts.DBTimeout, DefaultDBTimeout),
@@ -175,31 +243,22 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	for _, e := range eps {
 		s.endpoints[e.Path] = e
 	}
-	for _, d := range opts.Defects {
-		s.defects[d] = true
+	s.steps = s.correctSteps()
+	if opts.Mode == ModeInbox {
+		// The handler stores the event for the workers instead of applying it.
+		s.steps.process = s.processInbox
 	}
-	s.rules = store.Rules{LastWriteWins: s.defects.has(DefectLastWriteWins), NoDomainConstraint: s.defects.has(DefectNoDomainConstraint),
-		ApplyUnknownTypes: s.defects.has(DefectApplyUnknownTypes)}
-	if s.defects.has(DefectNoInputValidation) {
-		s.maxBody = 1 << 40 // effectively unbounded: the defect reads whatever comes
-	}
+	// Each defect swaps its steps (and the rules, schema or body limit it
+	// changes) now, once.
+	installServerDefects(s, opts.Defects)
 
-	applied, err := store.MigrateSchema(ctx, pool, store.Schema{
-		WithoutEventKeyIndex:    s.defects.has(DefectCheckThenInsert) || s.defects.has(DefectMemoryDedup),
-		WithoutDomainConstraint: s.defects.has(DefectNoDomainConstraint),
-	})
+	applied, err := store.MigrateSchema(ctx, pool, s.schema)
 	if err != nil {
 		return nil, fmt.Errorf("reference: %w", err)
 	}
 	s.log.Info("schema ready", "applied_migrations", applied)
 	announceDefects(s.log, opts.Defects)
-	for _, d := range []string{DefectCheckThenInsert, DefectMemoryDedup} {
-		if s.defects.has(d) {
-			s.log.Warn("DEFECT ACTIVE: "+d+" dropped unique index "+store.EventKeyIndex+
-				"; a clean receiver recreates it at start and refuses to run if duplicate keys were left",
-				"defect", d)
-		}
-	}
+	announceDroppedKeyIndex(s.log, opts.Defects)
 	for _, e := range eps {
 		s.log.Info("endpoint", "path", e.Path, "profile", e.Profile, "source", e.KeySource(), "account", e.Account)
 	}
@@ -208,10 +267,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 		if s.outbox, err = NewDispatcher(pool, opts.Outbox, opts.Inbox, s.log); err != nil {
 			return nil, err
 		}
-		s.rules.Outbox = true
-		if s.outbox.defects.has(DefectSendBeforeCommit) {
-			s.rules.SendInline = s.outbox
-		}
+		s.rules = s.outbox.steps.withOutbox(s.rules)
 	}
 	if opts.Mode == ModeInbox {
 		if s.inbox, err = NewWorkers(pool, opts.Inbox, s.log); err != nil {
@@ -232,17 +288,6 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	}
 	s.handler = s.routes()
 	return s, nil
-}
-
-// announceDefects logs every active defect at WARN, once each, in name order.
-func announceDefects(log *slog.Logger, names []string) {
-	active := newDefectSet(names)
-	for _, d := range Defects() {
-		if active.has(d.Name) {
-			log.Warn("DEFECT ACTIVE: "+d.Name+": "+d.Description+"; this receiver is deliberately broken",
-				"defect", d.Name)
-		}
-	}
 }
 
 // Open connects to url (pool size opts.MaxConns, else DefaultMaxConns, unless
@@ -309,12 +354,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		// The purger stops before Serve returns, so the caller may close the pool.
 		defer func() { stopPurger(); <-purged }()
 	}
-	if s.inbox != nil && s.defects.has(DefectRequeueOnBoot) {
-		n, err := store.RequeueClaimed(ctx, s.pool)
-		if err != nil {
-			return fmt.Errorf("serve: %w", err)
-		}
-		s.log.Warn("requeue-on-boot: put claimed events back to pending at start", "events", n)
+	if err := s.steps.atStart(ctx); err != nil {
+		return fmt.Errorf("serve: %w", err)
 	}
 	if s.inbox != nil {
 		// Workers outlive the HTTP shutdown so that events accepted by in-flight
@@ -429,9 +470,4 @@ func newMetrics() *metrics {
 	}
 	m.reg.MustRegister(m.deliveries, m.rejections, m.latency)
 	return m
-}
-
-// signatureOptions returns the verification options for the active defects.
-func (s *Server) signatureOptions() signature.Options {
-	return signature.Options{Tolerance: s.tolerance, SkipTimestampCheck: s.defects.has(DefectSkipTimestampCheck)}
 }

@@ -30,10 +30,10 @@
 //
 // # Concurrent copies
 //
-// SendCopies and plan steps with copies > 1 open one connection per copy first,
-// write every copy's request except its final byte, then release: one loop
-// writes the last byte on each connection. A receiver must read the whole body
-// before it can verify and process a delivery, so all copies become
+// SendCopies, plan steps and deliveries with copies > 1 open one connection
+// per copy first, write every copy's request except its final byte, then
+// release: one loop writes the last byte on each connection. A receiver must
+// read the whole body before it can verify and process a delivery, so all copies become
 // processable within microseconds of each other. The send spread (first to
 // last final-byte write) is recorded in the history's Release record (package history); the
 // benchmark in simulator/benchmark measures the spread as the receiver sees it.
@@ -102,7 +102,10 @@
 // VersionedStream builds a seeded, shuffled and duplicated stream of versioned
 // updates of one object to append to a plan.
 //
-// Runner executes plans; Runner.Send and Runner.SendCopies are the single-delivery
-// calls the conformance suite uses. Histories are written and read as JSON Lines
-// so a stored run can be re-checked later.
+// Runner executes plans (Run, RunNotify). Runner.Deliver sends events a caller
+// built already, without a plan, through the same engine: the same seeded IDs
+// and records as the equivalent plan, returned in delivery order, on the
+// caller's clock when Options.Origin is its run's start. Runner.Send and
+// Runner.SendCopies make single deliveries. Histories are written and read as
+// JSON Lines so a stored run can be re-checked later.
 package simulator

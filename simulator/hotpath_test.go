@@ -63,7 +63,7 @@ func TestIDHashMatchesHashFNV(t *testing.T) {
 	if got := hex.EncodeToString(h[:]); got != "b50d72dc025d083aac9542adf22aed63" {
 		t.Fatalf("fixed vector: %s", got)
 	}
-	if got := attemptDeliveryID(7, "stripe", "stripe", "acct", "evt_1", 2, 3, 4); got != "dlv_b50d72dc025d083aac9542ad" {
+	if got := attemptDeliveryID(7, nil, "stripe", "acct", "evt_1", 2, 3, 4); got != "dlv_b50d72dc025d083aac9542ad" {
 		t.Fatalf("fixed delivery ID: %s", got)
 	}
 }
@@ -73,7 +73,7 @@ func TestAttemptDeliveryIDMatchesNewDeliveryID(t *testing.T) {
 		for _, seed := range []int64{0, 9} {
 			for attempt := 1; attempt < 4; attempt++ {
 				want := NewDeliveryID(seed, prof, "src", "acct_a", "evt_1", 5, 2, attempt)
-				got := attemptDeliveryID(seed, prof, "src", "acct_a", "evt_1", 5, 2, attempt)
+				got := attemptDeliveryID(seed, deliveryIDMakerOf(lookupProfile(prof)), "src", "acct_a", "evt_1", 5, 2, attempt)
 				if got != want {
 					t.Fatalf("%s seed %d attempt %d: %q, want %q", prof, seed, attempt, got, want)
 				}
@@ -81,7 +81,7 @@ func TestAttemptDeliveryIDMatchesNewDeliveryID(t *testing.T) {
 		}
 	}
 	if allocs := testing.AllocsPerRun(100, func() {
-		_ = attemptDeliveryID(1, "stripe", "stripe", "acct_bench", "evt_123", 0, 0, 1)
+		_ = attemptDeliveryID(1, nil, "stripe", "acct_bench", "evt_123", 0, 0, 1)
 	}); allocs > 1 {
 		t.Fatalf("attemptDeliveryID allocates %.0f times, want at most 1 (the string)", allocs)
 	}

@@ -37,35 +37,36 @@ type Request struct {
 // as Run would at this moment. A replay with its original timestamp takes the
 // one previewed for the replayed step.
 func (r *Runner) Preview(plan *Plan) ([]Request, error) {
-	rp, err := plan.Resolve(r.target.Profile.ID(), r.target.Account, time.Now())
+	rp, err := plan.resolve(r.eventDefaults(plan.Seed, time.Now()))
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Request, 0, len(plan.Steps))
-	signed := map[string]time.Time{}
-	for k, s := range plan.Steps {
+	ds := rp.deliveries()
+	e := &engine{r: r, seed: plan.Seed, timeout: plan.Timeout.D(), field: "plan: steps"}
+	out := make([]Request, 0, len(ds))
+	signed := make([]time.Time, len(ds))
+	for k, d := range ds {
 		var orig time.Time
-		if s.Replay != nil {
-			orig = signed[s.Replay.Of]
+		if d.replayOf >= 0 {
+			orig = signed[d.replayOf]
 		}
-		g, err := r.prepareStep(plan, rp, k, orig)
+		g, err := e.prepare(k, d, orig)
 		if err != nil {
 			return out, err
 		}
-		if s.Name != "" {
-			signed[s.Name] = g.p.signedAt
-		}
+		signed[k] = g.p.signedAt
+		s := plan.Steps[k]
 		evName := s.Event
-		if s.Replay != nil {
-			evName = plan.Steps[stepIndex(plan, s.Replay.Of)].Event
+		if d.replayOf >= 0 {
+			evName = plan.Steps[d.replayOf].Event
 		}
 		h := g.p.header.Clone()
 		// As serialize writes them: its own Host and Content-Length win.
 		h.Set("Host", r.u.Host)
 		h.Set("Content-Length", strconv.Itoa(len(g.p.body)))
 		out = append(out, Request{
-			Step: k, StepName: s.Name, Event: evName, Key: profiles.EventKey(r.target.Profile, g.ev),
-			Attempt: g.at.N, Copies: max(s.Copies, 1), Method: http.MethodPost, URL: r.u.Redacted(),
+			Step: k, StepName: s.Name, Event: evName, Key: profiles.EventKey(r.target.Profile, d.ev),
+			Attempt: g.at.N, Copies: d.copies, Method: http.MethodPost, URL: r.u.Redacted(),
 			Header: h, Body: g.p.body, SignedAt: g.p.signedAt.UTC(), Faults: g.p.faults, PadTo: g.p.padTo,
 		})
 	}

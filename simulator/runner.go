@@ -1,12 +1,10 @@
 package simulator
 
 import (
-	"cmp"
 	"context"
 	"crypto/tls"
 	"fmt"
 	"net/url"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -39,6 +37,12 @@ type Options struct {
 	// ResponseReadLimit bounds the bytes read of each response body (default 64 KiB);
 	// a longer body is cut and recorded with error class too_large.
 	ResponseReadLimit int64
+	// Origin is the instant the runner's clock counts from (default: when
+	// NewRunner was called): the StartNS, EndNS and VirtualNS of its attempts
+	// and the StartNS of its releases. A caller that keeps a run of its own
+	// passes the run's start, so the records come out on the run's clock and
+	// need no shifting.
+	Origin time.Time
 }
 
 // Runner delivers events to one target and records what happened. It is safe for
@@ -53,6 +57,10 @@ type Runner struct {
 	clock  Clock
 	// facts are the profile's, read once: Facts() builds a fresh copy per call.
 	facts profiles.Facts
+	// ids and objects shape seeded delivery and object IDs (nil: the generic
+	// forms); asserted once, as delivery IDs are made per attempt.
+	ids     profiles.DeliveryIDMaker
+	objects profiles.ObjectIDMaker
 	// reqHead is the request line and Host header, the same for every request.
 	reqHead []byte
 	// lastExcerpt is the last response excerpt (see excerpt).
@@ -74,7 +82,12 @@ func NewRunner(t Target, o Options) (*Runner, error) {
 	if o.ResponseReadLimit <= 0 {
 		o.ResponseReadLimit = DefaultResponseReadLimit
 	}
-	r := &Runner{target: t, u: u, opts: o, start: time.Now(), pool: &connPool{max: MaxCopies}, facts: t.Profile.Facts()}
+	start := o.Origin
+	if start.IsZero() {
+		start = time.Now()
+	}
+	r := &Runner{target: t, u: u, opts: o, start: start, pool: &connPool{max: MaxCopies}, facts: t.Profile.Facts(),
+		ids: deliveryIDMakerOf(t.Profile), objects: objectIDMakerOf(t.Profile)}
 	r.reqHead = []byte("POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
 	r.rec = &recorder{h: history.History{Meta: r.meta(0, "", 0)}}
 	return r, nil
@@ -83,11 +96,12 @@ func NewRunner(t Target, o Options) (*Runner, error) {
 // Close releases idle connections.
 func (r *Runner) Close() { r.pool.closeAll() }
 
-// History returns what Send and SendCopies recorded so far (Run returns its own
-// history).
+// History returns what Send and SendCopies recorded so far (Run and Deliver
+// return their own records).
 func (r *Runner) History() *history.History { return r.rec.snapshot() }
 
-// Started is the instant the runner's monotonic clock counts from.
+// Started is the instant the runner's clock counts from: Options.Origin, else
+// the runner's creation.
 func (r *Runner) Started() time.Time { return r.start }
 
 func (r *Runner) meta(seed int64, plan string, scale float64) history.Meta {
@@ -130,19 +144,26 @@ func (r *Runner) timeoutFor(o time.Duration) time.Duration {
 	return DefaultTimeout
 }
 
+// attemptFor is the attempt o describes; it fills o's defaults (attempt 1, a
+// delivery ID derived from event and attempt).
 func (r *Runner) attemptFor(ev profiles.Event, o *SendOptions) profiles.Attempt {
-	if o.Attempt <= 0 {
-		o.Attempt = 1
-	}
-	if o.DeliveryID == "" {
-		o.DeliveryID = attemptDeliveryID(0, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, o.Step, o.Copy, o.Attempt)
-	}
-	at := profiles.Attempt{N: o.Attempt, DeliveryID: o.DeliveryID, SignedAt: o.SignedAt}
-	if at.SignedAt.IsZero() {
-		at.SignedAt = time.Now()
-	}
-	at.SignedAt = at.SignedAt.Add(o.Faults.AheadBy.D() - o.Faults.StaleBy.D())
+	at := r.newAttempt(0, ev, o.Attempt, o.Step, o.Copy, o.DeliveryID, o.SignedAt, o.Faults)
+	o.Attempt, o.DeliveryID = at.N, at.DeliveryID
 	return at
+}
+
+// newAttempt is the profile's view of one attempt: number n (default 1), the
+// delivery ID (default: seeded from seed, the event, step, copy and n), the
+// signed time (default now) moved by the clock faults.
+func (r *Runner) newAttempt(seed int64, ev profiles.Event, n, step, cp int, deliveryID string, signedAt time.Time, f Faults) profiles.Attempt {
+	n = max(n, 1)
+	if deliveryID == "" {
+		deliveryID = attemptDeliveryID(seed, r.ids, ev.Source, ev.Account, ev.ID, step, cp, n)
+	}
+	if signedAt.IsZero() {
+		signedAt = time.Now()
+	}
+	return profiles.Attempt{N: n, DeliveryID: deliveryID, SignedAt: signedAt.Add(f.AheadBy.D() - f.StaleBy.D())}
 }
 
 func (o *SendOptions) validate() error {
@@ -189,197 +210,4 @@ func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o Sen
 	}
 	r.rec.release(rel)
 	return recs, rel, nil
-}
-
-// chain follows one delivery's retries.
-type chain struct {
-	r       *Runner
-	rec     *recorder
-	ev      profiles.Event
-	sched   Schedule
-	clock   Clock
-	step    int
-	copy    int
-	timeout time.Duration
-	seed    int64
-	padTo   int
-}
-
-// follow makes the retries after first and returns their records (also recorded).
-func (c chain) follow(ctx context.Context, first history.Attempt) []history.Attempt {
-	var out []history.Attempt
-	rng := seededRand(c.seed, fmt.Sprintf("retry/%d/%d/%s", c.step, c.copy, c.ev.ID))
-	resign := c.r.facts.ResignsOnRetry
-	last := first
-	for {
-		if last.Outcome == history.OutcomeAcknowledged || last.Verdict == profiles.Stop.String() {
-			return out
-		}
-		elapsed := time.Duration(last.VirtualNS - first.VirtualNS)
-		wait, ok := c.sched.Next(last.Attempt+1, elapsed, time.Duration(last.RetryAfterNS), rng)
-		if !ok {
-			return out
-		}
-		// The wait counts from the end of the previous attempt, as providers
-		// schedule the next try after seeing the failure.
-		if err := c.clock.Sleep(ctx, wait); err != nil {
-			return out
-		}
-		n := last.Attempt + 1
-		o := SendOptions{Attempt: n, Step: c.step, Copy: c.copy,
-			DeliveryID: attemptDeliveryID(c.seed, c.r.target.Profile.ID(), c.ev.Source, c.ev.Account, c.ev.ID, c.step, c.copy, n)}
-		if !resign {
-			// Providers that do not re-sign resend the original signature.
-			o.SignedAt = first.SignedAt
-		}
-		at := c.r.attemptFor(c.ev, &o)
-		// Faults are the first attempt's only; the padding is the payload's.
-		p, err := prepare(c.r.target.Profile, &c.r.facts, c.r.target.Secrets, c.ev, at, Faults{}, c.padTo)
-		if err != nil {
-			return out
-		}
-		last = c.r.single(ctx, c.ev, at, p, "", c.timeout, c.step, c.copy, c.clock)
-		c.rec.attempt(last)
-		out = append(out, last)
-		if ctx.Err() != nil {
-			return out
-		}
-	}
-}
-
-// Run executes a plan and returns its history. Cancelling ctx stops the run
-// promptly; the history so far is returned with ctx's error.
-func (r *Runner) Run(ctx context.Context, plan *Plan) (*history.History, error) {
-	return r.RunNotify(ctx, plan, nil)
-}
-
-// RunNotify is Run that also calls each, from the goroutine that made it, as
-// every attempt ends: a caller can act in the middle of a plan (kill a receiver
-// after its n-th acknowledgement, say). each must be safe for concurrent use.
-func (r *Runner) RunNotify(ctx context.Context, plan *Plan, each func(history.Attempt)) (*history.History, error) {
-	rp, err := plan.Resolve(r.target.Profile.ID(), r.target.Account, time.Now())
-	if err != nil {
-		return nil, err
-	}
-	clock := Clock{Scale: plan.TimeScale}
-	rec := &recorder{h: history.History{Meta: r.meta(plan.Seed, plan.Name, clock.scale())}, each: each}
-	sched := ScheduleFor(r.target.Profile, plan)
-	var retries sync.WaitGroup
-	var mu sync.Mutex
-	firsts := map[string]history.Attempt{} // step name → its first attempt (copy 0)
-	for i := 0; i < len(plan.Steps); {
-		// A group: this step and the ones after it that start with it.
-		j := i + 1
-		for j < len(plan.Steps) && plan.Steps[j].WithPrevious {
-			j++
-		}
-		if err := clock.Sleep(ctx, plan.Steps[i].Wait.D()); err != nil {
-			break
-		}
-		// Every step of the group is prepared before any is sent, so a bad step
-		// sends nothing of its group.
-		group := make([]ready, 0, j-i)
-		for k := i; k < j; k++ {
-			var orig time.Time
-			if s := plan.Steps[k]; s.Replay != nil {
-				mu.Lock()
-				orig = firsts[s.Replay.Of].SignedAt
-				mu.Unlock()
-			}
-			g, err := r.prepareStep(plan, rp, k, orig)
-			if err != nil {
-				retries.Wait()
-				return rec.snapshot(), err
-			}
-			group = append(group, g)
-		}
-		var wg sync.WaitGroup
-		for _, g := range group {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				s := plan.Steps[g.i]
-				var recs []history.Attempt
-				if n := max(s.Copies, 1); n == 1 {
-					recs = []history.Attempt{r.single(ctx, g.ev, g.at, g.p, s.Faults.LostAck, g.timeout, g.i, 0, clock)}
-				} else {
-					var rel history.Release
-					recs, rel = r.copies(ctx, g.ev, g.at, g.p, s.Faults.LostAck, g.timeout, g.i, n, clock)
-					rec.release(rel)
-				}
-				for _, a := range recs {
-					rec.attempt(a)
-				}
-				if s.Name != "" {
-					mu.Lock()
-					firsts[s.Name] = recs[0]
-					mu.Unlock()
-				}
-				if s.Retry {
-					for _, a := range recs {
-						c := chain{r: r, rec: rec, ev: g.ev, sched: sched, clock: clock, step: g.i, copy: a.Copy, timeout: g.timeout, seed: plan.Seed, padTo: s.PadTo}
-						retries.Add(1)
-						go func() {
-							defer retries.Done()
-							c.follow(ctx, a)
-						}()
-					}
-				}
-			}()
-		}
-		// Only one goroutine in a group of one: the common case stays sequential.
-		wg.Wait()
-		if ctx.Err() != nil {
-			break
-		}
-		i = j
-	}
-	retries.Wait()
-	h := rec.snapshot()
-	if err := ctx.Err(); err != nil {
-		return h, fmt.Errorf("run %q: %w", plan.Name, err)
-	}
-	return h, nil
-}
-
-// ready is one step's first attempt, prepared.
-type ready struct {
-	i       int
-	ev      profiles.Event
-	at      profiles.Attempt
-	p       *prepared
-	timeout time.Duration
-}
-
-// prepareStep prepares the first attempt of plan step k as Run sends it. orig
-// is the signed time of the replayed step's first attempt, for a replay with
-// its original timestamp.
-func (r *Runner) prepareStep(plan *Plan, rp *ResolvedPlan, k int, orig time.Time) (ready, error) {
-	s := plan.Steps[k]
-	evName := s.Event
-	o := SendOptions{Step: k, Faults: s.Faults, Attempt: max(s.Attempt, 1), PadTo: s.PadTo}
-	if s.Replay != nil {
-		evName = plan.Steps[stepIndex(plan, s.Replay.Of)].Event
-		if s.Replay.OriginalTimestamp {
-			o.SignedAt = orig
-		}
-	}
-	ev := rp.Events[evName]
-	o.DeliveryID = attemptDeliveryID(plan.Seed, r.target.Profile.ID(), ev.Source, ev.Account, ev.ID, k, 0, o.Attempt)
-	timeout := cmp.Or(s.Timeout.D(), plan.Timeout.D())
-	at := r.attemptFor(ev, &o)
-	p, err := prepare(r.target.Profile, &r.facts, r.target.Secrets, ev, at, s.Faults, s.PadTo)
-	if err != nil {
-		return ready{}, fmt.Errorf("plan: steps[%d]: %w", k, err)
-	}
-	return ready{k, ev, at, p, r.timeoutFor(timeout)}, nil
-}
-
-func stepIndex(p *Plan, name string) int {
-	for i, s := range p.Steps {
-		if s.Name == name {
-			return i
-		}
-	}
-	return -1
 }

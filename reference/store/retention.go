@@ -39,9 +39,6 @@ type PurgeOptions struct {
 	// Pause is slept between batches, yielding the database to deliveries: 0 means
 	// DefaultPurgePause, a negative value only the rest as long as the batch.
 	Pause time.Duration
-	// IncludeUnfinished deletes keys whatever their work's state (the
-	// purge-pending defect).
-	IncludeUnfinished bool
 }
 
 // PurgeResult counts what a purge removed.
@@ -74,13 +71,6 @@ const (
 		ORDER BY received_at
 		LIMIT $4 FOR UPDATE SKIP LOCKED))
 		RETURNING received_at`
-	// deleteAllKeysSQL is the purge-pending defect's: no unfinished-work guard.
-	deleteAllKeysSQL = `DELETE FROM processed_webhook_events WHERE ctid = ANY (ARRAY(
-		SELECT ctid FROM processed_webhook_events
-		WHERE source = $1 AND account_id = $2 AND received_at < $3 AND received_at >= $5
-		ORDER BY received_at
-		LIMIT $4 FOR UPDATE SKIP LOCKED))
-		RETURNING received_at`
 	purgePayloadsSQL = `UPDATE processed_webhook_events SET payload = NULL, payload_purged_at = now()
 		WHERE ctid = ANY (ARRAY(
 		SELECT ctid FROM processed_webhook_events
@@ -96,6 +86,11 @@ const (
 // transaction, keys first (a row about to be deleted needs no payload pass). It
 // returns what was removed so far even when it fails or ctx ends.
 func Purge(ctx context.Context, pool *pgxpool.Pool, scopes []PurgeScope, opts PurgeOptions) (PurgeResult, error) {
+	return purge(ctx, pool, scopes, opts, deleteKeysSQL)
+}
+
+// purge is Purge with the statement that deletes keys (a defect has its own).
+func purge(ctx context.Context, pool *pgxpool.Pool, scopes []PurgeScope, opts PurgeOptions, deleteKeys string) (PurgeResult, error) {
 	if pool == nil {
 		return PurgeResult{}, errors.New("purge: pool: required")
 	}
@@ -109,11 +104,7 @@ func Purge(ctx context.Context, pool *pgxpool.Pool, scopes []PurgeScope, opts Pu
 	var res PurgeResult
 	for _, sc := range scopes {
 		if !sc.KeyCutoff.IsZero() {
-			sql := deleteKeysSQL
-			if opts.IncludeUnfinished {
-				sql = deleteAllKeysSQL
-			}
-			n, b, err := purgeLoop(ctx, pool, sql, sc, sc.KeyCutoff, batch, opts.Pause)
+			n, b, err := purgeLoop(ctx, pool, deleteKeys, sc, sc.KeyCutoff, batch, opts.Pause)
 			res.KeysDeleted += n
 			res.Batches += b
 			if err != nil {

@@ -101,6 +101,10 @@ func newAdyenLegacy() Profile {
 	return adyenProfile{base: base{id: "adyen-legacy", facts: adyenFacts(true)}, legacy: true}
 }
 
+// MakeObjectID makes adyen an ObjectIDMaker: the object ID is the
+// pspReference, which the event key is derived from (conformance-domain.md).
+func (adyenProfile) MakeObjectID(r RandSource) string { return NewAdyenPSPReference(r) }
+
 func (p adyenProfile) derivedEventID(ev Event) string {
 	return ev.ObjectID + ":" + ev.Type + ":true"
 }

@@ -141,22 +141,41 @@ func NewEventID(profileID string, r RandSource) (string, error) {
 	return "", fmt.Errorf("event ID for %q: no generator", profileID)
 }
 
+// DeliveryIDMaker is a profile whose provider sends a per-attempt delivery ID
+// of its own shape (Shopify's X-Shopify-Webhook-Id). The simulator shapes its
+// seeded delivery IDs with it, so the profile, not the engine, knows which
+// providers have one.
+type DeliveryIDMaker interface {
+	// MakeDeliveryID draws one delivery ID from r (deterministic for a seeded r).
+	MakeDeliveryID(r RandSource) string
+}
+
+// ObjectIDMaker is a profile whose provider's business-object IDs have a shape
+// receivers rely on (Adyen keys events on the pspReference). The simulator
+// shapes the object IDs it generates with it.
+type ObjectIDMaker interface {
+	// MakeObjectID draws one object ID from r (deterministic for a seeded r).
+	MakeObjectID(r RandSource) string
+}
+
 // NewDeliveryID returns a per-attempt delivery ID for providers that send one
-// in a header of its own: shopify (X-Shopify-Webhook-Id; a GUID, shape ours).
-// GitHub's delivery ID is the event ID; Paddle's notification_id is derived per
-// destination; the others send none, which is an error here.
+// in a header of its own (profiles that are DeliveryIDMakers: shopify's
+// X-Shopify-Webhook-Id, a GUID, shape ours). GitHub's delivery ID is the event
+// ID; Paddle's notification_id is derived per destination; the others send
+// none, which is an error here.
 func NewDeliveryID(profileID string, r RandSource) (string, error) {
 	if r == nil {
 		return "", fmt.Errorf("delivery ID for %q: random source: must not be nil", profileID)
 	}
-	switch profileID {
-	case "shopify":
-		return randUUID(r), nil
-	case "github":
+	if profileID == "github" {
 		return "", fmt.Errorf("delivery ID for github: X-GitHub-Delivery is the event ID (stable across redeliveries); use NewEventID")
 	}
-	if _, err := Lookup(profileID); err != nil {
+	p, err := Lookup(profileID)
+	if err != nil {
 		return "", fmt.Errorf("delivery ID: %w", err)
+	}
+	if m, ok := p.(DeliveryIDMaker); ok {
+		return m.MakeDeliveryID(r), nil
 	}
 	return "", fmt.Errorf("delivery ID for %q: the provider sends no per-attempt delivery ID", profileID)
 }

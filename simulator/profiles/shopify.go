@@ -99,6 +99,10 @@ func shopifyDeliveryUUID(id string, n int) string {
 	return formatUUID(sum[:16])
 }
 
+// MakeDeliveryID makes shopify a DeliveryIDMaker: X-Shopify-Webhook-Id is a
+// GUID (the shape is ours; Shopify documents none).
+func (shopifyProfile) MakeDeliveryID(r RandSource) string { return randUUID(r) }
+
 // Canonical forms of Shopify's header names.
 var (
 	hShopifyTopic       = http.CanonicalHeaderKey("X-Shopify-Topic")

@@ -1,0 +1,191 @@
+package check_test
+
+import (
+	"testing"
+
+	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// DEDUP-1: copies of one delivery released together (one endpoint here), its
+// rows and effects read after, and the reconciliation's reads.
+var dedup1 = register(&table{
+	id: "DEDUP-1",
+	clean: func() *history.History {
+		k := key("evt_1")
+		return scenario("DEDUP-1").
+			send("copy", k, typeCredit, copyNo(0)).
+			send("copy", k, typeCredit, copyNo(1)).
+			send("copy", k, typeCredit, copyNo(2)).
+			fact("gate_waiters", "3").
+			state("after", 1, k).
+			reconciled(k).done()
+	},
+	cases: []tcase{
+		{name: "a copy refused", codes: is("dedup.not-acked"),
+			edits: do(nthAttempt("copy", 1, refused(409)))},
+		{name: "a copy unanswered", codes: is("dedup.not-acked"),
+			edits: do(nthAttempt("copy", 2, noAnswer("timeout")))},
+		{name: "two rows after the copies", codes: is("dedup.rows"),
+			edits: do(count("event_rows", "after", "evt_1", 2))},
+		{name: "no row after the copies", codes: is("dedup.rows"),
+			edits: do(count("event_rows", "after", "evt_1", 0))},
+		{name: "two effects after the copies", codes: is("dedup.effects"),
+			edits: do(count("effects", "after", "evt_1", 2))},
+		{name: "the race lost to the end: two rows, two effects", codes: is("dedup.rows", "dedup.effects"),
+			also: is("reconcile.duplicated", "reconcile.applied-twice"),
+			edits: do(count("event_rows", "after", "evt_1", 2), count("effects", "after", "evt_1", 2),
+				count("event_rows", "reconcile", "evt_1", 2), count("effects", "reconcile", "evt_1", 2))},
+		{name: "the row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_1", 0))},
+		{name: "two rows at the reconciliation", codes: is("reconcile.duplicated"),
+			edits: do(count("event_rows", "reconcile", "evt_1", 2))},
+		{name: "two effects at the reconciliation", codes: is("reconcile.applied-twice"),
+			edits: do(count("effects", "reconcile", "evt_1", 2))},
+		{name: "no rows read after the copies", reason: `has no event_rows read in phase "after"`,
+			edits: do(drop("event_rows", "after", ""))},
+		{name: "no effects read after the copies", reason: `has no effects read in phase "after"`,
+			edits: do(drop("effects", "after", ""))},
+	},
+})
+
+func TestDEDUP1(t *testing.T) { dedup1.run(t) }
+
+// DEDUP-2: the first 2xx read and thrown away (outcome unknown), the rows read
+// until the first delivery shows, then a redelivery and a resend.
+var dedup2 = register(&table{
+	id: "DEDUP-2",
+	clean: func() *history.History {
+		k := key("evt_1")
+		return scenario("DEDUP-2").
+			send("first", k, typeCredit, faults("lost_ack:discard"), answered(history.OutcomeUnknown, 200)).
+			rows("after-first", k, 1).
+			send("redelivery", k, typeCredit, attemptNo(2)).
+			send("resend", k, typeCredit, attemptNo(3)).
+			state("after", 1, k).
+			reconciled(k).done()
+	},
+	cases: []tcase{
+		{name: "the first delivery answered 500", codes: is("dedup.not-acked"),
+			edits: do(attempts("first", "", refused(500)))},
+		{name: "the first delivery answered 409", codes: is("dedup.not-acked"),
+			edits: do(attempts("first", "", refused(409)))},
+		{name: "the redelivery refused as a duplicate", codes: is("dedup.not-acked"),
+			edits: do(attempts("redelivery", "", refused(409)))},
+		{name: "the resend refused", codes: is("dedup.not-acked"),
+			edits: do(attempts("resend", "", refused(422)))},
+		{name: "no row after the first delivery", codes: is("dedup.rows"),
+			edits: do(count("event_rows", "after-first", "evt_1", 0))},
+		{name: "a second row after the redeliveries", codes: is("dedup.rows"),
+			edits: do(count("event_rows", "after", "evt_1", 2))},
+		{name: "a second effect after the redeliveries", codes: is("dedup.effects"),
+			edits: do(count("effects", "after", "evt_1", 2))},
+		{name: "the row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_1", 0))},
+		{name: "two rows at the reconciliation", codes: is("reconcile.duplicated"),
+			edits: do(count("event_rows", "reconcile", "evt_1", 2))},
+		{name: "two effects at the reconciliation", codes: is("reconcile.applied-twice"),
+			edits: do(count("effects", "reconcile", "evt_1", 2))},
+		{name: "no rows read after the first delivery", reason: `has no event_rows read in phase "after-first"`,
+			edits: do(drop("event_rows", "after-first", ""))},
+	},
+})
+
+func TestDEDUP2(t *testing.T) { dedup2.run(t) }
+
+// scopeTable is the table of DEDUP-3, -4 and -5: one delivery to key a (role
+// first), one to key b (role other-scope), each stored and applied once.
+func scopeTable(id string, a, b profiles.Key) *table {
+	return &table{
+		id: id,
+		clean: func() *history.History {
+			return scenario(id).
+				send("first", a, typeCredit).
+				send("other-scope", b, typeCredit).
+				state("after", 1, a, b).
+				reconciled(a, b).done()
+		},
+		cases: []tcase{
+			{name: "the first delivery refused", codes: is("dedup.not-acked"),
+				edits: do(attempts("first", "", refused(500)))},
+			{name: "the other scope's delivery refused", codes: is("dedup.not-acked"),
+				edits: do(attempts("other-scope", "", refused(409)))},
+			// A key without the scope: the second delivery is taken for a
+			// duplicate and refused, and nothing of it is stored.
+			{name: "the other scope refused as a duplicate, nothing stored", codes: is("dedup.not-acked", "dedup.rows", "dedup.effects"),
+				edits: do(attempts("other-scope", "", refused(409)),
+					keyCount("event_rows", "after", b, 0), keyCount("effects", "after", b, 0), keyCount("event_rows", "reconcile", b, 0), keyCount("effects", "reconcile", b, 0))},
+			// The same, acknowledged: the event is dropped silently.
+			{name: "the other scope acknowledged, nothing stored", codes: is("dedup.rows", "dedup.effects", "reconcile.lost"),
+				edits: do(keyCount("event_rows", "after", b, 0), keyCount("effects", "after", b, 0), keyCount("event_rows", "reconcile", b, 0), keyCount("effects", "reconcile", b, 0))},
+			{name: "no row for the other scope", codes: is("dedup.rows"),
+				edits: do(keyCount("event_rows", "after", b, 0))},
+			{name: "two rows for the first", codes: is("dedup.rows"),
+				edits: do(keyCount("event_rows", "after", a, 2))},
+			{name: "no effect for the other scope", codes: is("dedup.effects"),
+				edits: do(keyCount("effects", "after", b, 0))},
+			{name: "two rows for the first at the reconciliation", codes: is("reconcile.duplicated"),
+				edits: do(keyCount("event_rows", "reconcile", a, 2))},
+			{name: "two effects for the other scope at the reconciliation", codes: is("reconcile.applied-twice"),
+				edits: do(keyCount("effects", "reconcile", b, 2))},
+			{name: "no effects read after the deliveries", reason: `has no effects read in phase "after"`,
+				edits: do(drop("effects", "after", ""))},
+		},
+	}
+}
+
+var (
+	dedup3 = register(scopeTable("DEDUP-3", key("evt_1"), profiles.Key{Source: source, Account: "acct_B", EventID: "evt_1"}))
+	dedup4 = register(scopeTable("DEDUP-4", key("evt_1"), profiles.Key{Source: "github", Account: account, EventID: "evt_1"}))
+	dedup5 = register(scopeTable("DEDUP-5", key("evt_1"), key("evt_2")))
+)
+
+func TestDEDUP3(t *testing.T) { dedup3.run(t) }
+func TestDEDUP4(t *testing.T) { dedup4.run(t) }
+func TestDEDUP5(t *testing.T) { dedup5.run(t) }
+
+// DEDUP-6: two payments created; each gets the succeeded transition twice under
+// two event IDs, one after the other (pi_1), then at once (pi_2); the object's
+// effects are read with the recorded want.
+var dedup6 = register(&table{
+	id: "DEDUP-6",
+	clean: func() *history.History {
+		return scenario("DEDUP-6").fact("object", "payment").
+			send("setup", key("evt_1"), typeCreated).
+			send("first", key("evt_2"), typeSucceeded).
+			send("other-scope", key("evt_3"), typeSucceeded).
+			fact("want_effects:pi_1", "1").
+			objEffects("sequential", "pi_1", 1).
+			send("setup", key("evt_4"), typeCreated).
+			send("copy", key("evt_5"), typeSucceeded).
+			send("copy", key("evt_6"), typeSucceeded).
+			fact("want_effects:pi_2", "1").
+			objEffects("concurrent", "pi_2", 1).
+			reconciledRows(key("evt_1"), key("evt_2"), key("evt_3"), key("evt_4"), key("evt_5"), key("evt_6")).done()
+	},
+	cases: []tcase{
+		{name: "the second event for the change refused", codes: is("dedup.not-acked"),
+			edits: do(attempts("other-scope", "", refused(409)))},
+		{name: "a concurrent event refused", codes: is("dedup.not-acked"),
+			edits: do(nthAttempt("copy", 1, refused(500)))},
+		{name: "the creating event refused", codes: is("dedup.not-acked"),
+			edits: do(attempts("setup", "evt_4", refused(500)))},
+		{name: "applied twice, one after the other", codes: is("dedup.object-effects"),
+			edits: do(count("object_effects", "sequential", "pi_1", 2))},
+		{name: "applied twice at once", codes: is("dedup.object-effects"),
+			edits: do(count("object_effects", "concurrent", "pi_2", 2))},
+		{name: "never applied", codes: is("dedup.object-effects"),
+			edits: do(count("object_effects", "concurrent", "pi_2", 0))},
+		// The want is the recorded fact (the path's effects plus one), not a constant.
+		{name: "fewer effects than the recorded want", codes: is("dedup.object-effects"),
+			edits: do(setFact("want_effects:pi_1", "2"))},
+		{name: "an event's row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_3", 0))},
+		{name: "two rows for one event at the reconciliation", codes: is("reconcile.duplicated"),
+			edits: do(count("event_rows", "reconcile", "evt_5", 2))},
+		{name: "no object effects read at once", reason: `has no object_effects read in phase "concurrent"`,
+			edits: do(drop("object_effects", "concurrent", ""))},
+	},
+})
+
+func TestDEDUP6(t *testing.T) { dedup6.run(t) }

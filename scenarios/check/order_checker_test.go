@@ -1,0 +1,178 @@
+package check_test
+
+import (
+	"testing"
+
+	"github.com/hookcert/hookcert/history"
+)
+
+// version makes an object read return version v ("v<v>"), found.
+func version(v int64, status string) func(o *history.Observation) {
+	return func(o *history.Observation) { o.Found, o.Version, o.Status = true, v, status }
+}
+
+// ORDER-1: updates of sub_1 with versions 1, 3, 2, each settled before the
+// next; the object read at the end must be at version 3.
+var order1 = register(&table{
+	id: "ORDER-1",
+	clean: func() *history.History {
+		return scenario("ORDER-1").
+			send("update", key("evt_1"), typeUpdated).
+			send("update", key("evt_2"), typeUpdated).
+			send("update", key("evt_3"), typeUpdated).
+			fact("want_version", "3").
+			object("final", "sub_1", 3, "v3").
+			reconciledRows(key("evt_1"), key("evt_2"), key("evt_3")).done()
+	},
+	cases: []tcase{
+		// Ordered by the events' created time: the want is a Unix time.
+		{name: "ordered by created time", edits: do(setFact("want_version", "1767225603"),
+			reads("object", "final", "sub_1", version(1767225603, "")))},
+		{name: "the late older update refused", codes: is("order.not-acked"),
+			edits: do(attempts("update", "evt_3", refused(409)))},
+		{name: "regressed by the late older update", codes: is("order.regressed"),
+			edits: do(reads("object", "final", "sub_1", version(2, "v2")))},
+		{name: "no object row", codes: is("order.regressed"),
+			edits: do(noRow("object", "final", "sub_1"))},
+		{name: "held to the recorded want", codes: is("order.regressed"),
+			edits: do(setFact("want_version", "4"))},
+		{name: "an update's row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_2", 0))},
+		{name: "two rows for an update at the reconciliation", codes: is("reconcile.duplicated"),
+			edits: do(count("event_rows", "reconcile", "evt_3", 2))},
+		{name: "no object read at the end", reason: "no object read at the end of the stream",
+			edits: do(drop("object", "final", ""))},
+		{name: "no version recorded", reason: "history: fact want_version",
+			edits: do(dropFact("want_version"))},
+	},
+})
+
+func TestORDER1(t *testing.T) { order1.run(t) }
+
+// ORDER-2: versions 1..3 of sub_1 (evt_1..evt_3), each delivered twice in a
+// seeded order, in two concurrent halves; then version 1 resent and version 2
+// under a new event ID (evt_4); the object must end at version 3.
+var order2 = register(&table{
+	id: "ORDER-2",
+	clean: func() *history.History {
+		return scenario("ORDER-2").
+			send("stream", key("evt_2"), typeUpdated).
+			send("stream", key("evt_2"), typeUpdated).
+			send("stream", key("evt_1"), typeUpdated).
+			send("stream", key("evt_3"), typeUpdated).
+			send("stream", key("evt_1"), typeUpdated).
+			send("stream", key("evt_3"), typeUpdated).
+			send("late", key("evt_1"), typeUpdated, attemptNo(2)).
+			send("late", key("evt_4"), typeUpdated).
+			fact("want_version", "3").
+			object("final", "sub_1", 3, "v3").
+			reconciledRows(key("evt_2"), key("evt_1"), key("evt_3"), key("evt_4")).done()
+	},
+	cases: []tcase{
+		{name: "a duplicate in the stream refused", codes: is("order.not-acked"),
+			edits: do(nthAttempt("stream", 1, refused(409)))},
+		{name: "the old version's resend refused", codes: is("order.not-acked"),
+			edits: do(attempts("late", "evt_1", refused(409)))},
+		{name: "regressed by the late update", codes: is("order.regressed"),
+			edits: do(reads("object", "final", "sub_1", version(2, "v2")))},
+		{name: "left at an older version by the shuffle", codes: is("order.regressed"),
+			edits: do(reads("object", "final", "sub_1", version(1, "v1")))},
+		// Concurrent copies of one version race without a unique key.
+		{name: "concurrent copies stored twice", codes: is("reconcile.duplicated"),
+			edits: do(count("event_rows", "reconcile", "evt_2", 2))},
+		{name: "an update's row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_4", 0))},
+		{name: "no object read at the end", reason: "no object read at the end of the stream",
+			edits: do(drop("object", "final", ""))},
+	},
+})
+
+func TestORDER2(t *testing.T) { order2.run(t) }
+
+// ORDER-3 on the built-in payment: its one stale pair is a succeeded event after
+// the refund. pi_1 is created, succeeds and is refunded (evt_1..evt_3); a late
+// succeeded event (evt_4) must leave it refunded with its path's 2 effects.
+var order3 = register(&table{
+	id: "ORDER-3",
+	clean: func() *history.History {
+		return scenario("ORDER-3").fact("object", "payment").
+			send("setup", key("evt_1"), typeCreated).
+			send("setup", key("evt_2"), typeSucceeded).
+			send("setup", key("evt_3"), typeRefunded).
+			send("late", key("evt_4"), typeSucceeded).
+			fact("want_state:pi_1", "refunded").
+			fact("late_type:pi_1", typeSucceeded).
+			objState("final", "pi_1", "refunded").
+			fact("want_effects:pi_1", "2").
+			objEffects("final", "pi_1", 2).
+			reconciledRows(key("evt_1"), key("evt_2"), key("evt_3"), key("evt_4")).done()
+	},
+	cases: []tcase{
+		{name: "no effects query declared", edits: do(drop("object_effects", "final", ""), dropFact("want_effects:pi_1"))},
+		{name: "a setup event refused", codes: is("order.not-acked"),
+			edits: do(attempts("setup", "evt_2", refused(500)))},
+		{name: "the late success undid the refund", codes: is("order.transition-applied"),
+			edits: do(status("state", "final", "pi_1", "succeeded"))},
+		{name: "the late success added an effect", codes: is("order.transition-applied"),
+			edits: do(count("object_effects", "final", "pi_1", 3))},
+		{name: "the late success applied in full", codes: is("order.transition-applied"),
+			edits: do(status("state", "final", "pi_1", "succeeded"), count("object_effects", "final", "pi_1", 3))},
+		{name: "the payment gone", codes: is("order.transition-applied"),
+			edits: do(noRow("state", "final", "pi_1"))},
+		{name: "held to the recorded want", codes: is("order.transition-applied"),
+			edits: do(setFact("want_effects:pi_1", "1"))},
+		{name: "the late event's row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_4", 0))},
+		{name: "two rows for the refund at the reconciliation", codes: is("reconcile.duplicated"),
+			edits: do(count("event_rows", "reconcile", "evt_3", 2))},
+		{name: "no state read after the late event", reason: "no state read after the late events",
+			edits: do(drop("state", "final", ""))},
+	},
+})
+
+func TestORDER3(t *testing.T) { order3.run(t) }
+
+// ORDER-4: update 1 of sub_1 (evt_1), read; its deletion carrying key 3
+// (evt_2), read (no row); the stale update 2 under a new event ID (evt_3); the
+// object read at the end must read as after the deletion.
+var order4 = register(&table{
+	id: "ORDER-4",
+	clean: func() *history.History {
+		return scenario("ORDER-4").
+			send("update", key("evt_1"), typeUpdated).
+			object("before-delete", "sub_1", 1, "v1").
+			send("delete", key("evt_2"), typeDeleted).
+			object("after-delete", "sub_1", 0, "").
+			send("late", key("evt_3"), typeUpdated).
+			fact("stale_key", "2").
+			fact("want_version", "1").
+			object("final", "sub_1", 0, "").
+			reconciledRows(key("evt_1"), key("evt_2"), key("evt_3")).done()
+	},
+	cases: []tcase{
+		{name: "a tombstone kept through the stale update",
+			edits: do(reads("object", "after-delete", "sub_1", version(3, "deleted")), reads("object", "final", "sub_1", version(3, "deleted")))},
+		{name: "brought back by the stale update", codes: is("order.resurrected"),
+			edits: do(reads("object", "final", "sub_1", version(2, "v2")))},
+		{name: "the deleted object back with another version", codes: is("order.resurrected"),
+			edits: do(reads("object", "final", "sub_1", version(1, "v1")))},
+		{name: "the tombstone overwritten by the stale update", codes: is("order.resurrected"),
+			edits: do(reads("object", "after-delete", "sub_1", version(3, "deleted")), reads("object", "final", "sub_1", version(2, "v2")))},
+		{name: "the deletion refused", codes: is("order.not-acked"),
+			edits: do(attempts("delete", "", refused(400)))},
+		{name: "the stale update refused", codes: is("order.not-acked"),
+			edits: do(attempts("late", "", refused(409)))},
+		{name: "the deletion's row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_2", 0))},
+		{name: "two rows for the stale update at the reconciliation", codes: is("reconcile.duplicated"),
+			edits: do(count("event_rows", "reconcile", "evt_3", 2))},
+		// The positive control: a deletion cannot be judged on an object the
+		// first update never wrote.
+		{name: "the first update not applied", reason: "the first update was not applied, so the deletion cannot be judged",
+			edits: do(noRow("object", "before-delete", "sub_1"))},
+		{name: "no object read at the end", reason: "ORDER-4 needs one object read before the delete, after it and at the end",
+			edits: do(drop("object", "final", ""))},
+	},
+})
+
+func TestORDER4(t *testing.T) { order4.run(t) }
