@@ -79,7 +79,7 @@ var retention1 = register(&table{
 		{name: "the key purged, the replay applied again", codes: is("retention.key-purged-early", "retention.replay-applied"),
 			also:  is("reconcile.applied-twice"),
 			edits: do(count("event_rows", "after-purge", "evt_1", 0), count("effects", "after-replay", "evt_1", 2), count("effects", "reconcile", "evt_1", 2))},
-		{name: "an endpoint fact malformed", reason: "history: fact endpoint:001:github/acct_A is malformed",
+		{name: "an endpoint fact malformed", reason: "history: RETENTION-1 facts: fact endpoint:001:github/acct_A: \"720h0m0s\" is not <key TTL>|<horizon>|<source>",
 			edits: do(setFact(githubEndpoint, "720h0m0s"))},
 		{name: "no rows read after the purge", reason: `has no event_rows read in phase "after-purge"`,
 			edits: do(drop("event_rows", "after-purge", ""))},
@@ -169,7 +169,7 @@ var retention4 = register(&table{
 			edits: do(count("event_rows", "ladder:721h0m0s", "evt_1", 1), more(func(r *rec) { r.rows("ladder:1440h0m0s", key("evt_1"), 0) }))},
 		{name: "the payload outlived its key", codes: is("retention.payload-orphaned"),
 			edits: do(reads("payload_present", "after-key-gone", "evt_1", func(o *history.Observation) { o.Found, o.Present = true, true }))},
-		{name: "a malformed ladder", reason: `history: RETENTION-4 ladder "1h0m0s,soon"`,
+		{name: "a malformed ladder", reason: `history: RETENTION-4 facts: fact ladder: time: invalid duration "soon"`,
 			edits: do(setFact("ladder", "1h0m0s,soon"))},
 		{name: "no ladder reads", reason: "history: RETENTION-4 has no ladder reads",
 			edits: do(func(h *history.History) {
