@@ -87,7 +87,7 @@ var ack1 = Guarantee{
 				ev := s.effectEvent(ep)
 				k := s.key(ep, ev)
 				s.arm(fpAfterResponse, k.EventID)
-				a := s.send(ep, ev, roleLoad, simulator.SendOptions{})
+				a := s.send(ep, ev, roleLoad, simulator.Shape{})
 				s.crashedRestart(fpAfterResponse)
 				s.ack1Check([]profiles.Event{ev}, []history.Attempt{a}, ep)
 			}
@@ -181,7 +181,7 @@ var ack2 = Guarantee{
 		f.TimeoutOf = map[string]time.Duration{}
 		for _, g := range groups {
 			f.TimeoutOf[g.ep.source()+"/"+g.ep.Account] = g.timeout
-			recs := s.parallel(g.ep, g.evs, roleLoad, simulator.SendOptions{Timeout: g.timeout})
+			recs := s.parallel(g.ep, g.evs, roleLoad, simulator.Shape{Timeout: simulator.Duration(g.timeout)})
 			p50, p99, max := latencies(recs)
 			s.note("%d concurrent deliveries to %s: p50 %s, p99 %s, max %s (timeout %s, %s)", len(recs), g.ep.name(),
 				p50.Round(time.Microsecond), p99.Round(time.Microsecond), max.Round(time.Microsecond), g.timeout, g.what)
@@ -250,8 +250,8 @@ var ack4 = Guarantee{
 			inside := tol / 2
 			jobs = append(jobs, s.badDelivery(ep, ep.Profile.ID()+" delivery signed "+stale.String()+" ago (tolerance "+tol.String()+")",
 				simulator.Faults{StaleBy: simulator.Duration(stale)}), s.control(ep),
-				s.boundary(ep, ep.Profile.ID()+" signed "+inside.String()+" ago, inside the tolerance", simulator.SendOptions{Faults: simulator.Faults{StaleBy: simulator.Duration(inside)}}),
-				s.boundary(ep, ep.Profile.ID()+" signed "+skewACK4.String()+" ahead (clock skew), inside the tolerance", simulator.SendOptions{Faults: simulator.Faults{AheadBy: simulator.Duration(skewACK4)}}))
+				s.boundary(ep, ep.Profile.ID()+" signed "+inside.String()+" ago, inside the tolerance", simulator.Shape{Faults: simulator.Faults{StaleBy: simulator.Duration(inside)}}),
+				s.boundary(ep, ep.Profile.ID()+" signed "+skewACK4.String()+" ahead (clock skew), inside the tolerance", simulator.Shape{Faults: simulator.Faults{AheadBy: simulator.Duration(skewACK4)}}))
 		}
 		s.together(jobs...)
 	}, func(v *view, f *noFacts) {
@@ -303,7 +303,7 @@ var ack6 = Guarantee{
 			ev := s.event(ep, u.Type, s.newID(prefixOr(u.IDPrefix)))
 			k := s.key(ep, ev)
 			jobs = append(jobs, func() {
-				s.send(ep, ev, roleUnknownType, simulator.SendOptions{})
+				s.send(ep, ev, roleUnknownType, simulator.Shape{})
 				s.effects(k, phaseUnknownType)
 			},
 				// The positive control: "changes nothing" means something only if
@@ -335,7 +335,7 @@ var ack7 = Guarantee{
 		for _, ep := range s.endpoints() {
 			limit := s.bodyLimit(ep)
 			size := limit - largeMarginACK7
-			jobs = append(jobs, s.boundary(ep, fmt.Sprintf("%s %d-byte body (limit %d)", ep.name(), size, limit), simulator.SendOptions{PadTo: size}))
+			jobs = append(jobs, s.boundary(ep, fmt.Sprintf("%s %d-byte body (limit %d)", ep.name(), size, limit), simulator.Shape{PadTo: size}))
 		}
 		s.together(jobs...)
 	}, boundaryCheck),
@@ -404,11 +404,11 @@ func (s *session) bodyLimit(ep Endpoint) int {
 
 // boundary builds one legitimate delivery at the edge of a limit or tolerance
 // and returns the job that sends it and reads that it was applied once.
-func (s *session) boundary(ep Endpoint, what string, o simulator.SendOptions) func() {
+func (s *session) boundary(ep Endpoint, what string, sh simulator.Shape) func() {
 	ev := s.effectEvent(ep)
 	k := s.key(ep, ev)
 	return func() {
-		s.send(ep, ev, roleBoundary+what, o)
+		s.send(ep, ev, roleBoundary+what, sh)
 		s.state(k, phaseBoundary, 1)
 	}
 }
@@ -432,7 +432,7 @@ func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func
 	ev := s.effectEvent(ep)
 	k := s.key(ep, ev)
 	return func() {
-		s.send(ep, ev, roleBad+what, simulator.SendOptions{Faults: f})
+		s.send(ep, ev, roleBad+what, simulator.Shape{Faults: f})
 		s.rows(k, phaseBad)
 		s.effects(k, phaseBad)
 		if f.MissingID {
@@ -449,7 +449,7 @@ func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func
 func (s *session) control(ep Endpoint) func() {
 	ev := s.effectEvent(ep)
 	return func() {
-		s.send(ep, ev, roleControl, simulator.SendOptions{})
+		s.send(ep, ev, roleControl, simulator.Shape{})
 		s.state(s.key(ep, ev), phaseControl, 1)
 	}
 }
@@ -467,7 +467,7 @@ func (s *session) ack1Check(evs []profiles.Event, recs []history.Attempt, ep End
 		all = append(all, s.key(ep, ev))
 	}
 	s.states(phaseAfterRestart, 1, ackedKeys...)
-	s.parallel(ep, evs, roleRedelivery, simulator.SendOptions{Attempt: 2})
+	s.parallel(ep, evs, roleRedelivery, simulator.Shape{Attempt: 2})
 	s.states(phaseAfterRedelivery, 1, all...)
 }
 
@@ -484,7 +484,7 @@ func (s *session) ack1Round(ep Endpoint, round int) {
 	var mu sync.Mutex
 	acks, killed := 0, false
 	var killErr error
-	out := s.deliver(ep, roleLoad, evs, simulator.Step{}, true, func(a history.Attempt) {
+	out, _ := s.deliver(ep, roleLoad, evs, simulator.Shape{}, 1, true, func(a history.Attempt) {
 		if !acked(a) {
 			return
 		}

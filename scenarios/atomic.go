@@ -54,7 +54,7 @@ var atomic1 = Guarantee{
 		if ok, _ := s.env.has("failpoints"); ok {
 			// The exact path: the receiver kills itself between insert and commit.
 			s.arm(fpAfterInsertBeforeCommit, k.EventID)
-			a := s.send(ep, ev, roleDoomed, simulator.SendOptions{})
+			a := s.send(ep, ev, roleDoomed, simulator.Shape{})
 			s.crashedRestart(fpAfterInsertBeforeCommit)
 			s.state(k, phaseAfterCrash, 0)
 			s.redeliverUnlessAcked(ep, ev, k, a)
@@ -112,7 +112,7 @@ var atomic2 = Guarantee{
 			s.drive(ep, obj, it.path)
 			early := s.objectEvent(ep, pair.T.Type, obj)
 			k := s.key(ep, early)
-			a := s.send(ep, early, rolePremature, simulator.SendOptions{})
+			a := s.send(ep, early, rolePremature, simulator.Shape{})
 			// A lifecycle event's effect is the object's state (and its effects),
 			// not the effect role's per-event count: its key rows are read. An
 			// accepted one (async) keeps its key, rightly, until it applies.
@@ -128,7 +128,7 @@ var atomic2 = Guarantee{
 			case acked(a):
 				s.note("the early %s was acknowledged, so the provider will not redeliver it", pair.T.Type)
 			default:
-				s.send(ep, early, roleRedelivery, simulator.SendOptions{Attempt: 2})
+				s.send(ep, early, roleRedelivery, simulator.Shape{Attempt: 2})
 				s.settle(1, func() int { return s.rows(k, phaseAfter) })
 			}
 			s.settle(1, func() int {
@@ -191,11 +191,11 @@ var atomic4 = Guarantee{
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
 		s.arm(fpAfterCommitBeforeResponse, k.EventID)
-		a := s.send(ep, ev, roleFirst, simulator.SendOptions{})
+		a := s.send(ep, ev, roleFirst, simulator.Shape{})
 		s.note("first attempt: %s (outcome %s)", Describe(a), a.Outcome)
 		s.crashedRestart(fpAfterCommitBeforeResponse)
 		s.state(k, phaseAfterCrash, 1)
-		s.send(ep, ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
+		s.send(ep, ev, roleRedelivery, simulator.Shape{Attempt: 2})
 		s.state(k, phaseAfter, 1)
 	}, func(v *view, _ *noFacts) {
 		v.state(codeAtomicNotApplied, phaseAfterCrash, 1, "after a crash after commit")
@@ -232,7 +232,7 @@ var atomic5 = Guarantee{
 			rule := l.MissingRule(it.t)
 			k := s.key(ep, it.ev)
 			f.EventOf[it.obj] = k.EventID
-			a := s.send(ep, it.ev, roleMissing+":"+rule, simulator.SendOptions{})
+			a := s.send(ep, it.ev, roleMissing+":"+rule, simulator.Shape{})
 			s.note("%s for %s %s, which does not exist (declared: %s): %s", it.t.Type, l.Object, it.obj, rule, Describe(a))
 			switch rule {
 			case vocab.MissingCreate:
@@ -261,7 +261,7 @@ var atomic5 = Guarantee{
 			s.drive(ep, it.obj, path)
 			f.WantState[it.obj] = it.t.To
 			if !acked(a) {
-				s.send(ep, it.ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
+				s.send(ep, it.ev, roleRedelivery, simulator.Shape{Attempt: 2})
 				s.settle(1, func() int { return s.rows(k, phaseAfter) })
 			}
 			s.settle(1, func() int {

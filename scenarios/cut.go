@@ -46,7 +46,7 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) 
 	var doomed history.Attempt
 	wait := s.spawn(func() {
 		defer close(finished)
-		doomed = s.send(ep, ev, roleDoomed, simulator.SendOptions{})
+		doomed = s.send(ep, ev, roleDoomed, simulator.Shape{})
 	})
 	waited := waitQueue(s.ctx, g, 1, finished, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", table, err) })
 	if waited == 0 {
@@ -110,7 +110,7 @@ func (s *session) redeliverUnlessAcked(ep Endpoint, ev profiles.Event, k profile
 		s.note("the first attempt was acknowledged, so the provider will not redeliver %s", k.EventID)
 		return false
 	}
-	s.send(ep, ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
+	s.send(ep, ev, roleRedelivery, simulator.Shape{Attempt: 2})
 	s.state(k, phaseAfter, 1)
 	return true
 }

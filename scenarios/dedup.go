@@ -53,7 +53,7 @@ var dedup1 = Guarantee{
 			ev := s.effectEvent(ep)
 			k := s.key(ep, ev)
 			var rel history.Release
-			fire := func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.SendOptions{}) }
+			fire := func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) }
 			if ok, _ := s.env.has("lock-gating"); ok {
 				// Every copy reaches the table before any commits: the race is certain.
 				s.gate(s.env.EventTable, copiesDEDUP1, fire)
@@ -89,7 +89,7 @@ var dedup2 = Guarantee{
 			jobs = append(jobs, func() {
 				// The first response is read and thrown away: the provider never saw the
 				// 2xx and redelivers, re-signed, after its first retry delay (compressed).
-				s.send(ep, ev, roleFirst, simulator.SendOptions{Faults: simulator.Faults{LostAck: simulator.LostAckDiscard}})
+				s.send(ep, ev, roleFirst, simulator.Shape{Faults: simulator.Faults{LostAck: simulator.LostAckDiscard}})
 				s.settle(1, func() int { return s.rows(k, phaseAfterFirst) })
 				if d, ok := simulator.ScheduleFor(ep.Profile, nil).Next(2, 0, 0, nil); ok {
 					clock := simulator.Clock{Scale: s.env.TimeScale}
@@ -99,9 +99,9 @@ var dedup2 = Guarantee{
 					// No automatic retries (e.g. GitHub): a person presses "Redeliver".
 					s.note("%s: profile %s does not retry on its own; redelivering by hand as its users do", ep.name(), ep.Profile.ID())
 				}
-				s.send(ep, ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
+				s.send(ep, ev, roleRedelivery, simulator.Shape{Attempt: 2})
 				// A person may also press "resend" later: still the same event.
-				s.send(ep, ev, roleResend, simulator.SendOptions{Attempt: 3})
+				s.send(ep, ev, roleResend, simulator.Shape{Attempt: 3})
 				s.state(k, phaseAfter, 1)
 			})
 		}
@@ -134,8 +134,8 @@ var dedup3 = Guarantee{
 		evA := s.effectEvent(a)
 		evB := evA
 		evB.Source, evB.Account = b.source(), b.Account
-		s.send(a, evA, roleFirst, simulator.SendOptions{})
-		s.send(b, evB, roleOtherScope, simulator.SendOptions{})
+		s.send(a, evA, roleFirst, simulator.Shape{})
+		s.send(b, evB, roleOtherScope, simulator.Shape{})
 		s.states(phaseAfter, 1, s.key(a, evA), s.key(b, evB))
 	}, scopeCheck("same event ID under two accounts")),
 }
@@ -154,8 +154,8 @@ var dedup4 = Guarantee{
 		evA := s.effectEvent(a)
 		evB := s.effectEvent(b)
 		evB.ID = evA.ID
-		s.send(a, evA, roleFirst, simulator.SendOptions{})
-		s.send(b, evB, roleOtherScope, simulator.SendOptions{})
+		s.send(a, evA, roleFirst, simulator.Shape{})
+		s.send(b, evB, roleOtherScope, simulator.Shape{})
 		s.states(phaseAfter, 1, s.key(a, evA), s.key(b, evB))
 	}, scopeCheck("same event ID from two sources")),
 }
@@ -180,8 +180,8 @@ var dedup5 = Guarantee{
 			s.abort("profile %s did not render byte-identical bodies for two event IDs", ep.Profile.ID())
 		}
 		s.note("both bodies are the same %d bytes; only the %s header differs", len(b1), ep.Profile.Facts().EventIDHeader)
-		s.send(ep, ev1, roleFirst, simulator.SendOptions{})
-		s.send(ep, ev2, roleOtherScope, simulator.SendOptions{})
+		s.send(ep, ev1, roleFirst, simulator.Shape{})
+		s.send(ep, ev2, roleOtherScope, simulator.Shape{})
 		s.states(phaseAfter, 1, s.key(ep, ev1), s.key(ep, ev2))
 	}, scopeCheck("identical payload, distinct event IDs")),
 }
@@ -231,8 +231,8 @@ var dedup6 = Guarantee{
 		s.drive(ep, obj, path)
 		first := s.objectEvent(ep, t.Type, obj)
 		second := s.objectEvent(ep, t.Type, obj)
-		s.send(ep, first, roleFirst, simulator.SendOptions{})
-		s.send(ep, second, roleOtherScope, simulator.SendOptions{})
+		s.send(ep, first, roleFirst, simulator.Shape{})
+		s.send(ep, second, roleOtherScope, simulator.Shape{})
 		f.WantEffects[obj] = want
 		s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj, phaseSequential) })
 
@@ -242,7 +242,7 @@ var dedup6 = Guarantee{
 		s.drive(ep, obj2, path)
 		a := s.objectEvent(ep, t.Type, obj2)
 		b := s.objectEvent(ep, t.Type, obj2)
-		s.parallel(ep, []profiles.Event{a, b}, roleCopy, simulator.SendOptions{})
+		s.parallel(ep, []profiles.Event{a, b}, roleCopy, simulator.Shape{})
 		f.WantEffects[obj2] = want
 		s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj2, phaseConcurrent) })
 	}, func(v *view, f *dedupFacts) {

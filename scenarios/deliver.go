@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"sort"
 	"time"
 
 	"github.com/hookcert/hookcert/history"
@@ -21,67 +20,53 @@ func (s *session) record(role string, recs ...history.Attempt) []history.Attempt
 	return recs
 }
 
-// deliver runs one plan against ep — the simulator's one path for deliveries —
-// and files its attempts under role. Each event becomes one step; consecutive
-// steps go at the same time when together is set. each, when set, hears of every
-// attempt as it ends. The attempts come back in step order.
-func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(history.Attempt)) []history.Attempt {
-	recs, _ := s.deliverPlan(ep, role, evs, step, together, each)
-	return recs
-}
-
-// deliverPlan is deliver that also returns the plan's barrier releases.
-func (s *session) deliverPlan(ep Endpoint, role string, evs []profiles.Event, step simulator.Step, together bool, each func(history.Attempt)) ([]history.Attempt, []history.Release) {
+// deliver sends evs to ep — the simulator's one path for the suite's
+// deliveries — and files their attempts under role: each event once (copies
+// of it released together by a barrier when copies > 1), one after another,
+// or all at the same time when together is set. each, when set, hears of
+// every attempt as it ends. The attempts come back in the order of evs, on
+// the run's clock, with the barrier releases.
+func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, sh simulator.Shape, copies int, together bool, each func(history.Attempt)) ([]history.Attempt, []history.Release) {
 	s.mu.Lock()
 	s.plans++
 	name := fmt.Sprintf("%s/%d", s.g.ID, s.plans)
 	s.mu.Unlock()
-	// The plan's seed (delivery IDs) comes from what it sends, not from the
+	// The seed (delivery IDs) comes from what is sent, not from the
 	// scenario's random source: deliveries made concurrently draw nothing, so
 	// they cannot change what the scenario draws next.
-	sh := fnv.New64a()
-	fmt.Fprintf(sh, "%s|%s|%d|%v", s.g.ID, role, step.Attempt, step.Faults.List())
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%s|%d|%v", s.g.ID, role, sh.Attempt, sh.Faults.List())
 	for _, ev := range evs {
 		// The object ID too: an event whose ID the profile derives (Adyen) has none.
-		fmt.Fprintf(sh, "|%s|%s|%s|%d", ev.ID, ev.Type, ev.ObjectID, ev.Version)
+		fmt.Fprintf(h, "|%s|%s|%s|%d", ev.ID, ev.Type, ev.ObjectID, ev.Version)
 	}
-	seed := int64(sh.Sum64() >> 1)
-	plan := &simulator.Plan{Name: name, Seed: seed}
+	seed := int64(h.Sum64() >> 1)
+	ds := make([]simulator.Delivery, len(evs))
 	for i, ev := range evs {
-		ev = s.render(ep, ev)
-		en := fmt.Sprintf("e%d", i)
-		plan.Events = append(plan.Events, simulator.EventSpec{Name: en, ID: ev.ID, Source: ev.Source, Account: ev.Account,
-			Type: ev.Type, ObjectID: ev.ObjectID, Version: ev.Version, Amount: ev.Amount, Currency: ev.Currency, Status: ev.Status,
-			Object: ev.Object, Created: ev.Created})
-		st := step
-		st.Event, st.WithPrevious = en, together && i > 0
-		plan.Steps = append(plan.Steps, st)
+		ds[i] = simulator.Delivery{Event: s.render(ep, ev), Shape: sh, Copies: copies, Together: together && i > 0}
 	}
-	r := s.run.runner(ep)
-	h, err := r.RunNotify(s.ctx, plan, each)
+	recs, rels, err := s.run.runner(ep).Deliver(s.ctx, seed, ds, each)
 	if err != nil && s.ctx.Err() == nil {
 		// Bad input to the simulator is the harness's problem, not the receiver's.
 		s.abort("the harness could not build the deliveries of %s: %v", name, err)
 	}
-	recs := h.Attempts
 	s.mu.Lock()
 	s.lastSend = time.Now()
 	s.mu.Unlock()
-	sort.SliceStable(recs, func(i, j int) bool { return recs[i].Step < recs[j].Step })
 	s.harnessSide(recs...)
 	if err != nil {
 		s.abort("interrupted: %v", context.Cause(s.ctx))
 	}
-	for i := range h.Releases {
-		h.Releases[i].Scenario = s.index
-		h.Releases[i].StartNS += int64(r.Started().Sub(s.run.start))
-		s.run.addRelease(h.Releases[i])
+	for i := range rels {
+		rels[i].Scenario = s.index
+		s.run.addRelease(rels[i])
 	}
-	return s.record(role, s.run.align(r, recs...)...), h.Releases
+	return s.record(role, recs...), rels
 }
 
-func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.SendOptions) history.Attempt {
-	recs := s.deliver(ep, role, []profiles.Event{ev}, stepOf(o), false, nil)
+// send delivers ev once.
+func (s *session) send(ep Endpoint, ev profiles.Event, role string, sh simulator.Shape) history.Attempt {
+	recs, _ := s.deliver(ep, role, []profiles.Event{ev}, sh, 1, false, nil)
 	if len(recs) != 1 {
 		s.abort("delivering %s: %d attempts recorded, want 1", ev.ID, len(recs))
 	}
@@ -89,10 +74,8 @@ func (s *session) send(ep Endpoint, ev profiles.Event, role string, o simulator.
 }
 
 // copies releases n copies of one delivery together (a barrier release).
-func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o simulator.SendOptions) ([]history.Attempt, history.Release) {
-	st := stepOf(o)
-	st.Copies = n
-	recs, rels := s.deliverPlan(ep, role, []profiles.Event{ev}, st, false, nil)
+func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, sh simulator.Shape) ([]history.Attempt, history.Release) {
+	recs, rels := s.deliver(ep, role, []profiles.Event{ev}, sh, n, false, nil)
 	if len(rels) != 1 {
 		s.abort("delivering %d copies of %s: %d barrier releases recorded, want 1", n, ev.ID, len(rels))
 	}
@@ -101,12 +84,9 @@ func (s *session) copies(ep Endpoint, ev profiles.Event, n int, role string, o s
 
 // parallel sends each event once, all at the same time, and returns the records in
 // the order of evs.
-func (s *session) parallel(ep Endpoint, evs []profiles.Event, role string, o simulator.SendOptions) []history.Attempt {
-	return s.deliver(ep, role, evs, stepOf(o), true, nil)
-}
-
-func stepOf(o simulator.SendOptions) simulator.Step {
-	return simulator.Step{Attempt: o.Attempt, Faults: o.Faults, Timeout: simulator.Duration(o.Timeout), PadTo: o.PadTo}
+func (s *session) parallel(ep Endpoint, evs []profiles.Event, role string, sh simulator.Shape) []history.Attempt {
+	recs, _ := s.deliver(ep, role, evs, sh, 1, true, nil)
+	return recs
 }
 
 // harnessSide aborts when an attempt ended because the run itself was stopped:

@@ -76,7 +76,7 @@ var inbox1 = Guarantee{
 		var recs []history.Attempt
 		wait := s.spawn(func() {
 			defer close(finished)
-			recs = s.deliver(ep, roleAccept, evs, simulator.Step{}, true, func(a history.Attempt) {
+			recs, _ = s.deliver(ep, roleAccept, evs, simulator.Shape{}, 1, true, func(a history.Attempt) {
 				mu.Lock()
 				defer mu.Unlock()
 				if acked(a) && !released {
@@ -140,7 +140,7 @@ var inbox1 = Guarantee{
 			}
 		}
 		if len(again) > 0 {
-			s.parallel(ep, again, roleRedelivery, simulator.SendOptions{Attempt: 2})
+			s.parallel(ep, again, roleRedelivery, simulator.Shape{Attempt: 2})
 			s.states(phaseAfter, 1, all...)
 		}
 	}, func(v *view, f *inboxFacts) {
@@ -224,7 +224,7 @@ var inbox3 = Guarantee{
 			// delivered now waits for the workers' return, and is applied once.
 			ev2 := s.effectEvent(ep)
 			k2 := s.key(ep, ev2)
-			a2 := s.send(ep, ev2, roleAccept, simulator.SendOptions{})
+			a2 := s.send(ep, ev2, roleAccept, simulator.Shape{})
 			s.note("delivered %s while no worker process ran: %s", ev2.ID, Describe(a2))
 			if acked(a2) {
 				s.inboxStateNow(k2, phaseWorkersDown)
@@ -236,7 +236,7 @@ var inbox3 = Guarantee{
 		s.restartWorkers(alone)
 		// The provider redelivers what it never saw acknowledged.
 		for _, ev := range unacked {
-			s.send(ep, ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
+			s.send(ep, ev, roleRedelivery, simulator.Shape{Attempt: 2})
 		}
 		for _, k := range keys {
 			s.untilInbox(k, s.leaseWait(), inboxDone, inboxDead)
@@ -271,7 +271,7 @@ var inbox4 = Guarantee{
 		k := s.key(ep, ev)
 		work := s.hold(s.env.EffectTable)
 		defer work.release()
-		a := s.send(ep, ev, roleAccept, simulator.SendOptions{})
+		a := s.send(ep, ev, roleAccept, simulator.Shape{})
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work to dispatch", Describe(a))
 		}
@@ -360,7 +360,7 @@ var inbox6 = Guarantee{
 		f.MaxAttempts = &max
 		work := s.hold(s.env.EffectTable)
 		defer work.release()
-		a := s.send(ep, ev, roleAccept, simulator.SendOptions{})
+		a := s.send(ep, ev, roleAccept, simulator.Shape{})
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work to fail", Describe(a))
 		}
@@ -552,7 +552,7 @@ func (s *session) acceptHeld(ep Endpoint) ([]profiles.Key, *heldTable, int) {
 			_ = work.g.Release(context.WithoutCancel(s.ctx))
 		}
 	}()
-	s.parallel(ep, evs, roleAccept, simulator.SendOptions{})
+	s.parallel(ep, evs, roleAccept, simulator.Shape{})
 	done := make(chan struct{})
 	close(done)
 	waiters := waitQueue(s.ctx, work.g, perInboxLoad, done, s.workerLinger(), func(err error) {

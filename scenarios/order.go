@@ -77,7 +77,7 @@ var order1 = Guarantee{
 			if v == 3 {
 				want = orderValue(o, ev)
 			}
-			s.send(ep, ev, roleUpdate, simulator.SendOptions{})
+			s.send(ep, ev, roleUpdate, simulator.Shape{})
 			s.settledNow() // each update lands before the next: lateness, not a race
 		}
 		f.WantVersion = &want
@@ -122,7 +122,7 @@ var order2 = Guarantee{
 		// Where the target allows it, each half is lock-gated, so the copies of one
 		// version in the same half race for certain.
 		for _, part := range [][]profiles.Event{stream[:half], stream[half:]} {
-			fire := func() { s.parallel(ep, part, roleStream, simulator.SendOptions{}) }
+			fire := func() { s.parallel(ep, part, roleStream, simulator.Shape{}) }
 			if ok, _ := s.env.has("lock-gating"); ok {
 				s.gate(s.env.EventTable, len(part), fire)
 			} else {
@@ -139,12 +139,12 @@ var order2 = Guarantee{
 				resend = ev
 			}
 		}
-		s.send(ep, resend, roleLate, simulator.SendOptions{Attempt: 2})
+		s.send(ep, resend, roleLate, simulator.Shape{Attempt: 2})
 		s.mu.Lock()
 		lateV := 1 + int64(s.rng.IntN(versionsORDER2-1))
 		s.mu.Unlock()
 		late := s.orderedEvent(ep, o, sub, lateV, base)
-		s.send(ep, late, roleLate, simulator.SendOptions{})
+		s.send(ep, late, roleLate, simulator.Shape{})
 		s.note("version %d resent last, then version %d under a new event ID", resend.Version, late.Version)
 		want := orderValue(o, byVersion[versionsORDER2])
 		f.WantVersion = &want
@@ -182,7 +182,7 @@ var order3 = Guarantee{
 			s.create(ep, l, obj)
 			s.drive(ep, obj, path)
 			late := s.objectEvent(ep, p.T.Type, obj)
-			a := s.send(ep, late, roleLate, simulator.SendOptions{})
+			a := s.send(ep, late, roleLate, simulator.Shape{})
 			s.note("%s %s is %s; late %s answered %s", l.Object, obj, p.State, p.T.Type, Describe(a))
 			f.WantState[obj] = p.State
 			f.LateType[obj] = p.T.Type
@@ -241,7 +241,7 @@ var order4 = Guarantee{
 		// Update 1, then the deletion carrying key 3, then update 2 arriving
 		// late under a new event ID (a retry that lost the race with the delete).
 		first := s.orderedEvent(ep, o, sub, 1, base)
-		s.send(ep, first, roleUpdate, simulator.SendOptions{})
+		s.send(ep, first, roleUpdate, simulator.Shape{})
 		s.settledNow()
 		// The update's effect, once it shows: a receiver may commit a moment
 		// after its 2xx.
@@ -255,7 +255,7 @@ var order4 = Guarantee{
 		del := s.orderedEvent(ep, o, sub, 3, base)
 		del.Type = o.Delete.Type
 		del.Status = "deleted"
-		s.send(ep, del, roleDelete, simulator.SendOptions{})
+		s.send(ep, del, roleDelete, simulator.Shape{})
 		s.settledNow()
 		// The deletion's effect, once it shows: a receiver may commit a moment
 		// after its 2xx.
@@ -267,7 +267,7 @@ var order4 = Guarantee{
 			return 0
 		})
 		stale := s.orderedEvent(ep, o, sub, 2, base)
-		s.send(ep, stale, roleLate, simulator.SendOptions{})
+		s.send(ep, stale, roleLate, simulator.Shape{})
 		staleKey := orderValue(o, stale)
 		f.StaleKey, f.WantVersion = &staleKey, &want
 		s.object(ep, sub, phaseFinal)

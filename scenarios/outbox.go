@@ -48,7 +48,7 @@ var outbox1 = Guarantee{
 		s.env.Sink.Fail(k.EventID, 1, http.StatusServiceUnavailable)
 		s.note("sink: the first call for %s is applied and its response dropped; the second is answered 503", k.EventID)
 		// Concurrent copies too: duplicates must not add downstream calls.
-		s.copies(ep, ev, 4, roleCopy, simulator.SendOptions{})
+		s.copies(ep, ev, 4, roleCopy, simulator.Shape{})
 		s.state(k, phaseAfter, 1)
 		s.untilSink(k, s.sinkWait(), answered2xx)
 		s.sinkCalls(k, phaseAfter)
@@ -73,7 +73,7 @@ var outbox2 = Guarantee{
 		// The sink applies the first call and withholds its answer; while the
 		// receiver waits for it, the harness kills the receiver.
 		s.env.Sink.HoldAfterApply(k.EventID, 30*time.Second)
-		a := s.send(ep, ev, roleFirst, simulator.SendOptions{})
+		a := s.send(ep, ev, roleFirst, simulator.Shape{})
 		calls := s.untilSink(k, s.sinkWait(), func(c []SinkCall) bool { return len(c) > 0 })
 		if len(calls) == 0 {
 			s.abort("the receiver made no downstream call for %s within %s (%s), so no crash could follow one", k.EventID, s.sinkWait().Round(time.Second), Describe(a))
@@ -82,7 +82,7 @@ var outbox2 = Guarantee{
 		s.kill()
 		s.restart()
 		if !acked(a) {
-			s.send(ep, ev, roleRedelivery, simulator.SendOptions{Attempt: 2})
+			s.send(ep, ev, roleRedelivery, simulator.Shape{Attempt: 2})
 		}
 		s.untilSink(k, s.sinkWait(), answered2xx)
 		s.state(k, phaseAfter, 1)
@@ -151,7 +151,7 @@ var outbox4 = Guarantee{
 		// Every call for this event fails, more often than it may be tried.
 		s.env.Sink.Fail(k.EventID, 10*max+10, http.StatusServiceUnavailable)
 		s.note("sink: every call for %s is answered 503", k.EventID)
-		s.send(ep, ev, roleFirst, simulator.SendOptions{})
+		s.send(ep, ev, roleFirst, simulator.Shape{})
 		s.state(k, phaseAfter, 1)
 		// Until the message ends (dead or sent), more calls come than may,
 		// or the calls stop for a while: the receiver has given up.

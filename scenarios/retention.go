@@ -259,7 +259,7 @@ var retention4 = Guarantee{
 		s.payload(k, phaseKeyGone)
 		// Past the window a provider's resend is a new event again; what the
 		// receiver makes of it is reported, not judged.
-		a := s.send(ep, ev, roleResend, simulator.SendOptions{Attempt: 2})
+		a := s.send(ep, ev, roleResend, simulator.Shape{Attempt: 2})
 		s.note("a resend after the key expired was answered %s", Describe(a))
 	}, func(v *view, f *retentionFacts) {
 		keyTTL := v.common.KeyTTL
@@ -372,7 +372,7 @@ func (s *session) deliverOnce(ep Endpoint) (profiles.Event, profiles.Key, time.T
 	ev := s.effectEvent(ep)
 	k := s.key(ep, ev)
 	before := time.Now()
-	a := s.send(ep, ev, roleFirst, simulator.SendOptions{})
+	a := s.send(ep, ev, roleFirst, simulator.Shape{})
 	after := time.Now()
 	if !acked(a) {
 		s.abort("the first delivery of %s was not acknowledged (%s): there is no stored key whose retention could be measured", k.EventID, Describe(a))
@@ -405,7 +405,7 @@ func (s *session) payload(k profiles.Key, phase string) bool {
 // replay redelivers ev (re-signed now, as a provider's retry or a person's resend
 // is) and reads its rows and effects.
 func (s *session) replay(ep Endpoint, ev profiles.Event, k profiles.Key, attempt int) {
-	s.send(ep, ev, roleReplay, simulator.SendOptions{Attempt: attempt})
+	s.send(ep, ev, roleReplay, simulator.Shape{Attempt: attempt})
 	s.state(k, phaseAfterReplay, 1)
 }
 

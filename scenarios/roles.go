@@ -114,7 +114,7 @@ func (s *session) newObject(l *vocab.Lifecycle) string { return s.newID(prefixOr
 // its fixture (the receiver's own application writing the row).
 func (s *session) create(ep Endpoint, l *vocab.Lifecycle, obj string) {
 	if l.Create != nil {
-		s.send(ep, s.objectEvent(ep, l.Create.Type, obj), roleSetup, simulator.SendOptions{})
+		s.send(ep, s.objectEvent(ep, l.Create.Type, obj), roleSetup, simulator.Shape{})
 		s.settledNow()
 		return
 	}
@@ -141,7 +141,7 @@ func (s *session) runFixture(ep Endpoint, name, obj string) {
 // precondition.
 func (s *session) drive(ep Endpoint, obj string, path []vocab.Transition) {
 	for _, t := range path {
-		s.send(ep, s.objectEvent(ep, t.Type, obj), roleSetup, simulator.SendOptions{})
+		s.send(ep, s.objectEvent(ep, t.Type, obj), roleSetup, simulator.Shape{})
 		s.settledNow()
 	}
 }

@@ -275,22 +275,13 @@ func (r *Run) runner(ep Endpoint) *simulator.Runner {
 	if rn, ok := r.runners[ep.URL]; ok {
 		return rn
 	}
-	rn, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{})
+	// Its records are on the run's clock: one clock from the attempt to the history.
+	rn, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{Origin: r.start})
 	if err != nil {
 		panic(stop{state: history.ScenarioError, reason: fmt.Sprintf("endpoint %s: %v", ep.URL, err)})
 	}
 	r.runners[ep.URL] = rn
 	return rn
-}
-
-// align moves a runner's attempt times onto the run's clock.
-func (r *Run) align(rn *simulator.Runner, recs ...history.Attempt) []history.Attempt {
-	off := int64(rn.Started().Sub(r.start))
-	for i := range recs {
-		recs[i].StartNS += off
-		recs[i].EndNS += off
-	}
-	return recs
 }
 
 func (r *Run) addAttempts(recs ...history.Attempt) {
