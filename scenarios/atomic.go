@@ -212,7 +212,7 @@ var atomic5 = Guarantee{
 	Spec:    "an event for an object that does not exist yet is never acknowledged and lost",
 	Sends:   "every `lifecycle` event type for an object that does not exist; then the object is created (its creating event or fixture) and brought to the event's precondition, and a refused event redelivered",
 	Expects: "per the declared `missing`: retry: non-2xx and 0 rows, then applied once; create: 2xx and the object in the event's state; ignore: 2xx",
-	codes:   []Code{codeAtomicMissingLost, codeAtomicPartial, codeAtomicNotAcked, codeAtomicObjectState},
+	codes:   []Code{codeAtomicMissingLost, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied, codeAtomicObjectState},
 	judge: bind(func(s *session, f *atomicFacts) {
 		ep := s.primary()
 		l := s.lifecycle()

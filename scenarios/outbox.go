@@ -103,7 +103,7 @@ var outbox3 = Guarantee{
 	Spec:    "no downstream call is made for an event whose transaction rolled back",
 	Sends:   "one `effect` event whose transaction is cut by SIGKILL while it waits on the locked effect table; restart; then as ATOMIC-1",
 	Expects: "no downstream call before the restart; then applied once downstream",
-	codes:   []Code{codeOutboxSentUncommitted, codeOutboxNotSent, codeOutboxAppliedTwice},
+	codes:   []Code{codeOutboxSentUncommitted, codeOutboxNotSent, codeOutboxKeyChanged, codeOutboxAppliedTwice},
 	judge: bind(func(s *session, _ *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)

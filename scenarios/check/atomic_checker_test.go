@@ -230,7 +230,6 @@ var atomic5 = register(&table{
 			edits: do(attempts("setup", "evt_3", refused(500)))},
 		{name: "the redelivery refused as a duplicate", codes: is("atomic.not-acked"),
 			edits: do(attempts("redelivery", "", refused(409)))},
-		// Not in ATOMIC-5's catalogue codes (see undocumented).
 		{name: "the redelivery not stored", codes: is("atomic.not-applied"),
 			edits: do(count("event_rows", "after", "evt_2", 0))},
 		{name: "the created payment in another state", codes: is("atomic.object-state"),

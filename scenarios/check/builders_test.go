@@ -515,10 +515,7 @@ func (tb *table) history(c tcase) *history.History {
 // undocumented lists, as "<guarantee> <code>", codes a checker reports that
 // its guarantee's catalogue entry does not list. Each is a finding: the
 // catalogue (or the checker) should change, and then the entry goes.
-var undocumented = map[string]string{
-	"ATOMIC-5 atomic.not-applied": "the ATOMIC-5 checker counts the redelivery's rows with atomic.not-applied; the catalogue lists missing-lost, partial, not-acked and object-state",
-	"OUTBOX-3 outbox.key-changed": "the OUTBOX-3 checker runs downstreamOnce, which reports outbox.key-changed; the catalogue lists sent-uncommitted, not-sent and applied-twice",
-}
+var undocumented = map[string]string{}
 
 // documented reports whether code is one guarantee id may report.
 func documented(id, code string) bool {

@@ -134,7 +134,6 @@ var outbox3 = register(&table{
 		// and the committed one once more.
 		{name: "a call before the commit, applied again after", codes: is("outbox.sent-uncommitted", "outbox.applied-twice"),
 			edits: do(callBeforeCut("applied", "applied"))},
-		// Not in OUTBOX-3's catalogue codes (see undocumented).
 		{name: "the call resent under a new key", codes: is("outbox.key-changed", "outbox.applied-twice"),
 			edits: do(sinkCall(1, func(c *history.Sink) { c.Status, c.Outcome = 0, "lost" }),
 				more(func(r *rec) { r.sink(key("evt_1"), 2, "op-2", 200, "applied") }))},
