@@ -325,7 +325,7 @@ func (v *validator) queryParams(segs []any, sql string, needs []int) bool {
 
 // fixtureExists checks a create.fixture reference against the file's fixtures.
 func (v *validator) fixtureExists(segs []any, name string, fixtures map[string]rawFixture) {
-	if _, ok := fixtures[name]; ok {
+	if _, ok := fixtures[name]; ok || contains(v.opts.hooks.Fixtures, name) {
 		return
 	}
 	names := make([]string, 0, len(fixtures))

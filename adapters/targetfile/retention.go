@@ -143,6 +143,10 @@ func (v *validator) retention(t *Target, rr *rawRetention, eps []rawEndpoint) {
 		return
 	}
 	pb := at(base, "purge")
+	if rr.Purge == nil && v.opts.hooks.Purge {
+		t.Retention = &def
+		return
+	}
 	if rr.Purge == nil {
 		v.fail(pb, "required (one of sql, command, http: how the harness triggers a purge as of a time)")
 		t.Retention = &def

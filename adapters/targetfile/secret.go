@@ -3,6 +3,7 @@ package targetfile
 import (
 	"fmt"
 	"log/slog"
+	"net/url"
 )
 
 // redacted is what every rendering of a Secret prints.
@@ -49,3 +50,21 @@ func (s Secret) MarshalYAML() (any, error) { return redacted, nil }
 
 // LogValue implements slog.LogValuer with a redacted value.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(redacted) }
+
+// Secrets are every secret value the target holds, for the harness to scrub
+// from everything it prints or writes: the endpoints' signing secrets, the
+// database URL's password and the values {{env}} passed (EnvSecrets).
+func (t *Target) Secrets() []string {
+	var out []string
+	for _, ep := range t.Endpoints {
+		out = append(out, ep.Secret.Reveal())
+	}
+	if u := t.Postgres.URL.Reveal(); u != "" {
+		if pu, err := url.Parse(u); err == nil && pu.User != nil {
+			if pw, ok := pu.User.Password(); ok && pw != "" {
+				out = append(out, pw)
+			}
+		}
+	}
+	return append(out, t.EnvSecrets()...)
+}

@@ -412,7 +412,26 @@ type options struct {
 	placeholders bool
 	// baseDir: relative paths are resolved against it (WithBaseDir).
 	baseDir string
+	// hooks: parts a Go test supplies as functions (WithGoHooks).
+	hooks GoHooks
 }
+
+// GoHooks says which parts of a target a Go test supplies as functions
+// instead of the file's own (library mode, hookcerttest): each satisfies the
+// rule that would otherwise need the file's section.
+type GoHooks struct {
+	// Controller: Kill and Restart functions take the place of
+	// target.lifecycle for capability crash.
+	Controller bool
+	// Purge: a purge function takes the place of target.retention.purge.
+	Purge bool
+	// Fixtures are fixture names the test creates in Go, which events may name
+	// beside target.fixtures.
+	Fixtures []string
+}
+
+// WithGoHooks checks the target with the parts h says a Go test supplies.
+func WithGoHooks(h GoHooks) Option { return func(o *options) { o.hooks = h } }
 
 // WithProfiles checks every endpoint's profile against known (the simulator's
 // profile registry, which this package does not import), beside the other rules

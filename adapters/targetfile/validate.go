@@ -618,7 +618,7 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 		missing := ""
 		switch c {
 		case Crash:
-			if rt.Lifecycle == nil {
+			if rt.Lifecycle == nil && !v.opts.hooks.Controller {
 				missing = "target.lifecycle"
 			}
 		case LockGating:

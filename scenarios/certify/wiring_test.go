@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/scenarios/harness"
 	"github.com/hookcert/hookcert/simulator/profiles"
 	"github.com/hookcert/hookcert/vocab"
 )
@@ -117,7 +118,7 @@ func TestDeclaredWiring(t *testing.T) {
 	want := []struct {
 		d     time.Duration
 		model bool
-	}{{ModelAckTimeout, true}, {7 * time.Second, false}, {10 * time.Second, false}}
+	}{{harness.ModelAckTimeout, true}, {7 * time.Second, false}, {10 * time.Second, false}}
 	for i, w := range want {
 		if ep := env.Endpoints[i]; ep.AckTimeout != w.d || ep.AckTimeoutModel != w.model {
 			t.Errorf("endpoint %d (%s): AckTimeout %s model %v, want %s %v", i, ep.Account, ep.AckTimeout, ep.AckTimeoutModel, w.d, w.model)

@@ -2,24 +2,22 @@ package hookcerttest
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math/rand/v2"
 	"os"
-	"path/filepath"
 	"regexp"
-	"runtime"
-	"runtime/debug"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/scrub"
-	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/scenarios/check"
+	"github.com/hookcert/hookcert/scenarios/harness"
+	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
 // DefaultTimeScale compresses providers' retry schedules: one provider hour
@@ -117,8 +115,8 @@ func Run(t testing.TB, tg Target, opts ...Option) {
 		t.Fatalf("hookcerttest: %v", scrub.New(secretsOf(tg)...).Error(err))
 		return
 	}
-	defer h.close()
-	clean := scrub.New(h.secrets...)
+	defer h.Close()
+	clean := scrub.New(h.Secrets()...)
 
 	ro := scenarios.RunOptions{Seed: o.seed, LabelFilter: o.labelFilter, ScenarioTimeout: o.scenario}
 	specs, err := scenarios.Select(ro)
@@ -126,7 +124,7 @@ func Run(t testing.TB, tg Target, opts ...Option) {
 		t.Fatalf("hookcerttest: WithLabelFilter: %v", err)
 		return
 	}
-	run, err := scenarios.NewRun(h.env, ro, history.Meta{TargetURL: tg.BaseURL, TimeScale: h.env.TimeScale})
+	run, err := h.NewRun(ro)
 	if err != nil {
 		t.Fatalf("hookcerttest: %v", err)
 		return
@@ -148,20 +146,25 @@ func Run(t testing.TB, tg Target, opts ...Option) {
 		reportTB(t, sp, v, clean, fmt.Sprintf("replay: %s=%d with WithLabelFilter(%q)", EnvSeed, o.seed, sp.Guarantee))
 	}
 
-	res, err := judge(ctx, run, tg, h, o, t.Name())
-	if err != nil {
+	res, err := h.Finish(ctx, run, harness.Report{
+		Environment: map[string]string{"mode": "go test (hookcerttest)"},
+		Repro: func(id string) string {
+			return fmt.Sprintf("%s=%d go test -run '%s'", EnvSeed, o.seed, runPattern(t.Name()+"/"+id))
+		},
+		Dir: o.reportDir,
+	})
+	if res == nil {
 		t.Errorf("hookcerttest: judging the run: %v", err)
 		return
 	}
 	s := res.Summary
 	t.Logf("hookcert: %s: %d passed, %d failed, %d not applicable, %d error (seed %d)",
 		s.Verdict(), s.Passed, s.Failed, s.NotApplicable, s.Error, o.seed)
-	if o.reportDir != "" {
-		if err := writeRun(o.reportDir, run.History(), res, h.secrets); err != nil {
-			t.Errorf("hookcerttest: %v", err)
-		} else {
-			t.Logf("hookcert: reports in %s", o.reportDir)
-		}
+	switch {
+	case err != nil:
+		t.Errorf("hookcerttest: %v", err)
+	case o.reportDir != "":
+		t.Logf("hookcert: reports in %s", o.reportDir)
 	}
 	if o.onResults != nil {
 		o.onResults(res)
@@ -230,76 +233,88 @@ func runPattern(testName string) string {
 	return strings.Join(parts, "/")
 }
 
-// judge rebuilds the run's results from its history, as `hookcert certify`
-// does.
-func judge(ctx context.Context, run *scenarios.Run, tg Target, h *harness, o options, testName string) (*reports.Results, error) {
-	info := check.RunInfo{
-		Tool:   reports.ToolInfo{Name: "hookcert", Version: version()},
-		Target: reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: h.env.Capabilities},
-		Environment: map[string]string{
-			"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH,
-			"time_scale": fmt.Sprint(h.env.TimeScale), "mode": "go test (hookcerttest)",
-		},
-		Repro:       map[string]string{},
-		Interrupted: ctx.Err() != nil,
-	}
-	seen := map[string]bool{}
-	for _, ep := range tg.Endpoints {
-		info.Target.Endpoints = append(info.Target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
-		if !seen[ep.Profile] {
-			seen[ep.Profile] = true
-			info.Profiles = append(info.Profiles, ep.Profile)
-		}
-	}
-	for _, g := range scenarios.Catalogue() {
-		info.Repro[g.ID] = fmt.Sprintf("%s=%d go test -run '%s'", EnvSeed, o.seed, runPattern(testName+"/"+g.ID))
-	}
-	hist := run.History()
-	var err error
-	if hist.Meta.Run, err = json.Marshal(info); err != nil {
-		return nil, err
-	}
-	return check.Judge(hist)
-}
-
-// writeRun writes the reports and the history, secrets scrubbed.
-func writeRun(dir string, hist *history.History, res *reports.Results, secrets []string) error {
-	if _, err := reports.Write(dir, res, reports.Options{Secrets: secrets}); err != nil {
-		return fmt.Errorf("writing reports: %w", err)
-	}
-	var b strings.Builder
-	if err := hist.WriteJSONL(&b); err != nil {
-		return fmt.Errorf("writing history: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, HistoryFile), []byte(scrub.New(secrets...).String(b.String())), 0o644); err != nil {
-		return fmt.Errorf("writing history: %w", err)
-	}
-	return nil
-}
-
 // secretsOf are the values to scrub before the harness is open.
 func secretsOf(tg Target) []string {
 	out := []string{scrub.Password(tg.DatabaseURL)}
+	if tg.Pool != nil {
+		out = append(out, tg.Pool.Config().ConnConfig.Password)
+	}
 	for _, ep := range tg.Endpoints {
 		out = append(out, ep.Secret)
 	}
 	return out
 }
 
-// version is hookcert's module version as the test binary was built with it:
-// the dependency's version in a caller's module, "devel" in hookcert's own.
-func version() string {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "devel"
-	}
-	for _, d := range bi.Deps {
-		if d.Path == "github.com/hookcert/hookcert" && d.Version != "" {
-			return d.Version
-		}
-	}
-	if v := bi.Main.Version; bi.Main.Path == "github.com/hookcert/hookcert" && v != "" && v != "(devel)" {
-		return v
-	}
-	return "devel"
+// checked is a Target rendered as a file, with what the loader and the
+// harness need beside it.
+type checked struct {
+	data  []byte
+	hooks harness.Hooks
+	opts  []targetfile.Option
 }
+
+// check checks tg before anything is opened: its Go-only fields, then the
+// file it stands for, with the loader's stand-in template values. Every
+// problem is reported at once, each naming its Go field.
+func (tg *Target) check() (*targetfile.Target, checked, error) {
+	if err := tg.goChecks(); err != nil {
+		return nil, checked{}, err
+	}
+	data, hooks, gh, err := tg.file()
+	if err != nil {
+		return nil, checked{}, err
+	}
+	// A relative program or directory is the test's, as a file's are the file's.
+	dir, err := os.Getwd()
+	if err != nil {
+		return nil, checked{}, err
+	}
+	opts := []targetfile.Option{targetfile.WithBaseDir(dir), targetfile.WithGoHooks(gh)}
+	inspected, err := targetfile.Inspect(data, profiles.IDs(), opts...)
+	if err != nil {
+		return nil, checked{}, goNames(err)
+	}
+	return inspected, checked{data: data, hooks: hooks, opts: opts}, nil
+}
+
+// open checks tg as a target file and assembles it with the composition
+// root, as hookcert certify assembles a file.
+func open(ctx context.Context, tg Target, o options) (*harness.Harness, error) {
+	inspected, f, err := tg.check()
+	if err != nil {
+		return nil, err
+	}
+	data, hooks, opts := f.data, f.hooks, f.opts
+	b := harness.New(harness.Options{RunID: o.runID, TimeScale: o.timeScale, Hooks: hooks, Secrets: secretsOf(tg), LogDir: o.reportDir})
+	vars, err := b.Vars(inspected)
+	if err != nil {
+		b.Close()
+		return nil, err
+	}
+	vars.DatabaseURL = tg.DatabaseURL
+	if tg.Pool != nil {
+		vars.DatabaseURL = hooks.PoolConfig.ConnString()
+	}
+	model, err := targetfile.Parse(data, vars, append(opts, targetfile.WithProfiles(profiles.IDs()))...)
+	if err != nil {
+		b.Close()
+		return nil, goNames(err)
+	}
+	hs, err := b.Open(ctx, model)
+	if err != nil {
+		// The root names the file's fields (an observer query that does not
+		// prepare, say): name the Go ones.
+		return nil, goText{msg: pathRE.ReplaceAllStringFunc(err.Error(), goField), err: err}
+	}
+	return hs, nil
+}
+
+// goText is an error whose message names Target's fields, wrapping the one
+// that named the file's.
+type goText struct {
+	msg string
+	err error
+}
+
+func (e goText) Error() string { return e.msg }
+func (e goText) Unwrap() error { return e.err }

@@ -20,10 +20,11 @@ func validTarget() Target {
 	}
 }
 
-// TestValidate: every mistake is reported at once, each naming its Go field,
+// TestValidate: the target-file loader's rules hold a Target as they hold a
+// file, and every mistake is reported at once, each naming its Go field,
 // before anything is opened.
 func TestValidate(t *testing.T) {
-	if err := func() *Target { tg := validTarget(); return &tg }().validate(); err != nil {
+	if _, _, err := func() *Target { tg := validTarget(); return &tg }().check(); err != nil {
 		t.Fatalf("valid target refused: %v", err)
 	}
 	cases := []struct {
@@ -35,10 +36,10 @@ func TestValidate(t *testing.T) {
 		{"bad base url", func(tg *Target) { tg.BaseURL = "ftp://x" }, []string{"Target.BaseURL: must be an http"}},
 		{"no endpoints", func(tg *Target) { tg.Endpoints = nil }, []string{"Target.Endpoints: at least one"}},
 		{"bad endpoint", func(tg *Target) { tg.Endpoints[0] = Endpoint{Profile: "strpe", Path: "x"} },
-			[]string{"Endpoints[0].Profile: unknown profile \"strpe\"", "Endpoints[0].Account: required", "Endpoints[0].Path: must start with /", "Endpoints[0].Secret: required"}},
+			[]string{"Endpoints[0].Profile: unknown profile \"strpe\"", "Endpoints[0].Account: required", "Endpoints[0].Path: must start with \"/\"", "Endpoints[0].Secret: required"}},
 		{"one scope twice", func(tg *Target) {
 			tg.Endpoints = append(tg.Endpoints, Endpoint{Profile: "stripe", Account: "acct_A", Path: "/other", Secret: "s"})
-		}, []string{"Endpoints[1].Account: Endpoints[0] has the same event-key scope"}},
+		}, []string{"Endpoints[1]: duplicate endpoint for source \"stripe\" and account \"acct_A\" (also Target.Endpoints[0]"}},
 		{"no database", func(tg *Target) { tg.DatabaseURL = "" }, []string{"set exactly one of DatabaseURL and Pool"}},
 		{"no event_rows", func(tg *Target) { tg.Queries.EventRows = "" }, []string{"Target.Queries.EventRows: required"}},
 		{"event_rows without $3", func(tg *Target) { tg.Queries.EventRows = "SELECT count(*) FROM events WHERE account = $2" },
@@ -46,16 +47,16 @@ func TestValidate(t *testing.T) {
 		{"$5", func(tg *Target) { tg.Queries.Effects = "SELECT count(*) FROM ledger WHERE event_id = $3 AND x = $5" },
 			[]string{"Target.Queries.Effects:"}},
 		{"quiescent with a parameter", func(tg *Target) { tg.Queries.Quiescent = "SELECT $1::text = ''" },
-			[]string{"Target.Queries.Quiescent: takes no parameters"}},
+			[]string{"Target.Queries.Quiescent: must take no parameters"}},
 		{"unknown capability", func(tg *Target) { tg.Capabilities = []string{"crash-proof"} }, []string{"Capabilities[0]: unknown capability"}},
 		{"capability twice", func(tg *Target) { tg.Capabilities = []string{"lock-gating", "lock-gating"}; tg.EventTable = "events" },
-			[]string{"Capabilities[1]: \"lock-gating\" is given twice"}},
-		{"crash without hooks", func(tg *Target) { tg.Capabilities = []string{"crash"} }, []string{"crash needs Target.Kill and Target.Restart"}},
+			[]string{"Capabilities[1]: duplicate capability \"lock-gating\""}},
+		{"crash without hooks", func(tg *Target) { tg.Capabilities = []string{"crash"} }, []string{"\"crash\" needs Target.Lifecycle, or Target.Kill and Target.Restart"}},
 		{"kill without restart", func(tg *Target) { tg.Kill = func() error { return nil } }, []string{"Kill and Restart go together"}},
-		{"lock-gating without table", func(tg *Target) { tg.Capabilities = []string{"lock-gating"} }, []string{"lock-gating needs Target.EventTable"}},
-		{"connection-loss without table", func(tg *Target) { tg.Capabilities = []string{"connection-loss"} }, []string{"connection-loss needs Target.EffectTable"}},
-		{"retention without purge", func(tg *Target) { tg.Capabilities = []string{"retention"} }, []string{"retention needs Target.Retention"}},
-		{"ordering without query", func(tg *Target) { tg.Capabilities = []string{"ordering"} }, []string{"ordering needs Queries.Object"}},
+		{"lock-gating without table", func(tg *Target) { tg.Capabilities = []string{"lock-gating"} }, []string{"\"lock-gating\" needs Target.EventTable"}},
+		{"connection-loss without table", func(tg *Target) { tg.Capabilities = []string{"connection-loss"} }, []string{"\"connection-loss\" needs Target.EffectTable"}},
+		{"retention without purge", func(tg *Target) { tg.Capabilities = []string{"retention"} }, []string{"\"retention\" needs Target.Retention"}},
+		{"ordering without query", func(tg *Target) { tg.Capabilities = []string{"ordering"} }, []string{"\"ordering\" needs Target.Queries.Object"}},
 		{"fixture with both", func(tg *Target) {
 			tg.Fixtures = map[string]Fixture{"p": {SQL: "INSERT INTO p VALUES ($4)", Func: func(context.Context, vocab.ObjectData) error { return nil }}}
 		}, []string{"Fixtures[p]: set exactly one of SQL and Func"}},
@@ -65,16 +66,16 @@ func TestValidate(t *testing.T) {
 		{"lifecycle without state query", func(tg *Target) {
 			tg.Vocab = &vocab.Vocabulary{Lifecycle: &vocab.Lifecycle{Initial: "new", Fixture: "missing",
 				Transitions: []vocab.Transition{{EventRole: vocab.EventRole{Type: "x.done"}, From: []string{"new"}, To: "done"}}}}
-		}, []string{"Queries.Payment: required with Vocab.Lifecycle", "Vocab.Lifecycle.Fixture: fixture \"missing\" is not in Target.Fixtures"}},
+		}, []string{"Target.Queries.Payment: required", "Target.Vocab.Lifecycle.Fixture: no fixture \"missing\""}},
 		{"one type in two roles", func(tg *Target) {
 			tg.Vocab = &vocab.Vocabulary{Effect: &vocab.EventRole{Type: "charge.succeeded"}, Unhandled: &vocab.EventRole{Type: "charge.succeeded"}}
-		}, []string{"Vocab.Unhandled.Type: event type \"charge.succeeded\" plays another role"}},
+		}, []string{"Target.Vocab.Unhandled.Type: event type \"charge.succeeded\" is also Target.Vocab.Effect.Type"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			tg := validTarget()
 			c.edit(&tg)
-			err := tg.validate()
+			_, _, err := tg.check()
 			if err == nil {
 				t.Fatal("accepted")
 			}
@@ -91,26 +92,34 @@ func TestValidate(t *testing.T) {
 // changed, and its queries are held to the declared events' column rules.
 func TestVocabulary(t *testing.T) {
 	tg := validTarget()
-	l := &vocab.Lifecycle{Initial: "new", Create: &vocab.EventRole{Type: "x.created"},
+	obj, err := vocab.ParseObjectTemplate(`{"id": "{{.ObjectID}}", "status": "{{.State}}"}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &vocab.Lifecycle{Initial: "new", Create: &vocab.EventRole{Type: "x.created", Object: obj},
 		Transitions: []vocab.Transition{{EventRole: vocab.EventRole{Type: "x.done"}, From: []string{"new"}, To: "done"}}}
 	tg.Vocab = &vocab.Vocabulary{Lifecycle: l}
 	tg.Queries.Payment = "SELECT status FROM x WHERE id = $4"
 	tg.Queries.ObjectEffects = "SELECT count(*) FROM ledger WHERE object_id = $4"
-	if err := tg.validate(); err != nil {
+	model, _, err := tg.check()
+	if err != nil {
 		t.Fatal(err)
 	}
-	v := tg.vocabulary()
+	v := model.Events
 	if !v.Declared || !v.Lifecycle.CountsEffects || v.Lifecycle.Missing != vocab.MissingRetry {
 		t.Errorf("vocabulary = %+v, lifecycle %+v: want declared, counting effects, missing retry", v, v.Lifecycle)
 	}
 	if tg.Vocab.Declared || l.CountsEffects || l.Missing != "" {
 		t.Error("the caller's vocabulary was changed")
 	}
-	q := tg.targetQueries()
+	q := model.Postgres.Queries
 	if !q.Declared("payment") || q.Declared("event_rows") {
 		t.Errorf("declared: payment %v, event_rows %v; want true, false", q.Declared("payment"), q.Declared("event_rows"))
 	}
-	if p := q.FieldPath("event_rows"); p != "Target.Queries.EventRows" {
+	if p := goField(q.FieldPath("event_rows")); p != "Target.Queries.EventRows" {
 		t.Errorf("event_rows is named %q", p)
+	}
+	if p := goField(q.FieldPath("payment")); p != "Target.Queries.Payment" {
+		t.Errorf("payment is named %q", p)
 	}
 }

@@ -1,4 +1,4 @@
-package certify
+package harness
 
 import (
 	"context"

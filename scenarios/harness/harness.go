@@ -1,0 +1,516 @@
+// Package harness is hookcert's composition root: it turns a target model (a
+// loaded target file, or the same model built from Go values by hookcerttest)
+// into the suite's environment — the downstream sink, the receiver's setup
+// hook, its processes, the observer and the queue reads, the fixtures, the
+// fault tools, the failpoint client and the purge — and, once the suite has
+// run, judges the history and writes the reports. `hookcert certify` (package
+// certify, which adds reading the file and provisioning a database) and
+// library mode (hookcerttest) both assemble a run here, and nowhere else.
+//
+// The package pulls in no container runtime: provisioning is the caller's.
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/hookcert/hookcert/adapters/failpoints"
+	"github.com/hookcert/hookcert/adapters/fixture"
+	"github.com/hookcert/hookcert/adapters/observe"
+	"github.com/hookcert/hookcert/adapters/pgsession"
+	"github.com/hookcert/hookcert/adapters/process"
+	"github.com/hookcert/hookcert/adapters/purge"
+	secretscrub "github.com/hookcert/hookcert/adapters/scrub"
+	"github.com/hookcert/hookcert/adapters/sink"
+	"github.com/hookcert/hookcert/adapters/targetfile"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
+)
+
+// Harness errors, classified for exit codes.
+var (
+	// ErrConfig: the target or the options are wrong, or the target's setup
+	// hook failed.
+	ErrConfig = errors.New("configuration error")
+	// ErrUnreachable: the target could not be reached or started.
+	ErrUnreachable = errors.New("target unreachable")
+)
+
+// DefaultTimeScale compresses providers' retry schedules during a run: one
+// provider hour passes in one real second.
+const DefaultTimeScale = 3600
+
+// Options shape how a target is assembled.
+type Options struct {
+	// RunID names the run's namespace in every event ID (default: from the
+	// clock; it is the only part of a run not derived from the seed).
+	RunID string
+	// TimeScale compresses providers' retry schedules (default DefaultTimeScale).
+	TimeScale float64
+	// NoStart leaves the receiver alone: its lifecycle is not started and a
+	// receiver without one is not checked to answer (hookcert validate).
+	NoStart bool
+	// LogDir receives receiver.log and worker-N.log when the harness stops the
+	// processes it started ("" = none).
+	LogDir string
+	// Secrets are scrubbed from everything the run writes, beside the target's.
+	Secrets []string
+	// Source names the target in configuration errors (the target file).
+	Source string
+	// Hooks replace parts of the target with Go functions (library mode).
+	Hooks Hooks
+	// Stdout hears what the harness starts; Logger its details.
+	Stdout io.Writer
+	Logger *slog.Logger
+}
+
+// Hooks are the parts of a target a Go test supplies as functions instead of
+// a target file's commands; each one left nil falls back to the target's own.
+type Hooks struct {
+	// Kill stops the receiver abruptly, as SIGKILL stops a process; Restart
+	// starts it again and returns once it is ready; Alive, optional, says
+	// whether it is up. Kill and Restart take the place of a lifecycle
+	// (capability crash).
+	Kill    func() error
+	Restart func(ctx context.Context) error
+	Alive   func() (ok bool, why string)
+	// Fixtures create business objects by name, in Go.
+	Fixtures map[string]func(ctx context.Context, d vocab.ObjectData) error
+	// Purge purges the receiver as if its clock read asOf (capability retention).
+	Purge func(ctx context.Context, asOf time.Time) error
+	// PoolConfig, when set, is the receiver's database as a pgx pool
+	// configuration: the harness opens its own small pools with its settings
+	// (its sessions marked as the harness's), instead of dialling the
+	// target's database URL.
+	PoolConfig *pgxpool.Config
+}
+
+// Builder assembles one target in two steps: Vars, before the target is
+// rendered (it picks the receiver's port and starts the sink its command may
+// name), then Open. Close undoes both.
+type Builder struct {
+	o       Options
+	vars    targetfile.Vars
+	sink    *sink.Sink
+	closers []func()
+	secrets []string
+	log     *slog.Logger
+	out     io.Writer
+}
+
+// New starts assembling a target.
+func New(o Options) *Builder {
+	if o.TimeScale <= 0 {
+		o.TimeScale = DefaultTimeScale
+	}
+	if o.RunID == "" {
+		o.RunID = NewRunID()
+	}
+	b := &Builder{o: o, log: o.Logger, out: o.Stdout, secrets: append([]string(nil), o.Secrets...)}
+	if b.log == nil {
+		b.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if b.out == nil {
+		b.out = io.Discard
+	}
+	return b
+}
+
+// NewRunID is a run ID from the clock.
+func NewRunID() string {
+	return strings.ToLower(fmt.Sprintf("%x", time.Now().UnixNano()&0xffffffffff))
+}
+
+// RunID is the run's namespace.
+func (b *Builder) RunID() string { return b.o.RunID }
+
+// Vars returns the template values the harness provides to a target shaped
+// like inspected (a target rendered with targetfile.PlaceholderVars): a free
+// port for the receiver and, when the target names {{.SinkURL}} or declares
+// an outbox, the URL of the downstream sink, which listens from now on, before
+// the receiver starts. DatabaseURL is the caller's to fill.
+func (b *Builder) Vars(inspected *targetfile.Target) (targetfile.Vars, error) {
+	addr, err := process.FreeAddr()
+	if err != nil {
+		return targetfile.Vars{}, fmt.Errorf("%w: choosing a port for the receiver: %w", ErrUnreachable, err)
+	}
+	b.vars.ListenAddr = addr
+	if inspected.Uses("SinkURL") || inspected.Has(targetfile.Outbox) {
+		kh := ""
+		if inspected.Outbox != nil {
+			kh = inspected.Outbox.KeyHeader
+		}
+		if b.sink, err = sink.NewWith(sink.Options{KeyHeader: kh}); err != nil {
+			return targetfile.Vars{}, fmt.Errorf("%w: starting the downstream sink: %w", ErrUnreachable, err)
+		}
+		s := b.sink
+		b.closers = append(b.closers, func() { _ = s.Close() })
+		b.vars.SinkURL = s.URL()
+		fmt.Fprintf(b.out, "sink: %s\n", b.vars.SinkURL)
+	}
+	return b.vars, nil
+}
+
+// Defer has fn run when the harness closes, after everything Open starts
+// has stopped (a provisioned database is dropped so).
+func (b *Builder) Defer(fn func()) { b.closers = append(b.closers, fn) }
+
+// configErr classifies err as the target's mistake, naming the target.
+func (o Options) configErr(err error) error {
+	if o.Source == "" {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	return fmt.Errorf("%w: %s: %w", ErrConfig, o.Source, err)
+}
+
+// Close releases what Vars started, for a Builder whose Open was never
+// called or failed (a Harness closes it all itself).
+func (b *Builder) Close() {
+	for i := len(b.closers) - 1; i >= 0; i-- {
+		b.closers[i]()
+	}
+	b.closers = nil
+}
+
+// Harness is a target made ready for the suite: its receiver process, the
+// harness's own sessions and the adapters behind the suite's interfaces.
+type Harness struct {
+	// Env is what the suite reaches the target through.
+	Env     *scenarios.Env
+	tg      *targetfile.Target
+	o       Options
+	secrets []string
+	closers []func()
+}
+
+// Target is the target the harness was assembled from.
+func (hs *Harness) Target() *targetfile.Target { return hs.tg }
+
+// Secrets are the values scrubbed from everything the run writes.
+func (hs *Harness) Secrets() []string { return append([]string(nil), hs.secrets...) }
+
+// Close stops the receiver, closes the pools and the sink, in the reverse
+// order of their making.
+func (hs *Harness) Close() {
+	for i := len(hs.closers) - 1; i >= 0; i-- {
+		hs.closers[i]()
+	}
+	hs.closers = nil
+}
+
+// Open assembles tg, rendered with the values Vars returned (and the
+// caller's database), into a Harness: it runs the target's setup hook,
+// starts its lifecycle and worker processes unless NoStart, and wires every
+// adapter the target declares. The error wraps ErrConfig or ErrUnreachable
+// where it applies and is scrubbed of the target's secrets. On error
+// everything started so far is stopped, Vars' too.
+func (b *Builder) Open(ctx context.Context, tg *targetfile.Target) (_ *Harness, err error) {
+	hs := &Harness{tg: tg, o: b.o, closers: b.closers}
+	b.closers = nil
+	defer func() {
+		if err != nil {
+			hs.Close()
+			err = secretscrub.New(hs.secrets...).Error(err)
+		}
+	}()
+	env := &scenarios.Env{
+		RunID: b.o.RunID, Capabilities: make([]string, 0, len(tg.Capabilities)),
+		EventTable: tg.Postgres.EventTable, EffectTable: tg.Postgres.EffectTable,
+		MaxBodyBytes: tg.MaxBodyBytes, TimeScale: b.o.TimeScale,
+		// Acceptance has its defaults applied by the loader (sync, 1 s settle).
+		Acceptance: tg.Acceptance,
+		// nil without an events section: the scenarios use the built-in vocabulary.
+		Vocab: tg.Events,
+	}
+	hs.Env = env
+	for _, c := range tg.Capabilities {
+		env.Capabilities = append(env.Capabilities, string(c))
+	}
+	hs.secrets = append(b.secrets, tg.Secrets()...)
+	if cfg := b.o.Hooks.PoolConfig; cfg != nil && cfg.ConnConfig.Password != "" {
+		hs.secrets = append(hs.secrets, cfg.ConnConfig.Password)
+	}
+	for _, ep := range tg.Endpoints {
+		p, err := profiles.Lookup(ep.Profile)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
+		}
+		ack, model := AckTimeout(ep, p)
+		env.Endpoints = append(env.Endpoints, scenarios.Endpoint{Profile: p, Source: ep.Source, Account: ep.Account, URL: tg.URL(ep.Path),
+			Secrets: []string{ep.Secret.Reveal()}, KeyTTL: ep.KeyTTL, PayloadTTL: ep.PayloadTTL, AckTimeout: ack, AckTimeoutModel: model})
+	}
+	if err := hs.setup(ctx, b); err != nil {
+		return nil, err
+	}
+	if err := hs.start(ctx, b); err != nil {
+		return nil, err
+	}
+	obs, err := hs.observe(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wireQueues(env, tg, obs, b.sink)
+	if err := hs.fixtures(ctx, obs); err != nil {
+		return nil, err
+	}
+	if err := hs.faults(ctx); err != nil {
+		return nil, err
+	}
+	if tg.FailpointsPath != "" {
+		env.Failpoints = failpoints.New(tg.BaseURL, tg.FailpointsPath, &http.Client{Timeout: 5 * time.Second})
+	}
+	if err := hs.retention(ctx, obs); err != nil {
+		return nil, err
+	}
+	return hs, nil
+}
+
+// setup runs the target's setup hook, which creates the receiver's schema
+// before it starts, for receivers that do not migrate themselves. Its failure
+// is the target's.
+func (hs *Harness) setup(ctx context.Context, b *Builder) error {
+	tg := hs.tg
+	if tg.Setup == nil {
+		return nil
+	}
+	fmt.Fprintf(b.out, "setup: %s\n", tg.Setup)
+	so := fixture.SetupOptionsFor(tg)
+	so.Secrets = hs.secrets
+	if err := fixture.RunSetup(ctx, tg.Setup, so); errors.Is(err, fixture.ErrSetupFailed) {
+		return hs.o.configErr(err)
+	} else if err != nil {
+		return fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	return nil
+}
+
+// start starts the receiver and its worker processes (lifecycle), or takes
+// the hooks' controller, or checks that a receiver the harness does not
+// control answers.
+func (hs *Harness) start(ctx context.Context, b *Builder) error {
+	tg, env, h := hs.tg, hs.Env, b.o.Hooks
+	switch {
+	case h.Kill != nil && h.Restart != nil:
+		env.Controller = &funcController{kill: h.Kill, restart: h.Restart, alive: h.Alive, base: tg.BaseURL}
+		return nil
+	case b.o.NoStart:
+		// Left alone (hookcert validate --no-start).
+		return nil
+	case tg.Lifecycle == nil:
+		if err := Reachable(ctx, tg.BaseURL); err != nil {
+			return fmt.Errorf("%w: %w", ErrUnreachable, err)
+		}
+		env.Reachable = func(ctx context.Context) error { return Reachable(ctx, tg.BaseURL) }
+		return nil
+	}
+	spec, err := process.SpecFor(tg)
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	clean := secretscrub.New(hs.secrets...)
+	fmt.Fprintf(b.out, "starting the receiver: %s\n", strings.Join(clean.Strings(spec.Command), " "))
+	proc, err := process.Start(ctx, spec)
+	if err != nil {
+		return fmt.Errorf("%w: starting the receiver: %w", ErrUnreachable, err)
+	}
+	hs.closers = append(hs.closers, func() { hs.stopProcess(proc, "receiver.log") })
+	ctl := &controller{p: proc, ready: spec.ReadyURL}
+	// Worker processes start once the receiver is ready (it may create the
+	// schema they poll), and stop before it.
+	for i, ws := range process.WorkerSpecs(tg) {
+		fmt.Fprintf(b.out, "starting worker %d: %s\n", i+1, strings.Join(clean.Strings(ws.Command), " "))
+		wp, err := process.Start(ctx, ws)
+		if err != nil {
+			return fmt.Errorf("%w: starting worker %d: %w", ErrUnreachable, i+1, err)
+		}
+		ctl.workers = append(ctl.workers, wp)
+		hs.closers = append(hs.closers, func() { hs.stopProcess(wp, fmt.Sprintf("worker-%d.log", i+1)) })
+	}
+	env.Controller = ctl
+	if len(ctl.workers) > 0 {
+		env.Workers = workers{ctl}
+	}
+	if err := process.KillSupported(); err != nil {
+		// Started and stopped, but not crashable here (Windows).
+		env.CrashUnavailable = err.Error()
+	}
+	return nil
+}
+
+// stopProcess stops a process the harness started and keeps its output,
+// scrubbed, as name in the log directory.
+func (hs *Harness) stopProcess(p *process.Process, name string) {
+	if p.Running() {
+		_, _ = p.Stop(hs.tg.Lifecycle.StopGrace)
+	}
+	if dir := hs.o.LogDir; dir != "" {
+		_ = os.MkdirAll(dir, 0o755)
+		_ = os.WriteFile(filepath.Join(dir, name), []byte(secretscrub.New(hs.secrets...).String(p.Output())), 0o644)
+	}
+}
+
+// observe opens the observer: on the target's database URL, or on pools of
+// the hooks' configuration.
+func (hs *Harness) observe(ctx context.Context) (*observe.Observer, error) {
+	tg := hs.tg
+	var obs *observe.Observer
+	var err error
+	if cfg := hs.o.Hooks.PoolConfig; cfg != nil {
+		to := observe.TargetTimeouts(tg.Postgres)
+		pool, perr := harnessPool(ctx, cfg, to)
+		if perr != nil {
+			return nil, fmt.Errorf("%w: observer: %w", ErrUnreachable, perr)
+		}
+		hs.closers = append(hs.closers, pool.Close)
+		obs, err = observe.New(ctx, pool, tg.Postgres.Queries, observe.WithTimeouts(to))
+	} else {
+		obs, err = observe.OpenTarget(ctx, tg.Postgres)
+	}
+	if errors.Is(err, observe.ErrInvalidQuery) {
+		return nil, hs.o.configErr(err)
+	} else if err != nil {
+		return nil, fmt.Errorf("%w: observer: %w", ErrUnreachable, err)
+	}
+	hs.closers = append(hs.closers, obs.Close)
+	hs.Env.Observer = observer{obs}
+	if obs.Has(observe.QQuiescent) {
+		hs.Env.Quiescent = obs.Quiescent
+	}
+	return obs, nil
+}
+
+// fixtures prepares the target's fixtures, and the hooks' Go ones.
+func (hs *Harness) fixtures(ctx context.Context, obs *observe.Observer) error {
+	tg, funcs := hs.tg, hs.o.Hooks.Fixtures
+	if len(tg.Fixtures) == 0 && len(funcs) == 0 {
+		return nil
+	}
+	f := &fixtures{funcs: funcs}
+	if len(tg.Fixtures) > 0 {
+		fo := fixture.TargetOptions(tg, tg.Dir)
+		// The observer's sessions: the harness's own, bounded by its timeouts.
+		fo.Pool, fo.Secrets = obs.Pool(), hs.secrets
+		set, err := fixture.New(ctx, tg.Fixtures, fo)
+		if errors.Is(err, fixture.ErrInvalid) {
+			return hs.o.configErr(err)
+		} else if err != nil {
+			return fmt.Errorf("%w: fixtures: %w", ErrUnreachable, err)
+		}
+		f.set = set
+	}
+	hs.Env.Fixtures = f
+	return nil
+}
+
+// faults opens the harness's own sessions in the receiver's database: faults
+// where the target allows them, and the activity reads that keep scenarios
+// apart.
+func (hs *Harness) faults(ctx context.Context) error {
+	tg := hs.tg
+	var pool *pgxpool.Pool
+	var err error
+	if cfg := hs.o.Hooks.PoolConfig; cfg != nil {
+		// Without the observer's statement timeout: a gate holds its
+		// transaction for as long as a scenario needs it.
+		pool, err = harnessPool(ctx, cfg, observe.Timeouts{Connect: tg.Postgres.ConnectTimeout})
+	} else {
+		pool, err = pgsession.Connect(ctx, tg.Postgres.URL.Reveal())
+	}
+	if err != nil {
+		return fmt.Errorf("%w: harness database session: %w", ErrUnreachable, err)
+	}
+	hs.closers = append(hs.closers, pool.Close)
+	d := &dbFaults{pool: pool, database: pool.Config().ConnConfig.Database}
+	hs.Env.Activity = d
+	if tg.Has(targetfile.LockGating) || tg.Has(targetfile.ConnectionLoss) {
+		hs.Env.DB = d
+	}
+	return nil
+}
+
+// retention wires the purge: the hooks' Go function, or the target's trigger.
+func (hs *Harness) retention(ctx context.Context, obs *observe.Observer) error {
+	tg := hs.tg
+	if !tg.Has(targetfile.Retention) {
+		return nil
+	}
+	if fn := hs.o.Hooks.Purge; fn != nil {
+		hs.Env.Retention = retention{purge: fn, o: obs}
+		return nil
+	}
+	if tg.Retention == nil {
+		return nil
+	}
+	if err := preparePurge(ctx, obs, tg.Retention.Purge); err != nil {
+		return err
+	}
+	// A purge command runs in lifecycle.dir, else the file's directory.
+	po := purge.Options{BaseURL: tg.BaseURL, DatabaseURL: tg.Postgres.URL.Reveal(), Dir: tg.Dir}
+	if tg.Lifecycle != nil {
+		po.Dir, po.Env = tg.Lifecycle.Dir, tg.Lifecycle.Env
+	}
+	tr, err := purge.New(ctx, tg.Retention.Purge, po)
+	if err != nil {
+		return fmt.Errorf("%w: purge trigger: %w", ErrUnreachable, err)
+	}
+	hs.closers = append(hs.closers, tr.Close)
+	hs.Env.Retention = retention{purge: tr.Purge, o: obs}
+	return nil
+}
+
+// preparePurge checks a retention.purge.sql statement on the receiver's
+// database, as the observer checks its queries: SQL that does not prepare is a
+// configuration error naming the field.
+func preparePurge(ctx context.Context, obs *observe.Observer, p targetfile.Purge) error {
+	if p.SQL == "" {
+		return nil
+	}
+	const field = "target.retention.purge.sql"
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := obs.Pool().Acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("%w: checking %s: %w", ErrUnreachable, field, err)
+	}
+	defer conn.Release()
+	sd, err := conn.Conn().Prepare(ctx, "hookcert_purge_check", p.SQL)
+	if err != nil {
+		if pe := pgsession.StatementError(err); pe != nil {
+			return fmt.Errorf("%w: %s: does not prepare: %s", ErrConfig, field, pgsession.Message(pe))
+		}
+		return fmt.Errorf("%w: checking %s: %w", ErrUnreachable, field, err)
+	}
+	_ = conn.Conn().Deallocate(ctx, sd.Name)
+	return nil
+}
+
+// ModelAckTimeout is the acknowledgement timeout ACK-2 holds an endpoint to
+// when neither the target (ack_timeout) nor the profile gives one. Providers
+// that document no timeout, such as Stripe, still drop endpoints that answer
+// slowly; 10 s is hookcert's model of that, not a documented value, and the
+// endpoint carries AckTimeoutModel so reports say so.
+const ModelAckTimeout = 10 * time.Second
+
+// AckTimeout is the acknowledgement timeout of an endpoint: the target's
+// ack_timeout, else the profile's documented timeout, else ModelAckTimeout
+// (model is then true).
+func AckTimeout(ep targetfile.Endpoint, p profiles.Profile) (d time.Duration, model bool) {
+	if ep.AckTimeout > 0 {
+		return ep.AckTimeout, false
+	}
+	if t := p.Facts().Timeout; t != nil && *t > 0 {
+		return *t, false
+	}
+	return ModelAckTimeout, true
+}
