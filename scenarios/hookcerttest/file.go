@@ -47,8 +47,8 @@ func (tg *Target) goChecks() error {
 			fail("Fixtures["+name+"]", "set exactly one of SQL and Func")
 		}
 	}
-	if r := tg.Retention; r != nil && r.Purge == nil && slicesContains(tg.Capabilities, string(targetfile.Retention)) {
-		fail("Retention.Purge", "required with capability retention (how the harness purges the receiver as of a time)")
+	if r := tg.Retention; r != nil && r.Purge != nil && (r.PurgeSQL != "" || len(r.PurgeCommand) > 0 || r.PurgeHTTPPath != "") {
+		fail("Retention.Purge", "set one way to purge: Purge, or one of PurgeSQL, PurgeCommand and PurgeHTTPPath")
 	}
 	if v := tg.Vocab; v != nil && v.Effect == nil && v.Lifecycle == nil && v.Ordered == nil && v.Unhandled == nil {
 		fail("Vocab", "declare at least one of Effect, Lifecycle, Ordered, Unhandled (or leave Vocab nil for the built-in vocabulary)")
@@ -133,6 +133,17 @@ func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
 		rt := map[string]any{}
 		putDur(rt, "key_ttl", r.KeyTTL)
 		putDur(rt, "payload_ttl", r.PayloadTTL)
+		purge := map[string]any{}
+		put(purge, "sql", r.PurgeSQL)
+		if len(r.PurgeCommand) > 0 {
+			purge["command"] = r.PurgeCommand
+		}
+		if r.PurgeHTTPPath != "" {
+			purge["http"] = map[string]any{"path": r.PurgeHTTPPath}
+		}
+		if len(purge) > 0 {
+			rt["purge"] = purge
+		}
 		t["retention"] = rt
 		if r.Purge != nil {
 			hooks.Purge, gh.Purge = r.Purge, true

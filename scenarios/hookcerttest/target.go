@@ -212,12 +212,20 @@ type Fixture struct {
 	Func func(ctx context.Context, d vocab.ObjectData) error
 }
 
-// Retention is the receiver's declared two-tier retention and its purge.
+// Retention is the receiver's declared two-tier retention and its purge
+// (target.retention). Set one way to purge: Purge, or one of PurgeSQL,
+// PurgeCommand and PurgeHTTPPath, as in a target file.
 type Retention struct {
 	// KeyTTL and PayloadTTL apply to endpoints that set none.
 	KeyTTL, PayloadTTL time.Duration
 	// Purge purges the receiver as if its clock read asOf, and returns when done.
 	Purge func(ctx context.Context, asOf time.Time) error
+	// PurgeSQL runs on the receiver's database with $1 = the as-of time.
+	PurgeSQL string
+	// PurgeCommand is run directly; "{{.AsOf}}" in an argument is the as-of time.
+	PurgeCommand []string
+	// PurgeHTTPPath is POSTed under BaseURL with {"as_of": "<RFC 3339>"}.
+	PurgeHTTPPath string
 }
 
 // ModelAckTimeout is the acknowledgement timeout of an endpoint whose profile
