@@ -75,7 +75,7 @@ func releases(t *testing.T, url string, n int, valid *atomic.Int64) {
 		before := valid.Load()
 		start := time.Now()
 		ev := testEvent()
-		recs, rel, err := r.SendCopies(context.Background(), ev, 16, SendOptions{Timeout: 10 * time.Second, Step: i})
+		recs, rel, err := r.SendCopies(context.Background(), ev, 16, SendOptions{Shape: Shape{Timeout: Duration(10 * time.Second)}, Step: i})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func TestConnectTriesAreRecorded(t *testing.T) {
 		}
 	}()
 	r := newTestRunner(t, "http://"+l.Addr().String()+"/hook", testProfile{})
-	a, err := r.Send(context.Background(), testEvent(), SendOptions{Timeout: 5 * time.Second})
+	a, err := r.Send(context.Background(), testEvent(), SendOptions{Shape: Shape{Timeout: Duration(5 * time.Second)}})
 	if err != nil {
 		t.Fatal(err)
 	}

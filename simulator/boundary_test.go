@@ -188,7 +188,7 @@ func TestAheadBySignsInTheFuture(t *testing.T) {
 		reject bool
 	}{{10 * time.Minute, true}, {time.Minute, false}} {
 		before := time.Now()
-		a, err := r.Send(context.Background(), ev, SendOptions{Faults: Faults{AheadBy: Duration(c.ahead)}, Timeout: 5 * time.Second})
+		a, err := r.Send(context.Background(), ev, SendOptions{Shape: Shape{Faults: Faults{AheadBy: Duration(c.ahead)}, Timeout: Duration(5 * time.Second)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -212,7 +212,7 @@ func TestAheadBySignsInTheFuture(t *testing.T) {
 		{AheadBy: 1, StaleBy: 1}:         "must not both be set",
 		{OversizeBytes: MaxPadBytes + 1}: "oversize_bytes must be between",
 	} {
-		if _, err := r.Send(context.Background(), ev, SendOptions{Faults: f}); err == nil || !strings.Contains(err.Error(), want) {
+		if _, err := r.Send(context.Background(), ev, SendOptions{Shape: Shape{Faults: f}}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("faults %+v: %v, want %q", f, err, want)
 		}
 	}
@@ -231,7 +231,7 @@ func TestPadToExactSizeVerifiesAndRetriesPadded(t *testing.T) {
 	const size = 64 << 10
 	h := runPlan(t, srv.URL, realProfile(t, "stripe"), stripeSecret, &Plan{Seed: 6, TimeScale: 1e6, RetryDelays: []Duration{Duration(time.Second)},
 		Events: []EventSpec{{Name: "e", Type: "payment_intent.succeeded", Amount: 10}},
-		Steps:  []Step{{Event: "e", PadTo: size, Retry: true}}})
+		Steps:  []Step{{Event: "e", Shape: Shape{PadTo: size}, Retry: true}}})
 	reqs := seenReqs()
 	if len(reqs) != 2 || len(h.Attempts) != 2 || !h.AllAcknowledged() {
 		t.Fatalf("%d requests, attempts %+v", len(reqs), h.Attempts)
@@ -261,16 +261,16 @@ func TestPadToExactSizeVerifiesAndRetriesPadded(t *testing.T) {
 	defer r.Close()
 	ev := profiles.Event{Source: "stripe", Account: "acct_A", ID: "evt_pad", Type: "t.x", ObjectID: "o", Created: time.Now()}
 	for o, want := range map[SendOptions]string{
-		{PadTo: 10}:              "pad_to: must be at least the body size",
-		{PadTo: -1}:              "pad_to must be between 0 and",
-		{PadTo: MaxPadBytes + 1}: "pad_to must be between 0 and",
-		{PadTo: 9000, Faults: Faults{OversizeBytes: 9000}}: "must not both be set",
+		{Shape: Shape{PadTo: 10}}:                                        "pad_to: must be at least the body size",
+		{Shape: Shape{PadTo: -1}}:                                        "pad_to must be between 0 and",
+		{Shape: Shape{PadTo: MaxPadBytes + 1}}:                           "pad_to must be between 0 and",
+		{Shape: Shape{PadTo: 9000, Faults: Faults{OversizeBytes: 9000}}}: "must not both be set",
 	} {
 		if _, err := r.Send(context.Background(), ev, o); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want %q", o, err, want)
 		}
 	}
-	plan := &Plan{Events: []EventSpec{{Name: "e", Type: "t"}}, Steps: []Step{{Event: "e", PadTo: -1}}}
+	plan := &Plan{Events: []EventSpec{{Name: "e", Type: "t"}}, Steps: []Step{{Event: "e", Shape: Shape{PadTo: -1}}}}
 	if err := plan.Validate(); err == nil || !strings.Contains(err.Error(), "steps[0].pad_to") {
 		t.Fatalf("plan validation: %v", err)
 	}
@@ -309,7 +309,7 @@ func TestEventSpecObjectAndCreatedRoundTrip(t *testing.T) {
 	created := time.Date(2025, 6, 1, 12, 30, 0, 0, time.UTC)
 	plan := &Plan{Name: "p", Seed: 9,
 		Events: []EventSpec{{Name: "e", Type: "invoice.paid", Object: json.RawMessage(`{"id":"in_1","total":5}`), Created: created}, {Name: "plain", Type: "t"}},
-		Steps:  []Step{{Event: "e", PadTo: 4096, Faults: Faults{AheadBy: Duration(time.Minute)}}, {Event: "plain"}}}
+		Steps:  []Step{{Event: "e", Shape: Shape{PadTo: 4096, Faults: Faults{AheadBy: Duration(time.Minute)}}}, {Event: "plain"}}}
 
 	// Through a history's JSON Lines (a caller's run description keeps plans there).
 	raw, err := json.Marshal(map[string]any{"plan": plan})
@@ -448,9 +448,9 @@ func TestPreviewSendsNothingAndShowsTheWire(t *testing.T) {
 	defer r.Close()
 	plan := &Plan{Seed: 8,
 		Events: []EventSpec{{Name: "e", Type: "invoice.paid", Object: json.RawMessage(targetObject)}},
-		Steps: []Step{{Name: "first", Event: "e", Copies: 3, PadTo: 1000},
-			{Event: "e", Faults: Faults{Tamper: true}},
-			{Replay: &Replay{Of: "first", OriginalTimestamp: true}, Faults: Faults{StaleBy: Duration(time.Hour)}}}}
+		Steps: []Step{{Name: "first", Event: "e", Copies: 3, Shape: Shape{PadTo: 1000}},
+			{Event: "e", Shape: Shape{Faults: Faults{Tamper: true}}},
+			{Replay: &Replay{Of: "first", OriginalTimestamp: true}, Shape: Shape{Faults: Faults{StaleBy: Duration(time.Hour)}}}}}
 	reqs, err := r.Preview(plan)
 	if err != nil {
 		t.Fatal(err)

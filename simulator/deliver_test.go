@@ -29,8 +29,7 @@ func planOf(seed int64, ds []Delivery) *Plan {
 		plan.Events = append(plan.Events, EventSpec{Name: en, ID: ev.ID, Source: ev.Source, Account: ev.Account,
 			Type: ev.Type, ObjectID: ev.ObjectID, Version: ev.Version, Amount: ev.Amount, Currency: ev.Currency,
 			Status: ev.Status, Object: ev.Object, Created: ev.Created})
-		plan.Steps = append(plan.Steps, Step{Event: en, Copies: d.Copies, WithPrevious: d.Together,
-			Attempt: d.Attempt, Faults: d.Faults, Timeout: d.Timeout, PadTo: d.PadTo})
+		plan.Steps = append(plan.Steps, Step{Event: en, Copies: d.Copies, WithPrevious: d.Together, Shape: d.Shape})
 	}
 	return plan
 }
@@ -312,25 +311,44 @@ func TestDeliverBadInputSendsNothing(t *testing.T) {
 	}
 }
 
-// The shared shape carries every sending option of Step and SendOptions.
-func TestShapeOfStepAndSendOptions(t *testing.T) {
-	want := Shape{Attempt: 3, Faults: Faults{Tamper: true, StaleBy: Duration(time.Minute)}, Timeout: Duration(2 * time.Second), PadTo: 900}
-	s := Step{Attempt: 3, Faults: want.Faults, Timeout: want.Timeout, PadTo: 900}
-	o := SendOptions{Attempt: 3, Faults: want.Faults, Timeout: 2 * time.Second, PadTo: 900}
-	if got := s.Shape(); !reflect.DeepEqual(got, want) {
-		t.Errorf("Step.Shape %+v, want %+v", got, want)
-	}
-	if got := o.Shape(); !reflect.DeepEqual(got, want) {
-		t.Errorf("SendOptions.Shape %+v, want %+v", got, want)
-	}
-	// Shape's tags are Step's, so embedding it would not change the plan format.
-	st := reflect.TypeFor[Step]()
-	sh := reflect.TypeFor[Shape]()
-	for i := range sh.NumField() {
-		f := sh.Field(i)
-		sf, ok := st.FieldByName(f.Name)
-		if !ok || sf.Type != f.Type || sf.Tag != f.Tag {
-			t.Errorf("Shape.%s (%s %q) is not Step's", f.Name, f.Type, f.Tag)
+// Step and SendOptions carry their sending options as the one Shape they
+// embed; Step writes them where plans always had them (stepWire), so stepWire
+// must hold exactly Step's own fields and Shape's, under the same tags.
+func TestStepAndSendOptionsEmbedShape(t *testing.T) {
+	shape := reflect.TypeFor[Shape]()
+	for _, typ := range []reflect.Type{reflect.TypeFor[Step](), reflect.TypeFor[SendOptions]()} {
+		if f, ok := typ.FieldByName("Shape"); !ok || !f.Anonymous || f.Type != shape {
+			t.Errorf("%s does not embed Shape", typ)
 		}
+		for i := range shape.NumField() {
+			if f, _ := typ.FieldByName(shape.Field(i).Name); len(f.Index) != 2 {
+				t.Errorf("%s.%s is not Shape's (index %v)", typ, shape.Field(i).Name, f.Index)
+			}
+		}
+	}
+	want := map[string]reflect.StructField{}
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[Step]()) {
+		if !f.Anonymous {
+			want[f.Name] = f
+		}
+	}
+	wire := reflect.TypeFor[stepWire]()
+	for i := range wire.NumField() {
+		f := wire.Field(i)
+		if w, ok := want[f.Name]; !ok || w.Type != f.Type || w.Tag != f.Tag {
+			t.Errorf("stepWire.%s (%s %q) is not Step's", f.Name, f.Type, f.Tag)
+		}
+		delete(want, f.Name)
+	}
+	for name := range want {
+		t.Errorf("Step.%s is missing from stepWire: plans would not write it", name)
+	}
+	// Every field reaches the wire form.
+	s := Step{Name: "n", Event: "e", Wait: 1, Copies: 2, Retry: true, Replay: &Replay{Of: "x"}, WithPrevious: true,
+		Shape: Shape{Attempt: 3, Faults: Faults{Tamper: true}, Timeout: 4, PadTo: 5}}
+	w := s.wire()
+	if !reflect.DeepEqual(w, stepWire{Name: "n", Event: "e", Wait: 1, Copies: 2, Faults: Faults{Tamper: true}, Retry: true,
+		Timeout: 4, Replay: s.Replay, Attempt: 3, WithPrevious: true, PadTo: 5}) {
+		t.Errorf("wire form %+v of %+v", w, s)
 	}
 }

@@ -106,6 +106,9 @@
 // built already, without a plan, through the same engine: the same seeded IDs
 // and records as the equivalent plan, returned in delivery order, on the
 // caller's clock when Options.Origin is its run's start. Runner.Send and
-// Runner.SendCopies make single deliveries. Histories are written and read as
-// JSON Lines so a stored run can be re-checked later.
+// Runner.SendCopies make single deliveries. How one delivery is sent (attempt
+// number, faults, timeout, pad_to) is a Shape, which Step, Delivery and
+// SendOptions embed alike: a plan step writes those fields at its own level.
+// Histories are written and read as JSON Lines so a stored run can be
+// re-checked later.
 package simulator

@@ -117,7 +117,7 @@ func TestHostileNeverAnswers(t *testing.T) {
 		readRequest(c)
 		io.Copy(io.Discard, c) // holds the connection until the client gives up
 	})
-	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: time.Second}, 3, 4*time.Second)
+	recs, _ := sendBoth(t, h.url(), SendOptions{Shape: Shape{Timeout: Duration(time.Second)}}, 3, 4*time.Second)
 	for _, a := range recs {
 		wantRecord(t, a, history.OutcomeUnknown, history.ErrClassTimeout, "timeout")
 	}
@@ -135,7 +135,7 @@ func TestHostileDribblesStatusLine(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	})
-	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: time.Second}, 3, 4*time.Second)
+	recs, _ := sendBoth(t, h.url(), SendOptions{Shape: Shape{Timeout: Duration(time.Second)}}, 3, 4*time.Second)
 	for _, a := range recs {
 		wantRecord(t, a, history.OutcomeUnknown, history.ErrClassTimeout, "timeout")
 	}
@@ -156,7 +156,7 @@ func TestHostileEndlessHeaders(t *testing.T) {
 			}
 		}
 	})
-	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
+	recs, _ := sendBoth(t, h.url(), SendOptions{Shape: Shape{Timeout: Duration(2 * time.Second)}}, 3, 3*time.Second)
 	for _, a := range recs {
 		// The receiver read the whole request: it may have processed it.
 		wantRecord(t, a, history.OutcomeUnknown, history.ErrClassTooLarge, "response headers exceed 64 KiB")
@@ -170,7 +170,7 @@ func TestHostileEndlessHeaders(t *testing.T) {
 // receiver that read it and reset), never acknowledged, in bounded time.
 func TestHostileClosesOnAccept(t *testing.T) {
 	h := newHostile(t, func(c net.Conn, _ int64) { resetClose(c) })
-	recs, rel := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
+	recs, rel := sendBoth(t, h.url(), SendOptions{Shape: Shape{Timeout: Duration(2 * time.Second)}}, 3, 3*time.Second)
 	for _, a := range recs {
 		switch {
 		case a.Outcome == history.OutcomeFailed && a.ErrorClass == history.ErrClassReset:
@@ -211,7 +211,7 @@ func TestHostileEarlyAnswerBeforeBodyIsRead(t *testing.T) {
 	r := newTestRunner(t, h.url(), testProfile{})
 	// More than the kernel buffers on both sides hold, so the write blocks.
 	const size = 24 << 20
-	a, err := r.Send(context.Background(), testEvent(), SendOptions{Timeout: time.Second, Faults: Faults{OversizeBytes: size}})
+	a, err := r.Send(context.Background(), testEvent(), SendOptions{Shape: Shape{Timeout: Duration(time.Second), Faults: Faults{OversizeBytes: size}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -285,7 +285,7 @@ func TestHostileHTTP10Response(t *testing.T) {
 		}
 		c.Close()
 	})
-	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
+	recs, _ := sendBoth(t, h.url(), SendOptions{Shape: Shape{Timeout: Duration(2 * time.Second)}}, 3, 3*time.Second)
 	for _, a := range recs {
 		wantRecord(t, a, history.OutcomeAcknowledged, "", "")
 		if a.Status != 200 || a.ResponseExcerpt != "ok" {
@@ -308,7 +308,7 @@ func TestHostileInterimThenFinal(t *testing.T) {
 			time.Sleep(5 * time.Millisecond) // separate reads, so no single buffer holds them all
 		}
 	})
-	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
+	recs, _ := sendBoth(t, h.url(), SendOptions{Shape: Shape{Timeout: Duration(2 * time.Second)}}, 3, 3*time.Second)
 	for _, a := range recs {
 		wantRecord(t, a, history.OutcomeAcknowledged, "", "")
 		if a.Status != 200 {
@@ -324,7 +324,7 @@ func TestHostileBadStatusLine(t *testing.T) {
 			c.Write([]byte("HTTP/1.1 2x0 OK\r\nContent-Length: 2\r\n\r\nok"))
 		}
 	})
-	recs, _ := sendBoth(t, h.url(), SendOptions{Timeout: 2 * time.Second}, 3, 3*time.Second)
+	recs, _ := sendBoth(t, h.url(), SendOptions{Shape: Shape{Timeout: Duration(2 * time.Second)}}, 3, 3*time.Second)
 	for _, a := range recs {
 		// Read in full, answered unreadably: the receiver may have processed it.
 		wantRecord(t, a, history.OutcomeUnknown, history.ErrClassOther, "malformed HTTP status code")
@@ -377,7 +377,7 @@ func TestHostileRandomResets(t *testing.T) {
 	start := time.Now()
 	outcomes := map[history.Outcome]int{}
 	for i := 0; i < 60; i++ {
-		a, err := r.Send(context.Background(), testEvent(), SendOptions{Step: i, Timeout: time.Second})
+		a, err := r.Send(context.Background(), testEvent(), SendOptions{Step: i, Shape: Shape{Timeout: Duration(time.Second)}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -201,7 +201,7 @@ func TestIdleConnectionReusedAfterItsDeadlinePassed(t *testing.T) {
 	defer srv.Close()
 	r := newTestRunner(t, srv.URL, testProfile{})
 	for i := 0; i < 3; i++ {
-		a, _ := r.Send(context.Background(), testEvent(), SendOptions{Timeout: 30 * time.Millisecond})
+		a, _ := r.Send(context.Background(), testEvent(), SendOptions{Shape: Shape{Timeout: Duration(30 * time.Millisecond)}})
 		if a.Outcome != history.OutcomeAcknowledged {
 			t.Fatalf("send %d: %+v", i, a)
 		}

@@ -132,31 +132,64 @@ type Replay struct {
 // optionally followed through the provider's retry schedule. Steps run in order;
 // a step starts after Wait (provider time) once the previous step's first attempt
 // ended; retries run in the background so later steps interleave with them.
-// Attempt, Faults, Timeout and PadTo are how the step is sent (Step.Shape).
 type Step struct {
 	Name  string `yaml:"name,omitempty" json:"name,omitempty"`
 	Event string `yaml:"event" json:"event"`
 	// Wait is the provider-time pause before this step (compressed by TimeScale).
 	Wait   Duration `yaml:"wait,omitempty" json:"wait,omitempty"`
 	Copies int      `yaml:"copies,omitempty" json:"copies,omitempty"`
-	Faults Faults   `yaml:"faults,omitempty" json:"faults,omitempty"`
+	// Shape is how the step is sent: attempt, faults, timeout and pad_to, at
+	// the step's level in a plan. Faults apply to the first attempt only
+	// (retries are clean); the timeout overrides the plan's per-attempt one;
+	// PadTo is for boundary tests of a receiver's size limit, not a fault: the
+	// delivery stays legitimate, and its retries are padded alike.
+	Shape `yaml:",inline"`
 	// Retry follows the profile's schedule until acknowledgement, a stop verdict or
-	// exhaustion. Faults apply to the first attempt only; retries are clean.
-	Retry bool `yaml:"retry,omitempty" json:"retry,omitempty"`
-	// Timeout overrides the per-attempt response timeout (real time).
-	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
-	Replay  *Replay  `yaml:"replay,omitempty" json:"replay,omitempty"`
-	// Attempt is the provider's attempt number of this delivery (default 1): a
-	// redelivery of an event already sent is attempt 2 or later.
-	Attempt int `yaml:"attempt,omitempty" json:"attempt,omitempty"`
+	// exhaustion.
+	Retry  bool    `yaml:"retry,omitempty" json:"retry,omitempty"`
+	Replay *Replay `yaml:"replay,omitempty" json:"replay,omitempty"`
 	// WithPrevious starts the step together with the one before it instead of
 	// after it: consecutive such steps deliver distinct events at the same time.
 	WithPrevious bool `yaml:"with_previous,omitempty" json:"with_previous,omitempty"`
-	// PadTo pads the valid, correctly signed JSON body to exactly this many
-	// bytes with JSON whitespace (the JSON value is unchanged), for boundary
-	// tests of a receiver's size limit. Not a fault: the delivery stays
-	// legitimate, and its retries are padded alike. 0: no padding.
-	PadTo int `yaml:"pad_to,omitempty" json:"pad_to,omitempty"`
+}
+
+// stepWire is Step as plans are written: its fields and Shape's in the order
+// plans have always had, which embedding Shape would change (YAML and JSON
+// write an embedded struct's fields where it is embedded). Reading needs no
+// such thing: field order does not matter there.
+type stepWire struct {
+	Name         string   `yaml:"name,omitempty" json:"name,omitempty"`
+	Event        string   `yaml:"event" json:"event"`
+	Wait         Duration `yaml:"wait,omitempty" json:"wait,omitempty"`
+	Copies       int      `yaml:"copies,omitempty" json:"copies,omitempty"`
+	Faults       Faults   `yaml:"faults,omitempty" json:"faults,omitempty"`
+	Retry        bool     `yaml:"retry,omitempty" json:"retry,omitempty"`
+	Timeout      Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	Replay       *Replay  `yaml:"replay,omitempty" json:"replay,omitempty"`
+	Attempt      int      `yaml:"attempt,omitempty" json:"attempt,omitempty"`
+	WithPrevious bool     `yaml:"with_previous,omitempty" json:"with_previous,omitempty"`
+	PadTo        int      `yaml:"pad_to,omitempty" json:"pad_to,omitempty"`
+}
+
+func (s Step) wire() stepWire {
+	return stepWire{Name: s.Name, Event: s.Event, Wait: s.Wait, Copies: s.Copies, Faults: s.Faults, Retry: s.Retry,
+		Timeout: s.Timeout, Replay: s.Replay, Attempt: s.Attempt, WithPrevious: s.WithPrevious, PadTo: s.PadTo}
+}
+
+// MarshalYAML writes the step's fields in the plan format's order.
+func (s Step) MarshalYAML() (any, error) { return s.wire(), nil }
+
+// MarshalJSON writes the step's fields in the plan format's order. HTML
+// characters are left to the caller's encoder to escape or not, as they were
+// before Step had this method.
+func (s Step) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s.wire()); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
 }
 
 // Plan is what the simulator will do. Load one from YAML with ParsePlan or

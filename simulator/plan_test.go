@@ -237,7 +237,7 @@ func TestPlanGroupsAttemptsAndNotify(t *testing.T) {
 	}
 	defer r.Close()
 	plan := &Plan{Seed: 2, Events: []EventSpec{{Name: "a", ID: "evt_a", Type: "t", Source: "src"}, {Name: "b", ID: "evt_b", Type: "t"}, {Name: "c", ID: "evt_c", Type: "t"}},
-		Steps: []Step{{Event: "a"}, {Event: "b", WithPrevious: true}, {Event: "c", WithPrevious: true, Attempt: 3}}}
+		Steps: []Step{{Event: "a"}, {Event: "b", WithPrevious: true}, {Event: "c", WithPrevious: true, Shape: Shape{Attempt: 3}}}}
 	var notified atomic.Int32
 	h, err := r.RunNotify(context.Background(), plan, func(history.Attempt) { notified.Add(1) })
 	if err != nil {

@@ -72,7 +72,7 @@ func runFaultCases(t *testing.T, p profiles.Profile, secret string, check func([
 	ev := profiles.Event{Source: p.ID(), Account: "acct_A", ID: NewEventID(1, p.ID(), 0), Type: "payment_intent.succeeded",
 		ObjectID: "pi_1", Amount: 1000, Currency: "usd", Status: "succeeded", Created: time.Now().UTC().Truncate(time.Second)}
 	for i, c := range faultCases {
-		a, err := r.Send(context.Background(), ev, SendOptions{Faults: c.f, Timeout: 5 * time.Second})
+		a, err := r.Send(context.Background(), ev, SendOptions{Shape: Shape{Faults: c.f, Timeout: Duration(5 * time.Second)}})
 		if err != nil {
 			t.Fatalf("%s: %v", c.name, err)
 		}

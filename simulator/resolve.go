@@ -92,7 +92,7 @@ func (rp *ResolvedPlan) deliveries() []delivery {
 	p := &rp.Plan
 	ds := make([]delivery, len(p.Steps))
 	for k, s := range p.Steps {
-		d := delivery{shape: s.Shape(), copies: max(s.Copies, 1), together: s.WithPrevious,
+		d := delivery{shape: s.Shape, copies: max(s.Copies, 1), together: s.WithPrevious,
 			wait: s.Wait.D(), retry: s.Retry, replayOf: -1}
 		evName := s.Event
 		if s.Replay != nil {

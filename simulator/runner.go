@@ -116,19 +116,14 @@ func (r *Runner) since() int64 { return int64(time.Since(r.start)) }
 
 // SendOptions shape one attempt.
 type SendOptions struct {
-	// Attempt is the attempt number (default 1).
-	Attempt int
+	// Shape is the attempt number (default 1), the faults, the response
+	// timeout (default: profile facts, then DefaultTimeout) and the padding.
+	Shape
 	// DeliveryID is the per-attempt delivery ID (default derived from event and attempt).
 	DeliveryID string
-	Faults     Faults
-	// Timeout is the response timeout (default: profile facts, then DefaultTimeout).
-	Timeout time.Duration
 	// SignedAt is the signed timestamp (default now; Faults.StaleBy is
 	// subtracted, Faults.AheadBy added).
 	SignedAt time.Time
-	// PadTo pads the valid, correctly signed body to exactly this many bytes
-	// with JSON whitespace (see Step.PadTo); 0: no padding.
-	PadTo int
 	// Step and Copy label the record (a caller's own numbering; 0 by default).
 	Step int
 	Copy int
@@ -185,7 +180,7 @@ func (r *Runner) Send(ctx context.Context, ev profiles.Event, o SendOptions) (hi
 	if err != nil {
 		return history.Attempt{}, err
 	}
-	rec := r.single(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout), o.Step, o.Copy, r.clock)
+	rec := r.single(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout.D()), o.Step, o.Copy, r.clock)
 	r.rec.attempt(rec)
 	return rec, nil
 }
@@ -204,7 +199,7 @@ func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o Sen
 	if err != nil {
 		return nil, history.Release{}, err
 	}
-	recs, rel := r.copies(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout), o.Step, n, r.clock)
+	recs, rel := r.copies(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout.D()), o.Step, n, r.clock)
 	for _, a := range recs {
 		r.rec.attempt(a)
 	}

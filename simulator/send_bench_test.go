@@ -120,7 +120,7 @@ func BenchmarkSend(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		a, err := r.Send(ctx, evs[i%len(evs)], SendOptions{Timeout: 5 * time.Second})
+		a, err := r.Send(ctx, evs[i%len(evs)], SendOptions{Shape: Shape{Timeout: Duration(5 * time.Second)}})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -158,7 +158,7 @@ func BenchmarkSendParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
 			i := int(n.Add(1))
-			a, err := r.Send(ctx, evs[i%len(evs)], SendOptions{Timeout: 5 * time.Second})
+			a, err := r.Send(ctx, evs[i%len(evs)], SendOptions{Shape: Shape{Timeout: Duration(5 * time.Second)}})
 			if err != nil {
 				b.Error(err)
 				return

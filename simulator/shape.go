@@ -5,19 +5,16 @@ import "fmt"
 // MaxCopies bounds the copies of one barrier release (one connection each).
 const MaxCopies = 1024
 
-// MaxPadBytes bounds Step.PadTo and Faults.OversizeBytes.
+// MaxPadBytes bounds Shape.PadTo and Faults.OversizeBytes.
 const MaxPadBytes = 256 << 20
 
 // Shape is how one delivery is sent: the options Step, SendOptions and
-// Delivery share. The engine takes a delivery's Shape as it is, so an option
-// added here reaches every way of sending at once instead of being copied
-// field by field at each boundary.
-//
-// Step and SendOptions keep these fields as their own (see Step.Shape and
-// SendOptions.Shape) because callers outside the package build them as
-// composite literals, which promoted fields would break. The tags are Step's,
-// so Step can embed Shape (yaml ",inline"; JSON flattens embedded structs)
-// without changing the plan format once those callers move to Delivery.
+// Delivery share by embedding it. The engine takes a delivery's Shape as it
+// is, so an option added here reaches every way of sending at once instead of
+// being copied field by field at each boundary. The tags are the plan
+// format's: Step embeds Shape inline, so a plan step carries attempt, faults,
+// timeout and pad_to at its own level (see Step.MarshalYAML for the order
+// they are written in).
 type Shape struct {
 	// Attempt is the provider's attempt number of this delivery (default 1): a
 	// redelivery of an event already sent is attempt 2 or later.
@@ -27,19 +24,10 @@ type Shape struct {
 	// the plan's, then the profile's, then DefaultTimeout).
 	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	// PadTo pads the valid, correctly signed JSON body to exactly this many
-	// bytes with JSON whitespace (see Step.PadTo); 0: no padding.
+	// bytes with JSON whitespace (the JSON value is unchanged), for boundary
+	// tests of a receiver's size limit. Not a fault: the delivery stays
+	// legitimate, and a step's retries are padded alike. 0: no padding.
 	PadTo int `yaml:"pad_to,omitempty" json:"pad_to,omitempty"`
-}
-
-// Shape returns the step's sending options.
-func (s Step) Shape() Shape {
-	return Shape{Attempt: s.Attempt, Faults: s.Faults, Timeout: s.Timeout, PadTo: s.PadTo}
-}
-
-// Shape returns the options' sending shape (DeliveryID, SignedAt, Step and
-// Copy are the single-attempt API's own).
-func (o SendOptions) Shape() Shape {
-	return Shape{Attempt: o.Attempt, Faults: o.Faults, Timeout: Duration(o.Timeout), PadTo: o.PadTo}
 }
 
 // validate checks the shape; errors name field, as plan validation does.

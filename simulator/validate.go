@@ -73,7 +73,7 @@ func (p *Plan) Validate() error {
 		if s.WithPrevious && s.Wait > 0 {
 			return fmt.Errorf("%s.wait must be 0 when with_previous is set: the step starts with the previous one", f)
 		}
-		if err := s.Shape().validate(f); err != nil {
+		if err := s.Shape.validate(f); err != nil {
 			return err
 		}
 		if s.Name != "" {

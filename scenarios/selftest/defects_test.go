@@ -6,6 +6,29 @@
 // fewer capabilities, as a receiver without test hooks would, and holds the
 // verdicts and not-applicable reasons it gets. The expectations live here, not in
 // the harness's catalogue: the harness knows nothing of the reference's defects.
+//
+// TestDefects has one subtest per demo run, each judged on its own and run in
+// parallel with the others (parallelRuns at once):
+//
+//	TestDefects/clean                        the reference, synchronous
+//	TestDefects/clean-inbox                  the reference in inbox mode
+//	TestDefects/clean-inbox-2-workers        inbox mode, workers in 2 processes (INBOX, OUTBOX)
+//	TestDefects/clean-inbox-1-worker         inbox mode, workers in 1 process (INBOX)
+//	TestDefects/<defect>                     the reference with that defect (inbox mode
+//	                                         with INBOX || OUTBOX for the inbox defects)
+//	TestDefects/<defect>-2-workers           an inbox defect with 2 worker processes
+//	TestDefects/reduced-<target>/clean       a target declaring fewer capabilities
+//	TestDefects/reduced-<target>/<defect>    the same with a defect it must still catch
+//
+// where <defect> is a name of `hookcert reference serve --help` and <target> is
+// no-failpoints, sigkill-in-tx or nothing-declared. -run takes unanchored regular
+// expressions per level: -run 'TestDefects/dedupe-by-payload' runs one demo, but
+// 'TestDefects/ack-before-commit' also runs inbox-ack-before-commit and
+// 'TestDefects/requeue-on-boot' its 2-workers run: anchor with ^…$ to run one.
+// Each subtest logs its seed and the `hookcert demo` command that reproduces it.
+// Once its subtests are done, TestDefects checks that every deviation code fired
+// against some defect (only when -run left all of them to run) and logs the kill
+// matrix of those that ran (go test -v).
 package selftest
 
 import (
@@ -13,6 +36,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -128,18 +152,21 @@ var inboxMay = map[string][]string{
 
 const inboxFilter = "INBOX || OUTBOX"
 
-// reduced are demo targets that declare fewer capabilities, as a receiver
-// without test hooks would: the guarantees they cannot judge and the reason
-// each gets, and the defects they must still catch.
-var reduced = []struct {
+// reducedTarget is a demo target that declares fewer capabilities, as a
+// receiver without test hooks would: the guarantees it cannot judge and the
+// reason each gets, and the defects it must still catch.
+type reducedTarget struct {
+	// name is its subtests' group: TestDefects/<name>/clean, …/<defect>.
 	name   string
 	caps   string
 	na     map[string]string // guarantee → the capability its reason names
 	breaks map[string]map[string][]string
-}{
+}
+
+var reduced = []reducedTarget{
 	{
 		// Crash by SIGKILL only, races by the barrier only, no retention hooks.
-		name: "no failpoints, no lock gating", caps: "crash,ordering,state-machine,domain-constraint",
+		name: "reduced-no-failpoints", caps: "crash,ordering,state-machine,domain-constraint",
 		na: map[string]string{"ATOMIC-1": "failpoints", "ATOMIC-3": "connection-loss", "ATOMIC-4": "failpoints", "ORDER-4": "deletion",
 			"RETENTION-1": "retention", "RETENTION-2": "retention", "RETENTION-3": "retention", "RETENTION-4": "retention"},
 		// ACK-1's SIGKILL path redelivers every event after the restart.
@@ -148,7 +175,7 @@ var reduced = []struct {
 	{
 		// No failpoints, as a third-party receiver: ATOMIC-1 SIGKILLs the
 		// receiver while it waits inside its transaction on the locked effect table.
-		name: "SIGKILL inside the transaction", caps: "crash,lock-gating,connection-loss,ordering,state-machine,domain-constraint",
+		name: "reduced-sigkill-in-tx", caps: "crash,lock-gating,connection-loss,ordering,state-machine,domain-constraint",
 		na: map[string]string{"ATOMIC-4": "failpoints", "ORDER-4": "deletion",
 			"RETENTION-1": "retention", "RETENTION-2": "retention", "RETENTION-3": "retention", "RETENTION-4": "retention"},
 		// Killed with deliveries in flight, ACK-1 finds keys committed without their effect.
@@ -158,7 +185,7 @@ var reduced = []struct {
 	},
 	{
 		// Nothing declared: the harness only delivers and reads.
-		name: "nothing declared", caps: "none",
+		name: "reduced-nothing-declared", caps: "none",
 		na: map[string]string{"DEDUP-6": "domain-constraint", "ATOMIC-1": "crash", "ATOMIC-2": "state-machine", "ATOMIC-5": "state-machine",
 			"ATOMIC-3": "connection-loss", "ATOMIC-4": "crash", "ACK-1": "crash", "ORDER-1": "ordering", "ORDER-2": "ordering", "ORDER-4": "ordering",
 			"ORDER-3": "state-machine", "RETENTION-1": "retention", "RETENTION-2": "retention", "RETENTION-3": "retention", "RETENTION-4": "retention"},
@@ -166,10 +193,14 @@ var reduced = []struct {
 	},
 }
 
+// run is one demo run of the self-test and its outcome.
 type run struct {
-	label  string
-	defect string
-	caps   string
+	// group and name make its subtest: TestDefects/[group/]name.
+	group, name string
+	defect      string
+	caps        string
+	// target is the reduced target the run certifies (nil: the demo's own).
+	target *reducedTarget
 	// mode is the reference's design (sync when empty); filter selects guarantees.
 	mode, filter string
 	// procs is how many separate worker processes run (inbox mode; 0: none).
@@ -181,35 +212,76 @@ type run struct {
 	dur   time.Duration
 }
 
-func TestSuiteAgainstEveryDefect(t *testing.T) {
-	sideBySide(t)
-	if testing.Short() {
-		t.Skip("-short: the self-test runs the whole suite once per defect")
+// path is the run's subtest name below TestDefects.
+func (r *run) path() string {
+	if r.group == "" {
+		return r.name
 	}
-	bin := build(t)
-	server := pgtest.ServerURL()
-	// Seeds vary from run to run so timing luck cannot hide behind a fixed seed;
-	// each is logged with its run to reproduce a failure.
-	base := time.Now().UnixNano() % 1_000_000
-	t.Logf("self-test seeds start at %d", base)
+	return r.group + "/" + r.name
+}
 
-	var jobs []*run
-	jobs = append(jobs, &run{label: "clean reference"})
-	jobs = append(jobs, &run{label: "clean reference, inbox mode", mode: reference.ModeInbox})
-	jobs = append(jobs, &run{label: fmt.Sprintf("clean reference, inbox mode, %d worker processes", splitProcs), mode: reference.ModeInbox, procs: splitProcs, filter: inboxFilter})
+// args are the run's demo flags beyond the database, report directory and seed.
+func (r *run) args() []string {
+	var args []string
+	if r.defect != "" {
+		args = append(args, "--defect", r.defect)
+	}
+	if r.caps != "" {
+		args = append(args, "--capabilities", r.caps)
+	}
+	if r.mode != "" {
+		args = append(args, "--mode", r.mode)
+	}
+	if r.filter != "" {
+		args = append(args, "--label-filter", r.filter)
+	}
+	if r.procs > 0 {
+		args = append(args, "--worker-processes", fmt.Sprint(r.procs))
+	}
+	return args
+}
+
+// command is the command line that reproduces the run.
+func (r *run) command() string {
+	db := `"$` + pgtest.EnvURL + `"`
+	if os.Getenv(pgtest.EnvURL) == "" {
+		db = pgtest.DefaultURL
+	}
+	args := append([]string{"hookcert", "demo", "--database-url", db, "--seed", fmt.Sprint(r.seed)}, r.args()...)
+	for i, a := range args {
+		if strings.ContainsAny(a, " |&;<>()*?!") {
+			args[i] = "'" + a + "'"
+		}
+	}
+	return strings.Join(args, " ")
+}
+
+// defectRuns lists the self-test's runs, each with its seed (base plus its
+// place in the list), and fails t for a defect without expectations or
+// expectations of a defect the reference does not have.
+func defectRuns(t *testing.T, base int64) []*run {
+	t.Helper()
+	var runs []*run
+	add := func(r *run) {
+		r.seed = base + int64(len(runs))
+		runs = append(runs, r)
+	}
+	add(&run{name: "clean"})
+	add(&run{name: "clean-inbox", mode: reference.ModeInbox})
+	add(&run{name: fmt.Sprintf("clean-inbox-%d-workers", splitProcs), mode: reference.ModeInbox, procs: splitProcs, filter: inboxFilter})
 	// One worker process: INBOX-3 kills every worker and delivers an event while none runs.
-	jobs = append(jobs, &run{label: "clean reference, inbox mode, 1 worker process", mode: reference.ModeInbox, procs: 1, filter: "INBOX"})
-	for d := range splitBreaks {
-		jobs = append(jobs, &run{label: fmt.Sprintf("%s (inbox mode, %d worker processes)", d, splitProcs), defect: d, mode: reference.ModeInbox, procs: splitProcs, filter: inboxFilter})
+	add(&run{name: "clean-inbox-1-worker", mode: reference.ModeInbox, procs: 1, filter: "INBOX"})
+	for _, d := range slices.Sorted(maps.Keys(splitBreaks)) {
+		add(&run{name: fmt.Sprintf("%s-%d-workers", d, splitProcs), defect: d, mode: reference.ModeInbox, procs: splitProcs, filter: inboxFilter})
 	}
 	for _, d := range reference.Defects() {
-		_, sync := breaks[d.Name]
+		_, syncMode := breaks[d.Name]
 		_, inbox := inboxBreaks[d.Name]
 		switch {
 		case inbox:
-			jobs = append(jobs, &run{label: d.Name + " (inbox mode)", defect: d.Name, mode: reference.ModeInbox, filter: inboxFilter})
-		case sync:
-			jobs = append(jobs, &run{label: d.Name, defect: d.Name})
+			add(&run{name: d.Name, defect: d.Name, mode: reference.ModeInbox, filter: inboxFilter})
+		case syncMode:
+			add(&run{name: d.Name, defect: d.Name})
 		default:
 			t.Errorf("defect %s has no expectation here: no check is shown to catch it", d.Name)
 		}
@@ -221,86 +293,228 @@ func TestSuiteAgainstEveryDefect(t *testing.T) {
 			}
 		}
 	}
-	for _, r := range reduced {
-		jobs = append(jobs, &run{label: r.name + " (clean)", caps: r.caps})
-		for d := range r.breaks {
-			jobs = append(jobs, &run{label: r.name + " + " + d, caps: r.caps, defect: d})
+	for i := range reduced {
+		rd := &reduced[i]
+		add(&run{group: rd.name, name: "clean", caps: rd.caps, target: rd})
+		for _, d := range slices.Sorted(maps.Keys(rd.breaks)) {
+			add(&run{group: rd.name, name: d, caps: rd.caps, defect: d, target: rd})
 		}
 	}
-	for i, j := range jobs {
-		j.seed = base + int64(i)
-	}
-	runAll(t, bin, server, jobs)
-
-	all := scenarios.Catalogue()
-	fired := map[string]bool{}
-	for _, r := range jobs {
-		if r.res == nil {
-			t.Errorf("%s (seed %d): no results (exit %d):\n%s", r.label, r.seed, r.code, tail(r.out, 40))
-			continue
-		}
-		want, na := breaks[r.defect], map[string]string{}
-		for _, rd := range reduced {
-			if rd.caps == r.caps {
-				want, na = rd.breaks[r.defect], rd.na
-			}
-		}
-		var may []string
-		judged := all
-		if r.mode == reference.ModeInbox {
-			want, may = inboxBreaks[r.defect], inboxMay[r.defect]
-			if r.procs > 0 {
-				want, may = splitBreaks[r.defect], nil
-			}
-			na = map[string]string{"ATOMIC-4": "failpoints"}
-			if r.filter != "" {
-				// Filters here name whole families: "INBOX || OUTBOX".
-				families := strings.Split(r.filter, " || ")
-				judged = slices.DeleteFunc(slices.Clone(all), func(g scenarios.Guarantee) bool { return !slices.Contains(families, g.Family) })
-			}
-		} else {
-			// A synchronous receiver has no inbox and no outbox to judge.
-			na = maps.Clone(na)
-			for _, g := range all {
-				if g.Family == "INBOX" {
-					na[g.ID] = "inbox"
-				}
-				if g.Family == "OUTBOX" {
-					na[g.ID] = "outbox"
-				}
-			}
-		}
-		if r.defect == "" {
-			want = nil
-		}
-		judge(t, r, judged, want, na, may, fired)
-		wantCode := 1
-		if len(want) == 0 {
-			wantCode = 0
-		}
-		if r.code != wantCode {
-			t.Errorf("%s (seed %d): exit status %d, want %d", r.label, r.seed, r.code, wantCode)
-		}
-	}
-	codes := scenarios.DeviationCodes()
-	for c := range codes {
-		if !fired[c] {
-			t.Errorf("deviation code %s fired against no defect: its check is not shown to work", c)
-		}
-	}
-	t.Log("\n" + killMatrix(jobs, all))
+	return runs
 }
 
-// judge holds one run's verdicts against its expectations and records the codes
-// that fired where a defect was expected to break a guarantee.
-func judge(t *testing.T, r *run, all []scenarios.Guarantee, want map[string][]string, na map[string]string, may []string, fired map[string]bool) {
+// longRuns start first, then the other inbox-mode runs, then the rest, each in
+// the order of defectRuns, so that the long runs do not start last and the
+// runs end about together. They took 20 s or more on 2 cores; a name out of
+// date here only changes the order.
+var longRuns = []string{"no-lease-expiry", "slow-ack", "rotated-secret", "reduced-sigkill-in-tx/marker-separate-tx",
+	"clean-inbox", "send-before-commit", "purge-pending", "ack-on-error"}
+
+// startOrder is r's place in the order the runs start, i its place in defectRuns.
+func startOrder(r *run, i int) int {
+	if k := slices.Index(longRuns, r.path()); k >= 0 {
+		return k
+	}
+	if r.mode == reference.ModeInbox {
+		return 1000 + i
+	}
+	return 2000 + i
+}
+
+// slots lets runs start n at a time, in their start order: of the runs
+// waiting, the first in that order starts when a slot is free, and none starts
+// before every run announced has come to wait, so that the first to come
+// does not start first.
+type slots struct {
+	mu      sync.Mutex
+	cond    sync.Cond
+	free    int
+	due     int   // runs announced that have not come to wait yet
+	waiting []int // start orders of the runs waiting
+}
+
+func newSlots(n int) *slots {
+	s := &slots{free: n}
+	s.cond.L = &s.mu
+	return s
+}
+
+// announce says a run will come to acquire: none starts before it has.
+func (s *slots) announce() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.due++
+}
+
+// acquire waits for a slot for the run with the given start order; announced
+// says announce was called for it.
+func (s *slots) acquire(order int, announced bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if announced {
+		s.due--
+	}
+	s.waiting = append(s.waiting, order)
+	s.cond.Broadcast()
+	for s.due > 0 || s.free == 0 || slices.Min(s.waiting) != order {
+		s.cond.Wait()
+	}
+	s.waiting = slices.DeleteFunc(s.waiting, func(o int) bool { return o == order })
+	s.free--
+	s.cond.Broadcast()
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.free++
+	s.cond.Broadcast()
+}
+
+// TestDefects runs the demo once per run of defectRuns, each in its own
+// parallel subtest that judges it (see the package comment for the names),
+// then checks what takes them all: every deviation code fired against some
+// defect.
+func TestDefects(t *testing.T) {
+	sideBySide(t)
+	if testing.Short() {
+		t.Skip("-short: the self-test runs the whole suite once per defect")
+	}
+	// Seeds vary from run to run so timing luck cannot hide behind a fixed seed;
+	// each subtest logs its own to reproduce a failure.
+	base := time.Now().UnixNano() % 1_000_000
+	t.Logf("self-test seeds start at %d", base)
+	runs := defectRuns(t, base)
+	bin := build(t)
+	server := pgtest.ServerURL()
+
+	slots := newSlots(parallelRuns)
+	var (
+		mu    sync.Mutex
+		ran   []*run
+		fired = map[string]bool{}
+	)
+	// Cleanup runs once every subtest, parallel ones included, has finished.
+	t.Cleanup(func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(ran) < len(runs) {
+			t.Logf("%d of %d runs ran (-run narrowed them): not checking that every deviation code fires against some defect, which takes them all", len(ran), len(runs))
+		} else {
+			for _, c := range slices.Sorted(maps.Keys(scenarios.DeviationCodes())) {
+				if !fired[c] {
+					t.Errorf("deviation code %s fired against no defect: its check is not shown to work", c)
+				}
+			}
+		}
+		if len(ran) > 0 {
+			t.Log("\n" + killMatrix(ran, scenarios.Catalogue()))
+		}
+	})
+	// one is the subtest of r; announced runs are waited for before any starts.
+	one := func(r *run, order int, announced bool) func(*testing.T) {
+		return func(t *testing.T) {
+			if announced {
+				slots.announce()
+			}
+			t.Parallel()
+			func() {
+				slots.acquire(order, announced)
+				defer slots.release()
+				mu.Lock()
+				ran = append(ran, r)
+				mu.Unlock()
+				t.Logf("seed %d: %s", r.seed, r.command())
+				demo(t, bin, server, r, r.args()...)
+			}()
+			codes := judge(t, r)
+			mu.Lock()
+			for _, c := range codes {
+				fired[c] = true
+			}
+			mu.Unlock()
+			if t.Failed() {
+				t.Logf("failed with seed %d after %s (exit %d); to reproduce:\n  %s",
+					r.seed, r.dur.Round(100*time.Millisecond), r.code, r.command())
+			} else {
+				t.Logf("exit %d in %s", r.code, r.dur.Round(100*time.Millisecond))
+			}
+		}
+	}
+	// The reduced targets' runs are subtests of a parallel subtest per target,
+	// which starts them only once this function has returned: the runs started
+	// here are announced, and none starts before they have all come to wait.
+	for i, r := range runs {
+		switch {
+		case r.group == "":
+			t.Run(r.name, one(r, startOrder(r, i), true))
+		case i == 0 || runs[i-1].group != r.group:
+			t.Run(r.group, func(t *testing.T) {
+				t.Parallel()
+				for j, g := range runs {
+					if g.group == r.group {
+						t.Run(g.name, one(g, startOrder(g, j), false))
+					}
+				}
+			})
+		}
+	}
+}
+
+// expect is what r is judged on: the guarantees judged, those its defect must
+// fail with the codes among their evidence, those not applicable with the
+// capability their reason names, and those its defect may fail besides.
+func (r *run) expect() (judged []scenarios.Guarantee, want map[string][]string, na map[string]string, may []string) {
+	judged = scenarios.Catalogue()
+	want, na = breaks[r.defect], map[string]string{}
+	if r.target != nil {
+		want, na = r.target.breaks[r.defect], r.target.na
+	}
+	if r.mode == reference.ModeInbox {
+		want, may = inboxBreaks[r.defect], inboxMay[r.defect]
+		if r.procs > 0 {
+			want, may = splitBreaks[r.defect], nil
+		}
+		na = map[string]string{"ATOMIC-4": "failpoints"}
+		if r.filter != "" {
+			// Filters here name whole families: "INBOX || OUTBOX".
+			families := strings.Split(r.filter, " || ")
+			judged = slices.DeleteFunc(judged, func(g scenarios.Guarantee) bool { return !slices.Contains(families, g.Family) })
+		}
+	} else {
+		// A synchronous receiver has no inbox and no outbox to judge.
+		na = maps.Clone(na)
+		for _, g := range judged {
+			if g.Family == "INBOX" {
+				na[g.ID] = "inbox"
+			}
+			if g.Family == "OUTBOX" {
+				na[g.ID] = "outbox"
+			}
+		}
+	}
+	if r.defect == "" {
+		want = nil
+	}
+	return judged, want, na, may
+}
+
+// judge holds one run's verdicts and exit status against its expectations and
+// returns the codes that fired where its defect was expected to break a
+// guarantee.
+func judge(t *testing.T, r *run) (fired []string) {
 	t.Helper()
+	if r.res == nil {
+		t.Errorf("seed %d: no results (exit %d):\n%s", r.seed, r.code, tail(r.out, 40))
+		return nil
+	}
+	all, want, na, may := r.expect()
 	got := map[string]reports.Guarantee{}
 	for _, g := range r.res.Guarantees {
 		got[g.ID] = g
 	}
 	if len(r.res.Guarantees) != len(all) {
-		t.Errorf("%s (seed %d): %d guarantees judged, want %d", r.label, r.seed, len(r.res.Guarantees), len(all))
+		t.Errorf("seed %d: %d guarantees judged, want %d", r.seed, len(r.res.Guarantees), len(all))
 	}
 	for _, g := range all {
 		rg := got[g.ID]
@@ -308,38 +522,46 @@ func judge(t *testing.T, r *run, all []scenarios.Guarantee, want map[string][]st
 		switch {
 		case na[g.ID] != "":
 			if rg.Status != reports.StatusNotApplicable || !strings.Contains(rg.Reason, na[g.ID]) {
-				t.Errorf("%s (seed %d): %s is %s (%s), want not_applicable naming %q", r.label, r.seed, g.ID, rg.Status, rg.Reason, na[g.ID])
+				t.Errorf("seed %d: %s is %s (%s), want not_applicable naming %q", r.seed, g.ID, rg.Status, rg.Reason, na[g.ID])
 			}
 		case broken:
 			if rg.Status != reports.StatusFailed {
-				t.Errorf("%s (seed %d): %s is %s (%s), but this defect breaks it: the check missed the bug", r.label, r.seed, g.ID, rg.Status, rg.Reason)
+				t.Errorf("seed %d: %s is %s (%s), but this defect breaks it: the check missed the bug", r.seed, g.ID, rg.Status, rg.Reason)
 				continue
 			}
 			for _, c := range codes {
 				if !slices.Contains(rg.Codes, c) {
-					t.Errorf("%s (seed %d): %s failed without code %s (got %v): that check missed the bug", r.label, r.seed, g.ID, c, rg.Codes)
+					t.Errorf("seed %d: %s failed without code %s (got %v): that check missed the bug", r.seed, g.ID, c, rg.Codes)
 				}
 			}
 			for _, c := range rg.Codes {
 				if !slices.Contains(g.Codes, c) && !slices.Contains(scenarios.ReconcileCodes, c) {
-					t.Errorf("%s: %s reported code %s, which its catalogue entry does not list", r.label, g.ID, c)
+					t.Errorf("seed %d: %s reported code %s, which its catalogue entry does not list", r.seed, g.ID, c)
 				}
 				if slices.Contains(codes, c) {
-					fired[c] = true
+					fired = append(fired, c)
 				}
 			}
 		case slices.Contains(may, g.ID) && rg.Status == reports.StatusFailed:
 			for _, c := range rg.Codes {
 				if !slices.Contains(g.Codes, c) && !slices.Contains(scenarios.ReconcileCodes, c) {
-					t.Errorf("%s: %s reported code %s, which its catalogue entry does not list", r.label, g.ID, c)
+					t.Errorf("seed %d: %s reported code %s, which its catalogue entry does not list", r.seed, g.ID, c)
 				}
 			}
 		default:
 			if rg.Status != reports.StatusPassed {
-				t.Errorf("%s (seed %d): %s is %s, want passed: %s", r.label, r.seed, g.ID, rg.Status, rg.Reason)
+				t.Errorf("seed %d: %s is %s, want passed: %s", r.seed, g.ID, rg.Status, rg.Reason)
 			}
 		}
 	}
+	wantCode := 1
+	if len(want) == 0 {
+		wantCode = 0
+	}
+	if r.code != wantCode {
+		t.Errorf("seed %d: exit status %d, want %d", r.seed, r.code, wantCode)
+	}
+	return fired
 }
 
 func build(t *testing.T) string {
@@ -350,37 +572,6 @@ func build(t *testing.T) string {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 	return bin
-}
-
-func runAll(t *testing.T, bin, server string, jobs []*run) {
-	sem := make(chan struct{}, parallelRuns)
-	var wg sync.WaitGroup
-	for _, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			args := []string{}
-			if j.defect != "" {
-				args = append(args, "--defect", j.defect)
-			}
-			if j.caps != "" {
-				args = append(args, "--capabilities", j.caps)
-			}
-			if j.mode != "" {
-				args = append(args, "--mode", j.mode)
-			}
-			if j.filter != "" {
-				args = append(args, "--label-filter", j.filter)
-			}
-			if j.procs > 0 {
-				args = append(args, "--worker-processes", fmt.Sprint(j.procs))
-			}
-			demo(t, bin, server, j, args...)
-		}()
-	}
-	wg.Wait()
 }
 
 // demo runs `hookcert demo` with the run's seed and extra args, and reads its
@@ -420,7 +611,7 @@ func killMatrix(runs []*run, all []scenarios.Guarantee) string {
 	sorted := append([]*run(nil), runs...)
 	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].caps+sorted[i].defect < sorted[j].caps+sorted[j].defect })
 	for _, r := range sorted {
-		fmt.Fprintf(&b, "%-*s", w, r.label)
+		fmt.Fprintf(&b, "%-*s", w, r.path())
 		for _, g := range all {
 			mark := "?"
 			if r.res != nil {

@@ -251,10 +251,11 @@ func (f *fireFlags) buildPlan(cmd *cobra.Command) (*simulator.Plan, error) {
 	plan := &simulator.Plan{
 		Name: "fire", Seed: f.seed, TimeScale: f.timeScale, Timeout: simulator.Duration(f.timeout), MaxAttempts: f.maxAttempts,
 		Events: []simulator.EventSpec{ev},
-		Steps: []simulator.Step{{Event: "event", Copies: f.copies, Retry: f.retry, PadTo: f.padTo, Faults: simulator.Faults{
-			LostAck: f.lostAck, Tamper: f.tamper, WrongSecret: f.wrongSecret, MissingSignature: f.missingSig,
-			MissingID: f.missingID, MalformedJSON: f.malformed, OversizeBytes: f.oversize,
-			StaleBy: simulator.Duration(f.stale), AheadBy: simulator.Duration(f.ahead)}}},
+		Steps: []simulator.Step{{Event: "event", Copies: f.copies, Retry: f.retry, Shape: simulator.Shape{
+			PadTo: f.padTo, Faults: simulator.Faults{
+				LostAck: f.lostAck, Tamper: f.tamper, WrongSecret: f.wrongSecret, MissingSignature: f.missingSig,
+				MissingID: f.missingID, MalformedJSON: f.malformed, OversizeBytes: f.oversize,
+				StaleBy: simulator.Duration(f.stale), AheadBy: simulator.Duration(f.ahead)}}}},
 	}
 	for _, d := range f.retryDelays {
 		plan.RetryDelays = append(plan.RetryDelays, simulator.Duration(d))

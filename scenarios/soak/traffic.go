@@ -1,0 +1,185 @@
+package soak
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/simulator"
+	"github.com/hookcert/hookcert/simulator/profiles"
+)
+
+// keyState is one event's deliveries so far.
+type keyState struct {
+	ep  int
+	ev  profiles.Event
+	key profiles.Key
+
+	mu       sync.Mutex
+	attempts int
+	firstV   int64
+	acked    bool
+}
+
+type job struct {
+	ks   *keyState
+	n    int
+	role string
+}
+
+// limiter hands out one token per delivery at o.Rate (nil: unlimited).
+func (s *soak) limiter(ctx context.Context) <-chan struct{} {
+	if s.o.Rate <= 0 {
+		return nil
+	}
+	ch := make(chan struct{})
+	go func() {
+		t := time.NewTicker(time.Duration(float64(time.Second) / s.o.Rate))
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				select {
+				case ch <- struct{}{}:
+				default: // nobody waiting: the rate is a ceiling, not a debt
+				}
+			}
+		}
+	}()
+	return ch
+}
+
+func (s *soak) worker(ctx, gen context.Context, tokens <-chan struct{}, rng *rand.Rand) {
+	for gen.Err() == nil {
+		if tokens != nil {
+			select {
+			case <-tokens:
+			case <-gen.Done():
+				return
+			}
+		}
+		if j, ok := s.pop(); ok {
+			s.deliver(ctx, j, false, false)
+			continue
+		}
+		n := int(s.n.Add(1))
+		epi := n % len(s.env.Endpoints)
+		ev, key, err := scenarios.EffectEvent(s.env, s.env.Endpoints[epi], "soak"+strconv.Itoa(n)+fmt.Sprintf("%06x", rng.Uint32()&0xffffff), rng.Uint32())
+		if err != nil {
+			s.fault(reports.SoakFault{Kind: "generator", StartMS: s.since() / 1e6, EndMS: s.since() / 1e6, Error: err.Error()})
+			return
+		}
+		ks := &keyState{ep: epi, ev: ev, key: key}
+		s.mu.Lock()
+		s.keys = append(s.keys, ks)
+		s.mu.Unlock()
+		x := rng.Float64()
+		dup, lost := x < s.o.DupRate, x >= s.o.DupRate && x < s.o.DupRate+s.o.LostAckRate
+		role := RoleFirst
+		switch {
+		case dup:
+			role = RoleCopy
+		case lost:
+			role = RoleLostAck
+		}
+		s.deliver(ctx, job{ks: ks, n: 1, role: role}, dup, lost)
+	}
+}
+
+func (s *soak) pop() (job, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.queue) == 0 {
+		return job{}, false
+	}
+	j := s.queue[0]
+	s.queue = s.queue[1:]
+	return j, true
+}
+
+func (s *soak) push(j job) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.queue = append(s.queue, j)
+	}
+}
+
+// deliver makes attempt j.n of one event (two concurrent copies with dup, the
+// acknowledgement lost with lost), records it, and schedules the provider's
+// next attempt when it was not acknowledged (retry).
+func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
+	ks, r := j.ks, s.runners[j.ks.ep]
+	ep := s.env.Endpoints[ks.ep]
+	o := simulator.SendOptions{Shape: simulator.Shape{Attempt: j.n, Timeout: simulator.Duration(ep.AckTimeout)}}
+	if lost {
+		o.Faults.LostAck = simulator.LostAckClose
+	}
+	var recs []history.Attempt
+	if dup {
+		rs, _, err := r.SendCopies(ctx, ks.ev, 2, o)
+		if err != nil {
+			return false
+		}
+		recs = rs
+	} else {
+		rec, err := r.Send(ctx, ks.ev, o)
+		if err != nil {
+			return false
+		}
+		recs = []history.Attempt{rec}
+	}
+	acked := false
+	off := s.offsets[ks.ep]
+	var last history.Attempt
+	for i := range recs {
+		a := &recs[i]
+		a.Role = j.role
+		a.StartNS += off
+		a.EndNS += off
+		a.VirtualNS = int64(s.clock.Virtual(time.Duration(a.StartNS)))
+		s.nAttempts.Add(1)
+		if a.Outcome == history.OutcomeAcknowledged {
+			acked = true
+			s.nAcked.Add(1)
+			// A kill waits for an acknowledgement: a crash just after the
+			// answer is the one that tells whether it followed the commit.
+			// The worker that heard it kills at once: any hand-off to another
+			// goroutine widens the gap the crash must fall into.
+			if s.killArmed.CompareAndSwap(true, false) {
+				at := s.since()
+				s.killNow <- killed{at: at, err: s.hooks.Controller.Kill()}
+			}
+		} else {
+			s.nErr.Add(1)
+		}
+		last = *a
+	}
+	s.mu.Lock()
+	s.attempts = append(s.attempts, recs...)
+	s.mu.Unlock()
+	ks.mu.Lock()
+	if j.n == 1 {
+		ks.firstV = last.VirtualNS
+	}
+	ks.attempts = max(ks.attempts, j.n)
+	ks.acked = ks.acked || acked
+	done, n, elapsed := ks.acked, ks.attempts, time.Duration(last.VirtualNS-ks.firstV)
+	ks.mu.Unlock()
+	if done || j.role == RoleSettle || last.Verdict == profiles.Stop.String() {
+		return acked
+	}
+	if wait, ok := s.scheds[ks.ep].Next(n+1, elapsed, time.Duration(last.RetryAfterNS), nil); ok {
+		next := job{ks: ks, n: n + 1, role: RoleRedelivery}
+		time.AfterFunc(s.clock.Real(wait), func() { s.push(next) })
+	}
+	return acked
+}
