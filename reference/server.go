@@ -191,25 +191,8 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	if eps == nil {
 		eps = DefaultEndpoints()
 	}
-	if err := ValidateDefects(opts.Defects); err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
-	}
-	if err := ValidateEndpointsWithDefects(eps, opts.Defects); err != nil {
-		return nil, fmt.Errorf("reference: %w", err)
-	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("reference: max body bytes: must be positive, got %d", opts.MaxBodyBytes)
-	}
-	if opts.Tolerance < 0 {
-		return nil, fmt.Errorf("reference: tolerance: must not be negative, got %s", opts.Tolerance)
-	}
-	switch opts.Mode {
-	case "", ModeSync, ModeInbox:
-		if err := ValidateDefectsFor(opts.Defects, opts.Mode, opts.Outbox.SinkURL != ""); err != nil {
-			return nil, fmt.Errorf("reference: %w", err)
-		}
-	default:
-		return nil, fmt.Errorf("reference: mode: must be %s or %s, got %q", ModeSync, ModeInbox, opts.Mode)
+	if err := validateOptions(opts, eps); err != nil {
+		return nil, err
 	}
 	// The workers and the dispatcher run the inbox and outbox defects.
 	opts.Inbox.Defects = append(append([]string(nil), opts.Inbox.Defects...), scoped(opts.Defects, scopeInbox)...)
@@ -288,6 +271,33 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	}
 	s.handler = s.routes()
 	return s, nil
+}
+
+// validateOptions refuses options New cannot run with: unknown defects, or
+// defects of another design, invalid endpoints, a negative body limit or
+// tolerance, an unknown mode.
+func validateOptions(opts Options, eps []Endpoint) error {
+	if err := ValidateDefects(opts.Defects); err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	if err := ValidateEndpointsWithDefects(eps, opts.Defects); err != nil {
+		return fmt.Errorf("reference: %w", err)
+	}
+	if opts.MaxBodyBytes < 0 {
+		return fmt.Errorf("reference: max body bytes: must be positive, got %d", opts.MaxBodyBytes)
+	}
+	if opts.Tolerance < 0 {
+		return fmt.Errorf("reference: tolerance: must not be negative, got %s", opts.Tolerance)
+	}
+	switch opts.Mode {
+	case "", ModeSync, ModeInbox:
+		if err := ValidateDefectsFor(opts.Defects, opts.Mode, opts.Outbox.SinkURL != ""); err != nil {
+			return fmt.Errorf("reference: %w", err)
+		}
+	default:
+		return fmt.Errorf("reference: mode: must be %s or %s, got %q", ModeSync, ModeInbox, opts.Mode)
+	}
+	return nil
 }
 
 // Open connects to url (pool size opts.MaxConns, else DefaultMaxConns, unless

@@ -169,6 +169,51 @@ func newTimeline(all []Attempt, sink ...SinkCall) *svgTimeline {
 	if len(calls) > maxTimelineRows {
 		calls = calls[:maxTimelineRows]
 	}
+	ax := newTimeAxis(as, calls)
+	rows := len(as) + len(calls)
+	if len(all) > len(as) || len(sink) > len(calls) {
+		rows++ // the "more attempts" line
+	}
+	tl := &svgTimeline{
+		PlotX: tlLabelW, PlotW: tlPlotW, AxisY: tlAxisH - 4,
+		Width:  tlLabelW + tlPlotW + tlPadR,
+		Height: tlAxisH + rows*tlRowH + 6,
+		Origin: fmtNS(ax.t0),
+	}
+	// Counted, not stepped in time: the loop ends even if a step were wrong.
+	for i := int64(0); i <= ax.intervals && i <= maxTicks; i++ {
+		tl.Ticks = append(tl.Ticks, svgTick{X: float64(tlLabelW) + float64(i*ax.step)*ax.scale, Label: "+" + fmtNS(i*ax.step)})
+	}
+	for i, a := range as {
+		tl.Rows = append(tl.Rows, attemptRow(a, float64(tlAxisH+i*tlRowH), ax))
+	}
+	for i, c := range calls {
+		tl.Rows = append(tl.Rows, sinkRow(c, float64(tlAxisH+(len(as)+i)*tlRowH), ax))
+	}
+	var more []string
+	if n := len(all) - len(as); n > 0 {
+		more = append(more, fmt.Sprintf("%d more attempts", n))
+	}
+	if n := len(sink) - len(calls); n > 0 {
+		more = append(more, fmt.Sprintf("%d more downstream calls", n))
+	}
+	if len(more) > 0 {
+		tl.More = "… and " + strings.Join(more, " and ") + " in results.json"
+		tl.MoreY = tlAxisH + (len(as)+len(calls))*tlRowH + tlRowH/2 + 4
+	}
+	return tl
+}
+
+// timeAxis is a timeline's time axis: from t0 to end, intervals ticks of step
+// apart, scale user units per nanosecond.
+type timeAxis struct {
+	t0, end         int64
+	step, intervals int64
+	scale           float64
+}
+
+// newTimeAxis spans the attempts and the sink calls, clamped.
+func newTimeAxis(as []Attempt, calls []SinkCall) timeAxis {
 	var t0, t1 int64
 	if len(as) > 0 {
 		t0, t1 = clampNS(as[0].StartNS), clampNS(as[0].StartNS)
@@ -193,128 +238,105 @@ func newTimeline(all []Attempt, sink ...SinkCall) *svgTimeline {
 		intervals++
 	}
 	axisLen := intervals * step
-	axisEnd := t0 + axisLen
-	scale := float64(tlPlotW) / float64(axisLen)
-	rows := len(as) + len(calls)
-	if len(all) > len(as) || len(sink) > len(calls) {
-		rows++ // the "more attempts" line
+	return timeAxis{t0: t0, end: t0 + axisLen, step: step, intervals: intervals, scale: float64(tlPlotW) / float64(axisLen)}
+}
+
+// attemptRow is one attempt's bar at height y.
+func attemptRow(a Attempt, y float64, ax timeAxis) svgRow {
+	start := clampNS(a.StartNS)
+	row := svgRow{Y: y, BarY: y + (tlRowH-tlBarH)/2, TextY: y + tlRowH/2 + 4}
+	row.WhoFull = fmt.Sprintf("%s #%d", a.EventID, a.Attempt)
+	if a.Copy > 0 {
+		row.WhoFull += fmt.Sprintf(" copy %d", a.Copy)
 	}
-	tl := &svgTimeline{
-		PlotX: tlLabelW, PlotW: tlPlotW, AxisY: tlAxisH - 4,
-		Width:  tlLabelW + tlPlotW + tlPadR,
-		Height: tlAxisH + rows*tlRowH + 6,
-		Origin: fmtNS(t0),
+	row.Who = shortWho(row.WhoFull)
+	end := ax.end
+	if a.Finished() {
+		end = clampNS(a.EndNS)
 	}
-	// Counted, not stepped in time: the loop ends even if a step were wrong.
-	for i := int64(0); i <= intervals && i <= maxTicks; i++ {
-		tl.Ticks = append(tl.Ticks, svgTick{X: float64(tlLabelW) + float64(i*step)*scale, Label: "+" + fmtNS(i*step)})
+	row.X = float64(tlLabelW) + float64(start-ax.t0)*ax.scale
+	row.W = max(float64(end-start)*ax.scale, tlMinBar)
+	switch a.Outcome {
+	case OutcomeAcknowledged:
+		row.Class = "ack"
+	case OutcomeFailed:
+		row.Class = "fail"
+	default:
+		row.Class = "unknown"
 	}
-	for i, a := range as {
-		start := clampNS(a.StartNS)
-		y := float64(tlAxisH + i*tlRowH)
-		row := svgRow{Y: y, BarY: y + (tlRowH-tlBarH)/2, TextY: y + tlRowH/2 + 4}
-		row.WhoFull = fmt.Sprintf("%s #%d", a.EventID, a.Attempt)
-		if a.Copy > 0 {
-			row.WhoFull += fmt.Sprintf(" copy %d", a.Copy)
-		}
-		row.Who = row.WhoFull
-		if len([]rune(row.Who)) > 28 {
-			rs := []rune(row.Who)
-			row.Who = string(rs[:13]) + "…" + string(rs[len(rs)-13:])
-		}
-		end := axisEnd
-		if a.Finished() {
-			end = clampNS(a.EndNS)
-		}
-		row.X = float64(tlLabelW) + float64(start-t0)*scale
-		row.W = max(float64(end-start)*scale, tlMinBar)
-		switch a.Outcome {
-		case OutcomeAcknowledged:
-			row.Class = "ack"
-		case OutcomeFailed:
-			row.Class = "fail"
-		default:
-			row.Class = "unknown"
-		}
-		if !a.Finished() {
-			row.Class += " open"
-		}
-		row.Text = attemptText(a)
-		// Put the label where there is room: after the bar, before it, or on it.
-		switch right := row.X + row.W; {
-		case right-float64(tlLabelW) < 0.62*tlPlotW:
-			row.TextX, row.Anchor = right+4, "start"
-		case row.X-float64(tlLabelW) > 0.38*tlPlotW:
-			row.TextX, row.Anchor = row.X-4, "end"
-		default:
-			row.TextX, row.Anchor, row.TextClass = row.X+4, "start", "inside"
-			if a.Outcome == OutcomeUnknown || !a.Finished() {
-				row.TextClass = "inside-dark" // white on amber or a faded bar is unreadable
-			}
-		}
-		dur := "unfinished"
-		if a.Finished() {
-			dur = fmtNS(end - start)
-		}
-		row.Title = fmt.Sprintf("%s: %s, start +%s, duration %s", row.WhoFull, row.Text, fmtNS(start-t0), dur)
-		if start != a.StartNS || (a.Finished() && end != a.EndNS) {
-			row.Title += fmt.Sprintf(" (recorded start_ns %d, end_ns %d: out of range, drawn clamped)", a.StartNS, a.EndNS)
-		}
-		if a.ErrorClass != "" {
-			row.Title += ", error " + a.ErrorClass
-		}
-		if a.DeliveryID != "" {
-			row.Title += ", delivery " + a.DeliveryID
-		}
-		tl.Rows = append(tl.Rows, row)
+	if !a.Finished() {
+		row.Class += " open"
 	}
-	for i, c := range calls {
-		at := clampNS(c.AtNS)
-		y := float64(tlAxisH + (len(as)+i)*tlRowH)
-		row := svgRow{Y: y, BarY: y + (tlRowH-tlBarH)/2, TextY: y + tlRowH/2 + 4, Class: "sink"}
-		row.WhoFull = fmt.Sprintf("%s sink call %d", c.EventID, c.Seq)
-		row.Who = row.WhoFull
-		if len([]rune(row.Who)) > 28 {
-			rs := []rune(row.Who)
-			row.Who = string(rs[:13]) + "…" + string(rs[len(rs)-13:])
+	row.Text = attemptText(a)
+	// Put the label where there is room: after the bar, before it, or on it.
+	switch right := row.X + row.W; {
+	case right-float64(tlLabelW) < 0.62*tlPlotW:
+		row.TextX, row.Anchor = right+4, "start"
+	case row.X-float64(tlLabelW) > 0.38*tlPlotW:
+		row.TextX, row.Anchor = row.X-4, "end"
+	default:
+		row.TextX, row.Anchor, row.TextClass = row.X+4, "start", "inside"
+		if a.Outcome == OutcomeUnknown || !a.Finished() {
+			row.TextClass = "inside-dark" // white on amber or a faded bar is unreadable
 		}
-		// The mark starts at the arrival, or ends at the axis end for the last.
-		row.X = min(float64(tlLabelW)+float64(at-t0)*scale, float64(tlLabelW+tlPlotW-tlSinkW))
-		row.W = tlSinkW
-		if c.Status == 0 || c.Status >= 300 {
-			row.Class += " sinkfail"
-		}
-		status := "no answer"
-		if c.Status != 0 {
-			status = fmt.Sprint(c.Status)
-		}
-		row.Text = "downstream " + status + " " + c.Outcome
-		if right := row.X + row.W; right-float64(tlLabelW) < 0.62*tlPlotW {
-			row.TextX, row.Anchor = right+4, "start"
-		} else {
-			row.TextX, row.Anchor = row.X-4, "end"
-		}
-		row.Title = fmt.Sprintf("%s: %s, at +%s", row.WhoFull, row.Text, fmtNS(at-t0))
-		if c.Key != "" {
-			row.Title += ", operation key " + c.Key
-		}
-		if at != c.AtNS {
-			row.Title += fmt.Sprintf(" (recorded at_ns %d: out of range, drawn clamped)", c.AtNS)
-		}
-		tl.Rows = append(tl.Rows, row)
 	}
-	var more []string
-	if n := len(all) - len(as); n > 0 {
-		more = append(more, fmt.Sprintf("%d more attempts", n))
+	dur := "unfinished"
+	if a.Finished() {
+		dur = fmtNS(end - start)
 	}
-	if n := len(sink) - len(calls); n > 0 {
-		more = append(more, fmt.Sprintf("%d more downstream calls", n))
+	row.Title = fmt.Sprintf("%s: %s, start +%s, duration %s", row.WhoFull, row.Text, fmtNS(start-ax.t0), dur)
+	if start != a.StartNS || (a.Finished() && end != a.EndNS) {
+		row.Title += fmt.Sprintf(" (recorded start_ns %d, end_ns %d: out of range, drawn clamped)", a.StartNS, a.EndNS)
 	}
-	if len(more) > 0 {
-		tl.More = "… and " + strings.Join(more, " and ") + " in results.json"
-		tl.MoreY = tlAxisH + (len(as)+len(calls))*tlRowH + tlRowH/2 + 4
+	if a.ErrorClass != "" {
+		row.Title += ", error " + a.ErrorClass
 	}
-	return tl
+	if a.DeliveryID != "" {
+		row.Title += ", delivery " + a.DeliveryID
+	}
+	return row
+}
+
+// sinkRow is one downstream call's mark at height y.
+func sinkRow(c SinkCall, y float64, ax timeAxis) svgRow {
+	at := clampNS(c.AtNS)
+	row := svgRow{Y: y, BarY: y + (tlRowH-tlBarH)/2, TextY: y + tlRowH/2 + 4, Class: "sink"}
+	row.WhoFull = fmt.Sprintf("%s sink call %d", c.EventID, c.Seq)
+	row.Who = shortWho(row.WhoFull)
+	// The mark starts at the arrival, or ends at the axis end for the last.
+	row.X = min(float64(tlLabelW)+float64(at-ax.t0)*ax.scale, float64(tlLabelW+tlPlotW-tlSinkW))
+	row.W = tlSinkW
+	if c.Status == 0 || c.Status >= 300 {
+		row.Class += " sinkfail"
+	}
+	status := "no answer"
+	if c.Status != 0 {
+		status = fmt.Sprint(c.Status)
+	}
+	row.Text = "downstream " + status + " " + c.Outcome
+	if right := row.X + row.W; right-float64(tlLabelW) < 0.62*tlPlotW {
+		row.TextX, row.Anchor = right+4, "start"
+	} else {
+		row.TextX, row.Anchor = row.X-4, "end"
+	}
+	row.Title = fmt.Sprintf("%s: %s, at +%s", row.WhoFull, row.Text, fmtNS(at-ax.t0))
+	if c.Key != "" {
+		row.Title += ", operation key " + c.Key
+	}
+	if at != c.AtNS {
+		row.Title += fmt.Sprintf(" (recorded at_ns %d: out of range, drawn clamped)", c.AtNS)
+	}
+	return row
+}
+
+// shortWho fits a row's label in the left column: past 28 characters, its
+// first and last 13 around an ellipsis (the full label is in the tooltip).
+func shortWho(who string) string {
+	if len([]rune(who)) > 28 {
+		rs := []rune(who)
+		return string(rs[:13]) + "…" + string(rs[len(rs)-13:])
+	}
+	return who
 }
 
 // attemptText says what came back and which faults applied, e.g. "200 acknowledged

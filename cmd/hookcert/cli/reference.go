@@ -93,76 +93,25 @@ in-flight deliveries finish first.`,
 }
 
 func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
-	if err := reference.ValidateDefects(f.defects); err != nil {
-		return usageErr("--defect: %v", err)
-	}
-	if f.maxBodyBytes <= 0 {
-		return usageErr("--max-body-bytes: must be positive, got %d", f.maxBodyBytes)
-	}
-	if f.tolerance < 0 {
-		return usageErr("--tolerance: must not be negative, got %s", f.tolerance)
-	}
-	if f.maxConns < 1 || f.maxConns > 1000 {
-		return usageErr("--max-conns: must be between 1 and 1000, got %d", f.maxConns)
-	}
-	if f.purgeInterval == 0 {
-		return usageErr("--purge-interval: must not be 0 (negative turns the purger off)")
-	}
-	if f.mode != reference.ModeSync && f.mode != reference.ModeInbox {
-		return usageErr("--mode: must be %s or %s, got %q", reference.ModeSync, reference.ModeInbox, f.mode)
-	}
-	inboxOpts, err := f.inbox.options(true)
+	inboxOpts, outboxOpts, err := f.validate()
 	if err != nil {
 		return err
 	}
-	outboxOpts, err := f.inbox.outbox()
+	log, err := serveLogger(cmd.ErrOrStderr(), f.logFormat)
 	if err != nil {
 		return err
 	}
-	if err := reference.ValidateDefectsFor(f.defects, f.mode, outboxOpts.SinkURL != ""); err != nil {
-		return usageErr("--defect: %v", err)
-	}
-	var logHandler slog.Handler
-	switch f.logFormat {
-	case "text":
-		logHandler = slog.NewTextHandler(cmd.ErrOrStderr(), nil)
-	case "json":
-		logHandler = slog.NewJSONHandler(cmd.ErrOrStderr(), nil)
-	default:
-		return usageErr("--log-format: must be text or json, got %q", f.logFormat)
-	}
-	log := slog.New(logHandler)
-
-	var endpoints []reference.Endpoint
-	if f.config != "" {
-		cfg, err := reference.LoadConfigWithDefects(f.config, f.defects)
-		if err != nil {
-			return usageErr("--config: %v", err)
-		}
-		endpoints = cfg.Endpoints
-	} else {
-		endpoints = reference.DefaultEndpoints()
-		printDefaultEndpoints(cmd.OutOrStdout(), endpoints)
+	endpoints, err := serveEndpoints(cmd.OutOrStdout(), f)
+	if err != nil {
+		return err
 	}
 
 	ctx := cmd.Context()
-	dbURL := givenDatabaseURL(log, f.databaseURL)
-	if dbURL == "" {
-		db, cleanup, err := pgprovision.Provision(ctx, pgprovision.Options{KeepDatabase: f.keepDatabase, NamePrefix: "hookcert_ref", Logger: log})
-		if err != nil {
-			return &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("no database: %w", err)}
-		}
-		defer func() {
-			// The serve context is cancelled by now; cleanup needs its own.
-			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-			if err := cleanup(cctx); err != nil {
-				log.Warn("database cleanup failed", "err", err)
-			}
-		}()
-		log.Info("database provisioned automatically", "method", db.Method, "server", db.Server, "database", db.Name, "kept_on_exit", f.keepDatabase)
-		dbURL = db.URL
+	dbURL, cleanup, err := serveDatabase(ctx, log, f)
+	if err != nil {
+		return err
 	}
+	defer cleanup()
 
 	srv, err := reference.Open(ctx, dbURL, reference.Options{
 		Endpoints:        endpoints,
@@ -195,6 +144,95 @@ func runReferenceServe(cmd *cobra.Command, f referenceServeFlags) error {
 		return &ExitError{Code: ExitFailed, Err: err}
 	}
 	return nil
+}
+
+// validate checks the flags, the inbox and outbox ones included, and returns
+// the options those give.
+func (f referenceServeFlags) validate() (inbox reference.InboxOptions, outbox reference.OutboxOptions, err error) {
+	fail := func(err error) (reference.InboxOptions, reference.OutboxOptions, error) {
+		return reference.InboxOptions{}, reference.OutboxOptions{}, err
+	}
+	if err := reference.ValidateDefects(f.defects); err != nil {
+		return fail(usageErr("--defect: %v", err))
+	}
+	if f.maxBodyBytes <= 0 {
+		return fail(usageErr("--max-body-bytes: must be positive, got %d", f.maxBodyBytes))
+	}
+	if f.tolerance < 0 {
+		return fail(usageErr("--tolerance: must not be negative, got %s", f.tolerance))
+	}
+	if f.maxConns < 1 || f.maxConns > 1000 {
+		return fail(usageErr("--max-conns: must be between 1 and 1000, got %d", f.maxConns))
+	}
+	if f.purgeInterval == 0 {
+		return fail(usageErr("--purge-interval: must not be 0 (negative turns the purger off)"))
+	}
+	if f.mode != reference.ModeSync && f.mode != reference.ModeInbox {
+		return fail(usageErr("--mode: must be %s or %s, got %q", reference.ModeSync, reference.ModeInbox, f.mode))
+	}
+	if inbox, err = f.inbox.options(true); err != nil {
+		return fail(err)
+	}
+	if outbox, err = f.inbox.outbox(); err != nil {
+		return fail(err)
+	}
+	if err := reference.ValidateDefectsFor(f.defects, f.mode, outbox.SinkURL != ""); err != nil {
+		return fail(usageErr("--defect: %v", err))
+	}
+	return inbox, outbox, nil
+}
+
+// serveLogger is the reference's logger on w, in --log-format.
+func serveLogger(w io.Writer, format string) (*slog.Logger, error) {
+	var logHandler slog.Handler
+	switch format {
+	case "text":
+		logHandler = slog.NewTextHandler(w, nil)
+	case "json":
+		logHandler = slog.NewJSONHandler(w, nil)
+	default:
+		return nil, usageErr("--log-format: must be text or json, got %q", format)
+	}
+	return slog.New(logHandler), nil
+}
+
+// serveEndpoints are the endpoints of --config, else the default ones, printed
+// on out with their public test secrets.
+func serveEndpoints(out io.Writer, f referenceServeFlags) ([]reference.Endpoint, error) {
+	if f.config != "" {
+		cfg, err := reference.LoadConfigWithDefects(f.config, f.defects)
+		if err != nil {
+			return nil, usageErr("--config: %v", err)
+		}
+		return cfg.Endpoints, nil
+	}
+	endpoints := reference.DefaultEndpoints()
+	printDefaultEndpoints(out, endpoints)
+	return endpoints, nil
+}
+
+// serveDatabase is the database the reference serves from: the one it was
+// given, else one provisioned now, which cleanup drops (unless
+// --keep-database) once the receiver has stopped.
+func serveDatabase(ctx context.Context, log *slog.Logger, f referenceServeFlags) (dbURL string, cleanup func(), err error) {
+	dbURL = givenDatabaseURL(log, f.databaseURL)
+	if dbURL != "" {
+		return dbURL, func() {}, nil
+	}
+	db, drop, err := pgprovision.Provision(ctx, pgprovision.Options{KeepDatabase: f.keepDatabase, NamePrefix: "hookcert_ref", Logger: log})
+	if err != nil {
+		return "", nil, &ExitError{Code: ExitUnreachable, Err: fmt.Errorf("no database: %w", err)}
+	}
+	cleanup = func() {
+		// The serve context is cancelled by now; cleanup needs its own.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		if err := drop(cctx); err != nil {
+			log.Warn("database cleanup failed", "err", err)
+		}
+	}
+	log.Info("database provisioned automatically", "method", db.Method, "server", db.Server, "database", db.Name, "kept_on_exit", f.keepDatabase)
+	return db.URL, cleanup, nil
 }
 
 // printDefaultEndpoints prints the default endpoints WITH their secrets: they are

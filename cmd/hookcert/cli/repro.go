@@ -75,31 +75,7 @@ purpose.`,
 				r.SetArgs(append(base, "--seed", fmt.Sprint(seed)))
 				return r.ExecuteContext(cmd.Context())
 			}
-			exe, err := os.Executable()
-			if err != nil {
-				return &ExitError{Code: ExitFailed, Err: err}
-			}
-			for i := 0; i < maxRuns; i++ {
-				s := seed + int64(i)
-				fmt.Fprintf(out, "run %d/%d: %s seed %d\n", i+1, maxRuns, g.ID, s)
-				c := exec.CommandContext(cmd.Context(), exe, append(base, "--seed", fmt.Sprint(s))...)
-				c.Stdout, c.Stderr = out, cmd.ErrOrStderr()
-				err := c.Run()
-				var ee *exec.ExitError
-				switch {
-				case err == nil:
-					continue
-				case errors.As(err, &ee) && ee.ExitCode() == ExitFailed:
-					fmt.Fprintf(out, "%s failed with seed %d after %d run(s): hookcert %s --seed %d\n", g.ID, s, i+1, strings.Join(base, " "), s)
-					return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s failed with seed %d", g.ID, s)}
-				case errors.As(err, &ee):
-					return &ExitError{Code: ee.ExitCode(), Err: fmt.Errorf("run %d: %w", i+1, err)}
-				default:
-					return &ExitError{Code: ExitFailed, Err: err}
-				}
-			}
-			fmt.Fprintf(out, "%s passed %d run(s) in a row\n", g.ID, maxRuns)
-			return nil
+			return reproUntilFails(cmd, g.ID, base, seed, maxRuns)
 		},
 	}
 	fl := cmd.Flags()
@@ -114,4 +90,36 @@ purpose.`,
 	fl.BoolVar(&verbose, "verbose", false, "stream every scenario's progress")
 	fl.BoolVar(&keepDatabase, "keep-database", false, "keep the run's database afterwards")
 	return cmd
+}
+
+// reproUntilFails runs hookcert base with seeds seed, seed+1, … in fresh
+// processes until one run fails its guarantee id (or maxRuns have passed) and
+// prints the command that reproduces it.
+func reproUntilFails(cmd *cobra.Command, id string, base []string, seed int64, maxRuns int) error {
+	out := cmd.OutOrStdout()
+	exe, err := os.Executable()
+	if err != nil {
+		return &ExitError{Code: ExitFailed, Err: err}
+	}
+	for i := 0; i < maxRuns; i++ {
+		s := seed + int64(i)
+		fmt.Fprintf(out, "run %d/%d: %s seed %d\n", i+1, maxRuns, id, s)
+		c := exec.CommandContext(cmd.Context(), exe, append(base, "--seed", fmt.Sprint(s))...)
+		c.Stdout, c.Stderr = out, cmd.ErrOrStderr()
+		err := c.Run()
+		var ee *exec.ExitError
+		switch {
+		case err == nil:
+			continue
+		case errors.As(err, &ee) && ee.ExitCode() == ExitFailed:
+			fmt.Fprintf(out, "%s failed with seed %d after %d run(s): hookcert %s --seed %d\n", id, s, i+1, strings.Join(base, " "), s)
+			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%s failed with seed %d", id, s)}
+		case errors.As(err, &ee):
+			return &ExitError{Code: ee.ExitCode(), Err: fmt.Errorf("run %d: %w", i+1, err)}
+		default:
+			return &ExitError{Code: ExitFailed, Err: err}
+		}
+	}
+	fmt.Fprintf(out, "%s passed %d run(s) in a row\n", id, maxRuns)
+	return nil
 }

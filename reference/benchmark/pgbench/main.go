@@ -112,18 +112,11 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer admin.Close(ctx)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "hookcert_pgbench_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return fmt.Errorf("create database: %w", err)
-	}
-	defer func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") }()
-	u, err := url.Parse(server)
+	u, drop, err := scratchDatabase(ctx, admin, server)
 	if err != nil {
-		return fmt.Errorf("database url: cannot be parsed")
+		return err
 	}
-	u.Path = "/" + name
+	defer drop()
 
 	eps := reference.DefaultEndpoints()
 	ep := eps[0]
@@ -175,10 +168,42 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 	if _, err := pg.run(maxC, time.Second); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	type row struct {
-		c        int
-		ref, pgb []float64
+	rows, err := measure(clients, rounds, dur, refRound, pg)
+	if err != nil {
+		return err
 	}
+	printMedians(rows, rounds, dur)
+	return nil
+}
+
+// scratchDatabase creates a database of the benchmark's own on admin's server
+// and returns its URL and how to drop it.
+func scratchDatabase(ctx context.Context, admin *pgx.Conn, server string) (*url.URL, func(), error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "hookcert_pgbench_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, nil, fmt.Errorf("create database: %w", err)
+	}
+	drop := func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") }
+	u, err := url.Parse(server)
+	if err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("database url: cannot be parsed")
+	}
+	u.Path = "/" + name
+	return u, drop, nil
+}
+
+// row is one client count's rounds: the reference's deliveries/s and
+// pgbench's transactions/s.
+type row struct {
+	c        int
+	ref, pgb []float64
+}
+
+// measure runs rounds of dur on each side for each client count, printing each.
+func measure(clients []int, rounds int, dur time.Duration, refRound func(c int, d time.Duration) (float64, error), pg *pgb) ([]row, error) {
 	var rows []row
 	for _, c := range clients {
 		r := row{c: c}
@@ -199,13 +224,19 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 					r.pgb = append(r.pgb, v)
 				}
 				if err != nil {
-					return fmt.Errorf("%s, %d clients: %w", s, c, err)
+					return nil, fmt.Errorf("%s, %d clients: %w", s, c, err)
 				}
 				fmt.Printf("  clients %2d round %d %-9s %9.0f /s\n", c, i+1, s, v)
 			}
 		}
 		rows = append(rows, r)
 	}
+	return rows, nil
+}
+
+// printMedians prints each client count's medians, their ratio and whether it
+// reaches the target.
+func printMedians(rows []row, rounds int, dur time.Duration) {
 	fmt.Printf("\n%-8s %16s %16s %8s %8s\n", "clients", "deliveries/s", "pgbench tps", "ratio", "target")
 	ok := true
 	for _, r := range rows {
@@ -220,7 +251,6 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 	if !ok {
 		fmt.Printf("(medians of %d rounds of %s; the ratio is the reference's deliveries/s over pgbench's transactions/s)\n", rounds, dur)
 	}
-	return nil
 }
 
 func median(v []float64) float64 {

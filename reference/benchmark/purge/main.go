@@ -63,18 +63,11 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer admin.Close(ctx)
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "hookcert_purgebench_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return fmt.Errorf("create database: %w", err)
-	}
-	defer func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") }()
-	u, err := url.Parse(server)
+	u, drop, err := scratchDatabase(ctx, admin, server)
 	if err != nil {
-		return fmt.Errorf("database url: cannot be parsed")
+		return err
 	}
-	u.Path = "/" + name
+	defer drop()
 
 	eps := reference.DefaultEndpoints()
 	srv, err := reference.Open(ctx, u.String(), reference.Options{Endpoints: eps, PurgeInterval: -1, Purge: opts})
@@ -85,8 +78,6 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 	ep := eps[0] // stripe acct_A: key TTL 744h, payload TTL 24h
 
 	t0 := time.Now()
-	// Expired rows of the same key space the deliveries write to, with a payload of
-	// a typical event's size.
 	if _, err := admin.Exec(ctx, "SELECT 1"); err != nil {
 		return err
 	}
@@ -95,20 +86,8 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 		return err
 	}
 	defer db.Close(ctx)
-	if _, err := db.Exec(ctx, `INSERT INTO processed_webhook_events (source, account_id, event_id, event_type, payload, received_at)
-		SELECT $1, $2, 'evt_expired_' || g, 'customer_cash_balance_transaction.created', convert_to(repeat('x', 600), 'UTF8'),
-		       now() - interval '60 days' - g * interval '1 second'
-		FROM generate_series(1, $3::int) g`, ep.KeySource(), ep.Account, rows); err != nil {
-		return fmt.Errorf("fill: %w", err)
-	}
-	if _, err := db.Exec(ctx, `VACUUM ANALYZE processed_webhook_events`); err != nil {
-		return fmt.Errorf("vacuum: %w", err)
-	}
-	// Flush the fill's dirty pages now, so that the baseline is not measured
-	// during the checkpoint the fill itself caused (that would flatter the ratio);
-	// needs superuser, and says so when it cannot.
-	if _, err := db.Exec(ctx, `CHECKPOINT`); err != nil {
-		fmt.Printf("note: CHECKPOINT after the fill failed (%v); the baseline may include the fill's checkpoint\n", err)
+	if err := fillExpired(ctx, db, ep, rows); err != nil {
+		return err
 	}
 	fmt.Printf("filled %d expired rows in %s\n", rows, time.Since(t0).Round(time.Millisecond))
 
@@ -151,6 +130,54 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 	}
 	fmt.Printf("vacuum and checkpoint after the purge: %s\n", time.Since(t1).Round(time.Millisecond))
 	after := load.phase(rate, dur, nil)
+	printPhases(rate, base, during, after)
+	return nil
+}
+
+// scratchDatabase creates a database of the benchmark's own on admin's server
+// and returns its URL and how to drop it.
+func scratchDatabase(ctx context.Context, admin *pgx.Conn, server string) (*url.URL, func(), error) {
+	b := make([]byte, 6)
+	_, _ = rand.Read(b)
+	name := "hookcert_purgebench_" + hex.EncodeToString(b)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		return nil, nil, fmt.Errorf("create database: %w", err)
+	}
+	drop := func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") }
+	u, err := url.Parse(server)
+	if err != nil {
+		drop()
+		return nil, nil, fmt.Errorf("database url: cannot be parsed")
+	}
+	u.Path = "/" + name
+	return u, drop, nil
+}
+
+// fillExpired inserts rows expired event keys for ep, vacuums and checkpoints.
+func fillExpired(ctx context.Context, db *pgx.Conn, ep reference.Endpoint, rows int) error {
+	// Expired rows of the same key space the deliveries write to, with a payload of
+	// a typical event's size.
+	if _, err := db.Exec(ctx, `INSERT INTO processed_webhook_events (source, account_id, event_id, event_type, payload, received_at)
+		SELECT $1, $2, 'evt_expired_' || g, 'customer_cash_balance_transaction.created', convert_to(repeat('x', 600), 'UTF8'),
+		       now() - interval '60 days' - g * interval '1 second'
+		FROM generate_series(1, $3::int) g`, ep.KeySource(), ep.Account, rows); err != nil {
+		return fmt.Errorf("fill: %w", err)
+	}
+	if _, err := db.Exec(ctx, `VACUUM ANALYZE processed_webhook_events`); err != nil {
+		return fmt.Errorf("vacuum: %w", err)
+	}
+	// Flush the fill's dirty pages now, so that the baseline is not measured
+	// during the checkpoint the fill itself caused (that would flatter the ratio);
+	// needs superuser, and says so when it cannot.
+	if _, err := db.Exec(ctx, `CHECKPOINT`); err != nil {
+		fmt.Printf("note: CHECKPOINT after the fill failed (%v); the baseline may include the fill's checkpoint\n", err)
+	}
+	return nil
+}
+
+// printPhases prints the latencies of the three phases, the two windows
+// without purge pooled, and the p99 ratio.
+func printPhases(rate int, base, during, after *stats) {
 	pooled := &stats{lat: append(append([]time.Duration(nil), base.lat...), after.lat...), errors: base.errors + after.errors}
 	slices.Sort(pooled.lat)
 	fmt.Printf("\n%-26s %10s %10s %10s %10s %8s\n", "deliveries at "+strconv.Itoa(rate)+"/s", "count", "p50", "p99", "max", "errors")
@@ -160,7 +187,6 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 	pooled.print("without purge (both)")
 	ratio := float64(during.p(0.99)) / float64(pooled.p(0.99))
 	fmt.Printf("\np99 during purge / p99 without (both windows): %.2fx (goal <= 2x)\n", ratio)
-	return nil
 }
 
 func orDefault(n int) int {
