@@ -92,7 +92,7 @@ func storablePayload(body []byte) any {
 
 func decode(d delivery, v any) error {
 	if err := json.Unmarshal(d.ev.Data.Raw, v); err != nil {
-		return fmt.Errorf("%w: %v", errBadObject, err)
+		return fmt.Errorf("%w: %w", errBadObject, err)
 	}
 	return nil
 }
