@@ -29,6 +29,7 @@ const (
 	DefectPurgeAll           = "purge-all"
 	DefectKeepKeysForever    = "keep-keys-forever"
 	DefectMemoryDedup        = "memory-dedup"
+	DefectDedupWindow        = "dedup-window"
 	DefectAckOnError         = "ack-on-error"
 	DefectApplyUnknownTypes  = "apply-unknown-types"
 	DefectOrphanPayloads     = "orphan-payloads"
@@ -85,6 +86,7 @@ var defectTable = map[string]string{
 	DefectKeepPayloads:       "ignores the payload TTL: raw payloads stay until their key expires, keeping personal data nobody needs",
 	DefectPurgeAll:           "the purge deletes every key older than the payload TTL instead of only the payloads; replays inside the key TTL are applied again",
 	DefectKeepKeysForever:    "the purge only removes payloads and never deletes keys; the key table grows forever and data is kept with no end",
+	DefectDedupWindow:        "deduplicates against the last 32 keys this process saw, in memory, with a plain INSERT and no unique key index; a redelivery that arrives after 32 other events is applied again",
 	DefectMemoryDedup:        "deduplicates in process memory: a mutex-guarded map of seen keys, a plain INSERT and no unique key index; after a restart the map is empty and a redelivery of an event processed before the crash is applied again",
 	DefectAckOnError:         "\"log and return 200\": a failed precondition or a database error rolls back but is still answered 200, so the provider never retries and the event is lost",
 	DefectApplyUnknownTypes:  "a default branch credits the ledger for every event type it does not recognise instead of acknowledging and ignoring it",
@@ -177,7 +179,7 @@ func ValidateDefects(names []string) error {
 	// These each replace how the key is recorded; two at once has no single meaning.
 	var keyModes []string
 	for _, n := range []string{DefectCheckThenInsert, DefectDuplicate500, DefectMarkerSeparateTx,
-		DefectBusinessFirst, DefectGlobalEventID, DefectAckBeforeCommit, DefectMemoryDedup} {
+		DefectBusinessFirst, DefectGlobalEventID, DefectAckBeforeCommit, DefectMemoryDedup, DefectDedupWindow} {
 		if seen[n] {
 			keyModes = append(keyModes, n)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -257,6 +258,35 @@ func TestDefectSkipLargeBodies(t *testing.T) {
 		}
 		if defects != nil && (rows != 0 || credits != 0) {
 			t.Fatalf("skip-large-bodies: %d key rows and %d credits, want the event acknowledged and dropped (0 and 0)", rows, credits)
+		}
+	}
+}
+
+// dedup-window remembers the last 32 keys and nothing else: an immediate
+// redelivery is a duplicate, one after 40 other events is applied again.
+func TestDefectDedupWindow(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectDedupWindow}} {
+		e := newEnv(t, Options{Defects: defects})
+		ep := e.ep("stripe", "acct_A")
+		id := newID("evt_win")
+		d := build(ep, id, store.TypeCashBalance, obj{ID: "cb", Amount: 5}, time.Now())
+		e.expect(e.send(d), 200, StatusProcessed, "")
+		e.expect(e.send(d), 200, StatusDuplicate, "")
+		for i := range 40 {
+			e.expect(e.send(build(ep, newID(fmt.Sprintf("evt_win%d_", i)), store.TypeCashBalance, obj{ID: "cb", Amount: 5}, time.Now())), 200, StatusProcessed, "")
+		}
+		got := e.send(d)
+		k, l := e.keyRows(ep, id), e.ledger(ep, id)
+		if defects == nil {
+			e.expect(got, 200, StatusDuplicate, "")
+			if k != 1 || l != 1 {
+				t.Fatalf("clean: %d key rows, %d ledger entries after a late redelivery; want 1 and 1", k, l)
+			}
+			continue
+		}
+		e.expect(got, 200, StatusProcessed, "")
+		if k != 2 || l != 2 {
+			t.Fatalf("dedup-window: %d key rows, %d ledger entries; the defect should apply the late redelivery again (2 and 2)", k, l)
 		}
 	}
 }

@@ -60,7 +60,8 @@ var serverDefects = []serverDefect{
 	{DefectMarkerSeparateTx, func(s *Server) { s.steps.process = s.processMarkerFirst }},
 	{DefectBusinessFirst, func(s *Server) { s.steps.process = s.processBusinessFirst }},
 	{DefectInboxAckBeforeCommit, func(s *Server) { s.steps.process = s.processInboxAckFirst }},
-	{DefectMemoryDedup, installMemoryDedup},
+	{DefectMemoryDedup, func(s *Server) { installMemoryClaims(s, &seenKeys{}) }},
+	{DefectDedupWindow, func(s *Server) { installMemoryClaims(s, &recentKeys{max: dedupWindow}) }},
 	{DefectCheckThenInsert, func(s *Server) {
 		s.schema.WithoutEventKeyIndex = true
 		s.steps.recordKey = s.checkThenInsert
@@ -121,7 +122,7 @@ func installServerDefects(s *Server, names []string) {
 // the unique key index.
 func announceDroppedKeyIndex(log *slog.Logger, names []string) {
 	active := newDefectSet(names)
-	for _, d := range []string{DefectCheckThenInsert, DefectMemoryDedup} {
+	for _, d := range []string{DefectCheckThenInsert, DefectMemoryDedup, DefectDedupWindow} {
 		if active.has(d) {
 			log.Warn("DEFECT ACTIVE: "+d+" dropped unique index "+store.EventKeyIndex+
 				"; a clean receiver recreates it at start and refuses to run if duplicate keys were left",
@@ -323,12 +324,21 @@ func (s *Server) ackThenCommit(ctx context.Context, tx pgx.Tx, ev store.Event, a
 	return res
 }
 
-// installMemoryDedup deduplicates in process memory: a mutex-guarded map of seen
-// keys, a plain INSERT and no unique key index. Wrong: after a restart the map
-// is empty, and a redelivery of an event processed before the crash is applied
-// again.
-func installMemoryDedup(s *Server) {
-	seen := &seenKeys{}
+// keyClaims is where an in-memory deduplication keeps the keys it has seen.
+type keyClaims interface {
+	// claim records k and reports whether it was not recorded yet.
+	claim(k store.Key) bool
+	// release forgets k after an attempt that did not commit.
+	release(k store.Key)
+}
+
+// installMemoryClaims deduplicates in process memory (memory-dedup, and
+// dedup-window with a bounded window): claims are checked and set before any
+// database work, with a plain INSERT and no unique key index. Wrong: the
+// database holds nothing that stops a copy the memory does not remember —
+// after a restart (memory-dedup), or once the key has left the window
+// (dedup-window) — and such a redelivery is applied again.
+func installMemoryClaims(s *Server, seen keyClaims) {
 	s.schema.WithoutEventKeyIndex = true
 	s.steps.begin = func(ctx context.Context) (pgx.Tx, error) {
 		tx, err := s.pool.Begin(ctx)
@@ -352,7 +362,7 @@ func installMemoryDedup(s *Server) {
 // this process at least.
 type claimTx struct {
 	pgx.Tx
-	seen      *seenKeys
+	seen      keyClaims
 	claimed   *store.Key
 	committed bool
 }
@@ -411,6 +421,48 @@ func (m *seenKeys) release(k store.Key) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	delete(m.keys, k)
+}
+
+// dedupWindow is how many keys dedup-window remembers.
+const dedupWindow = 32
+
+// recentKeys is dedup-window's record: the last max keys claimed, the oldest
+// forgotten first, as a bounded cache or a capped list of recent IDs does.
+type recentKeys struct {
+	mu    sync.Mutex
+	max   int
+	keys  map[store.Key]struct{}
+	order []store.Key
+}
+
+func (r *recentKeys) claim(k store.Key) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.keys[k]; ok {
+		return false
+	}
+	if r.keys == nil {
+		r.keys = map[store.Key]struct{}{}
+	}
+	r.keys[k] = struct{}{}
+	r.order = append(r.order, k)
+	if len(r.order) > r.max {
+		delete(r.keys, r.order[0])
+		r.order = r.order[1:]
+	}
+	return true
+}
+
+func (r *recentKeys) release(k store.Key) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	delete(r.keys, k)
+	for i, o := range r.order {
+		if o == k {
+			r.order = append(r.order[:i], r.order[i+1:]...)
+			break
+		}
+	}
 }
 
 // processMarkerFirst is the marker-separate-tx defect: the key commits on its own,

@@ -13,7 +13,7 @@ import (
 // DEDUP: one retained event key gates one effect, however often and however
 // concurrently the event arrives, and only that key: the same ID in another
 // scope, or another ID with the same payload, is another event.
-var dedupFamily = family{Name: "DEDUP", Guarantees: []*Guarantee{&dedup1, &dedup2, &dedup3, &dedup4, &dedup5, &dedup6}}
+var dedupFamily = family{Name: "DEDUP", Guarantees: []*Guarantee{&dedup1, &dedup2, &dedup3, &dedup4, &dedup5, &dedup6, &dedup7}}
 
 // The DEDUP deviation codes.
 var (
@@ -249,6 +249,43 @@ var dedup6 = Guarantee{
 		v.acked(codeDedupNotAcked, roleSetup, roleFirst, roleOtherScope, roleCopy)
 		v.objectEffects(codeDedupObjectEffects, phaseSequential, f.WantEffects, 1, "two events for one change, one after the other")
 		v.objectEffects(codeDedupObjectEffects, phaseConcurrent, f.WantEffects, 1, "two events for one change at the same time")
+	}),
+}
+
+// interveningDEDUP7 is how many other events DEDUP-7 delivers between an event
+// and its redelivery, in batches of batchDEDUP7 sent together: well past the
+// windows receivers keep of "recent" IDs (a Redis list, an LRU cache).
+const (
+	interveningDEDUP7 = 100
+	batchDEDUP7       = 25
+)
+
+var dedup7 = Guarantee{
+	ID: "DEDUP-7", Title: "Redelivery after many other events",
+	Promise: "A redelivery that arrives after many other events is still a duplicate: it is acknowledged and changes nothing.",
+	Why:     "Receivers that remember only recent event IDs (a bounded cache or list) forget an event after enough others, and apply its redelivery a second time.",
+	Spec:    "a redelivery after many other events is still a duplicate",
+	Sends:   "one `effect` event, then 100 other `effect` events in batches of 25 sent together, then the first redelivered",
+	Expects: "every delivery 2xx; the first event still 1 event row and 1 effect",
+	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	judge: bind(func(s *session, _ *noFacts) {
+		ep := s.primary()
+		ev := s.effectEvent(ep)
+		k := s.key(ep, ev)
+		others := make([]profiles.Event, interveningDEDUP7)
+		for i := range others {
+			others[i] = s.effectEvent(ep)
+		}
+		s.send(ep, ev, roleFirst, simulator.Shape{})
+		for i := 0; i < len(others); i += batchDEDUP7 {
+			s.parallel(ep, others[i:min(i+batchDEDUP7, len(others))], roleLoad, simulator.Shape{})
+		}
+		s.send(ep, ev, roleRedelivery, simulator.Shape{Attempt: 2})
+		s.state(k, phaseAfter, 1)
+	}, func(v *view, _ *noFacts) {
+		v.acked(codeDedupNotAcked, roleFirst, roleLoad, roleRedelivery)
+		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after a redelivery that followed 100 other events")
+		v.count(codeDedupEffects, queryEffects, phaseAfter, 1, "after a redelivery that followed 100 other events")
 	}),
 }
 

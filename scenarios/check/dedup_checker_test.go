@@ -189,3 +189,34 @@ var dedup6 = register(&table{
 })
 
 func TestDEDUP6(t *testing.T) { dedup6.run(t) }
+
+// DEDUP-7: an event, other events in between (two here: the checker counts
+// none of them), then its redelivery; the first event read once at the end.
+var dedup7 = register(&table{
+	id: "DEDUP-7",
+	clean: func() *history.History {
+		k, o1, o2 := key("evt_1"), key("evt_2"), key("evt_3")
+		return scenario("DEDUP-7").
+			send("first", k, typeCredit).
+			send("load", o1, typeCredit).
+			send("load", o2, typeCredit).
+			send("redelivery", k, typeCredit, attemptNo(2)).
+			state("after", 1, k).
+			reconciled(k, o1, o2).done()
+	},
+	cases: []tcase{
+		{name: "the redelivery refused as a duplicate", codes: is("dedup.not-acked"),
+			edits: do(attempts("redelivery", "", refused(409)))},
+		{name: "an event in between refused", codes: is("dedup.not-acked"),
+			edits: do(attempts("load", "evt_2", refused(500)))},
+		// A window of recent keys forgot the event: the redelivery is stored
+		// and applied again.
+		{name: "the redelivery applied again", codes: is("dedup.rows", "dedup.effects", "reconcile.duplicated", "reconcile.applied-twice"),
+			edits: do(count("event_rows", "after", "evt_1", 2), count("effects", "after", "evt_1", 2),
+				count("event_rows", "reconcile", "evt_1", 2), count("effects", "reconcile", "evt_1", 2))},
+		{name: "no effects read after the redelivery", reason: `has no effects read in phase "after"`,
+			edits: do(drop("effects", "after", ""))},
+	},
+})
+
+func TestDEDUP7(t *testing.T) { dedup7.run(t) }

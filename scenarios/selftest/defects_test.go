@@ -85,7 +85,10 @@ var breaks = map[string]map[string][]string{
 	"marker-separate-tx": {"ATOMIC-1": {"atomic.partial", "atomic.not-applied"},
 		"ATOMIC-2": {"atomic.partial", "atomic.object-state"}, "ATOMIC-3": {"atomic.partial", "atomic.not-applied"},
 		"ATOMIC-5": {"atomic.partial", "atomic.object-state"}},
-	"memory-dedup":         {"ATOMIC-4": {"atomic.not-applied"}, "ACK-1": {"ack.effects"}},
+	"memory-dedup": {"ATOMIC-4": {"atomic.not-applied"}, "ACK-1": {"ack.effects"}},
+	// A window of the last 32 keys: forgotten after 100 others, and after a restart.
+	"dedup-window": {"DEDUP-7": {"dedup.rows", "dedup.effects", "reconcile.duplicated", "reconcile.applied-twice"},
+		"ATOMIC-4": {"atomic.not-applied"}, "ACK-1": {"ack.effects"}},
 	"no-domain-constraint": {"DEDUP-6": {"dedup.object-effects"}, "ORDER-3": {"order.transition-applied"}},
 	"no-input-validation":  {"ACK-5": {"ack.accepted-bad-input", "ack.stored-bad-input"}},
 	"no-ttl-floor":         {"RETENTION-1": {"retention.ttl-below-horizon", "retention.key-purged-early", "retention.replay-applied"}},
