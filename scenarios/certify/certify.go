@@ -175,7 +175,7 @@ func (st *openState) stopped(o Options, started time.Time, err error) (*reports.
 		Outcome:     outcome, Error: err.Error(),
 	}
 	if _, werr := reports.Write(o.ReportDir, res, reports.Options{Secrets: st.secrets}); werr != nil {
-		return res, fmt.Errorf("%w (and the reports could not be written: %v)", err, werr)
+		return res, fmt.Errorf("%w (and the reports could not be written: %w)", err, werr)
 	}
 	return reports.Redact(res, st.secrets), err
 }

@@ -74,7 +74,44 @@ func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
 	if name == "" {
 		name = "hookcerttest" // Run names it after the test
 	}
-	t := map[string]any{"name": name, "base_url": tg.BaseURL}
+	t := map[string]any{"name": name, "base_url": tg.BaseURL, "endpoints": tg.endpoints(),
+		"observe": map[string]any{"postgres": tg.postgres(&hooks)}}
+	if tg.Vocab != nil {
+		t["events"] = events(tg.Vocab, tg.Queries)
+	}
+	if len(tg.Capabilities) > 0 {
+		t["capabilities"] = tg.Capabilities
+	}
+	if tg.FailpointsPath != "" {
+		t["failpoints"] = map[string]any{"path": tg.FailpointsPath}
+	}
+	if tg.MaxBodyBytes != 0 {
+		t["limits"] = map[string]any{"max_body_bytes": tg.MaxBodyBytes}
+	}
+	if r := tg.Retention; r != nil {
+		t["retention"] = retention(r)
+		if r.Purge != nil {
+			hooks.Purge, gh.Purge = r.Purge, true
+		}
+	}
+	if fs := tg.fixtures(&hooks, &gh); len(fs) > 0 {
+		t["fixtures"] = fs
+	}
+	if acc := tg.acceptance(); len(acc) > 0 {
+		t["acceptance"] = acc
+	}
+	if l := tg.Lifecycle; l != nil {
+		t["lifecycle"] = lifecycle(l)
+	}
+	tg.queues(t)
+	if tg.Kill != nil && tg.Restart != nil {
+		hooks.Kill, hooks.Restart, hooks.Alive, gh.Controller = tg.Kill, tg.Restart, tg.Alive, true
+	}
+	data, err := yaml.Marshal(map[string]any{"target": t})
+	return data, hooks, gh, err
+}
+
+func (tg *Target) endpoints() []map[string]any {
 	var eps []map[string]any
 	for _, ep := range tg.Endpoints {
 		e := map[string]any{"profile": ep.Profile, "account": ep.Account, "path": ep.Path, "secret": ep.Secret}
@@ -84,8 +121,12 @@ func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
 		putDur(e, "ack_timeout", ep.AckTimeout)
 		eps = append(eps, e)
 	}
-	t["endpoints"] = eps
+	return eps
+}
 
+// postgres is observe.postgres: the database (a pool's through the hooks),
+// the tables and the queries a declared role does not hold.
+func (tg *Target) postgres(hooks *harness.Hooks) map[string]any {
 	pg := map[string]any{}
 	url := tg.DatabaseURL
 	if tg.Pool != nil {
@@ -98,14 +139,10 @@ func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
 	putDur(pg, "connect_timeout", tg.Timeouts.Connect)
 	putDur(pg, "statement_timeout", tg.Timeouts.Statement)
 	putDur(pg, "lock_timeout", tg.Timeouts.Lock)
-	q := tg.Queries
+	q, v := tg.Queries, tg.Vocab
 	queries := map[string]any{"event_rows": q.EventRows}
 	// A declared role's queries are its own (events.*); the others stay the
 	// observer's, as in a file.
-	v := tg.Vocab
-	if v != nil {
-		t["events"] = events(v, q)
-	}
 	if v == nil || v.Effect == nil {
 		put(queries, "effects", q.Effects)
 	}
@@ -118,66 +155,56 @@ func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
 	}
 	put(queries, "payload_present", q.PayloadPresent)
 	pg["queries"] = queries
-	t["observe"] = map[string]any{"postgres": pg}
+	return pg
+}
 
-	if len(tg.Capabilities) > 0 {
-		t["capabilities"] = tg.Capabilities
+func retention(r *Retention) map[string]any {
+	rt := map[string]any{}
+	putDur(rt, "key_ttl", r.KeyTTL)
+	putDur(rt, "payload_ttl", r.PayloadTTL)
+	purge := map[string]any{}
+	put(purge, "sql", r.PurgeSQL)
+	if len(r.PurgeCommand) > 0 {
+		purge["command"] = r.PurgeCommand
 	}
-	if tg.FailpointsPath != "" {
-		t["failpoints"] = map[string]any{"path": tg.FailpointsPath}
+	if r.PurgeHTTPPath != "" {
+		purge["http"] = map[string]any{"path": r.PurgeHTTPPath}
 	}
-	if tg.MaxBodyBytes != 0 {
-		t["limits"] = map[string]any{"max_body_bytes": tg.MaxBodyBytes}
+	if len(purge) > 0 {
+		rt["purge"] = purge
 	}
-	if r := tg.Retention; r != nil {
-		rt := map[string]any{}
-		putDur(rt, "key_ttl", r.KeyTTL)
-		putDur(rt, "payload_ttl", r.PayloadTTL)
-		purge := map[string]any{}
-		put(purge, "sql", r.PurgeSQL)
-		if len(r.PurgeCommand) > 0 {
-			purge["command"] = r.PurgeCommand
-		}
-		if r.PurgeHTTPPath != "" {
-			purge["http"] = map[string]any{"path": r.PurgeHTTPPath}
-		}
-		if len(purge) > 0 {
-			rt["purge"] = purge
-		}
-		t["retention"] = rt
-		if r.Purge != nil {
-			hooks.Purge, gh.Purge = r.Purge, true
-		}
-	}
-	if len(tg.Fixtures) > 0 {
-		fs := map[string]any{}
-		for name, fx := range tg.Fixtures {
-			if fx.Func != nil {
-				if hooks.Fixtures == nil {
-					hooks.Fixtures = map[string]func(context.Context, vocab.ObjectData) error{}
-				}
-				hooks.Fixtures[name] = fx.Func
-				gh.Fixtures = append(gh.Fixtures, name)
-				continue
-			}
+	return rt
+}
+
+// fixtures are the SQL fixtures; Go ones go to the hooks.
+func (tg *Target) fixtures(hooks *harness.Hooks, gh *targetfile.GoHooks) map[string]any {
+	fs := map[string]any{}
+	for name, fx := range tg.Fixtures {
+		if fx.Func == nil {
 			fs[name] = map[string]any{"sql": fx.SQL}
+			continue
 		}
-		if len(fs) > 0 {
-			t["fixtures"] = fs
+		if hooks.Fixtures == nil {
+			hooks.Fixtures = map[string]func(context.Context, vocab.ObjectData) error{}
 		}
+		hooks.Fixtures[name] = fx.Func
+		gh.Fixtures = append(gh.Fixtures, name)
 	}
+	return fs
+}
+
+func (tg *Target) acceptance() map[string]any {
 	acc := map[string]any{}
 	if tg.Acceptance.Async {
 		acc["mode"] = targetfile.AcceptAsync
 	}
 	putDur(acc, "settle", tg.Acceptance.Settle)
-	put(acc, "quiescent", q.Quiescent)
-	if len(acc) > 0 {
-		t["acceptance"] = acc
-	}
-	if l := tg.Lifecycle; l != nil {
-		t["lifecycle"] = lifecycle(l)
-	}
+	put(acc, "quiescent", tg.Queries.Quiescent)
+	return acc
+}
+
+// queues puts the inbox and outbox sections into t.
+func (tg *Target) queues(t map[string]any) {
 	if in := tg.Inbox; in != nil {
 		m := map[string]any{"state": in.State}
 		putDur(m, "lease", in.Lease)
@@ -192,11 +219,6 @@ func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
 		put(m, "state", out.State)
 		t["outbox"] = m
 	}
-	if tg.Kill != nil && tg.Restart != nil {
-		hooks.Kill, hooks.Restart, hooks.Alive, gh.Controller = tg.Kill, tg.Restart, tg.Alive, true
-	}
-	data, err := yaml.Marshal(map[string]any{"target": t})
-	return data, hooks, gh, err
 }
 
 func lifecycle(l *Lifecycle) map[string]any {
