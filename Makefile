@@ -34,7 +34,7 @@ test-race: ## Run every test with the race detector
 
 # RACE_PKGS are the packages whose goroutines meet; the self-test (the whole
 # suite per defect, 6+ minutes under -race) runs without it in make test.
-RACE_PKGS ?= ./simulator ./scenarios ./scenarios/check ./scenarios/certify ./scenarios/hookcerttest ./reference ./reference/failpoint ./adapters/pgfault ./adapters/observe ./adapters/process
+RACE_PKGS ?= ./simulator ./scenarios ./scenarios/check ./scenarios/certify ./scenarios/harness ./scenarios/hookcerttest ./reference ./reference/failpoint ./adapters/pgfault ./adapters/observe ./adapters/process
 # REST_PKGS are the packages outside RACE_PKGS (import paths).
 REST_PKGS = $(shell $(GO) list ./... | grep -vxF "$$($(GO) list $(RACE_PKGS))")
 
