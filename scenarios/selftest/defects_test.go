@@ -71,7 +71,7 @@ var breaks = map[string]map[string][]string{
 		// ORDER-2 always sends two copies of one version inside one gated half.
 		"ORDER-2": {"reconcile.duplicated"}},
 	"dedupe-by-payload": {"DEDUP-5": {"dedup.rows", "dedup.effects"}},
-	"duplicate-500": {"DEDUP-1": {"dedup.not-acked"}, "DEDUP-2": {"dedup.not-acked"}, "ATOMIC-4": {"atomic.not-acked"},
+	"duplicate-500": {"DEDUP-1": {"dedup.not-acked"}, "DEDUP-2": {"dedup.not-acked"}, "DEDUP-7": {"dedup.not-acked"}, "ATOMIC-4": {"atomic.not-acked"},
 		"ORDER-2": {"order.not-acked"}, "RETENTION-1": {"retention.replay-applied"}, "RETENTION-2": {"retention.replay-applied"},
 		"RETENTION-3": {"retention.replay-applied"}},
 	"global-event-id":   {"DEDUP-3": {"dedup.rows", "dedup.effects"}, "DEDUP-4": {"dedup.rows", "dedup.effects"}},
