@@ -50,7 +50,7 @@ var serverDefects = []serverDefect{
 	{DefectApplyUnknownTypes, func(s *Server) {
 		// Wrong: unknown types are credited by a default branch instead of ignored.
 		s.steps.fields.unknownType = readUnknownObject
-		s.rules.ApplyUnknownTypes = true
+		s.rules = s.rules.WithApplyUnknownTypes()
 	}},
 	{DefectSkipLargeBodies, installSkipLargeBodies},
 	{DefectRejectUnknownTypes, installRejectUnknownTypes},
@@ -73,14 +73,15 @@ var serverDefects = []serverDefect{
 	{DefectOrphanPayloads, installOrphanPayloads},
 	{DefectAckOnError, installAckOnError},
 
-	// The domain rules (store.Apply) and the schema.
+	// The domain rules (store.Apply; the alternatives are in
+	// store/domain_defects.go) and the schema.
 	{DefectLastWriteWins, func(s *Server) {
 		// Wrong: deduplication does not order events; a late older update wins.
-		s.rules.LastWriteWins = true
+		s.rules = s.rules.WithLastWriteWins()
 	}},
 	{DefectNoDomainConstraint, func(s *Server) {
 		// Wrong: nothing holds one payment to one credit.
-		s.rules.NoDomainConstraint = true
+		s.rules = s.rules.WithNoDomainConstraint()
 		s.schema.WithoutDomainConstraint = true
 	}},
 

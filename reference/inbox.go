@@ -199,7 +199,7 @@ func NewWorkers(pool *pgxpool.Pool, opts InboxOptions, log *slog.Logger) (*Worke
 	// A random suffix keeps claims of a restarted process (same pid in a container)
 	// apart from those of its previous life.
 	opts.WorkerID += "-" + hex.EncodeToString(b)
-	w := &Workers{pool: pool, opts: opts, log: log, wake: make(chan struct{}, 1)}
+	w := &Workers{pool: pool, opts: opts, log: log, rules: store.CorrectRules(), wake: make(chan struct{}, 1)}
 	w.steps = w.correctSteps()
 	installWorkerDefects(w, opts.Defects)
 	return w, nil

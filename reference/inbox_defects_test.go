@@ -256,9 +256,9 @@ func TestDefectMarkDoneSeparateTx(t *testing.T) {
 			// The worker dies after its business change: for the defect after the
 			// first commit, for the correct worker before its only commit.
 			if c.defects != nil {
-				_, err = store.ApplyThenMarkDone(ctx, e.pool, tasks[0], "w1", store.Rules{}, nil, func() error { return errKilled })
+				_, err = store.ApplyThenMarkDone(ctx, e.pool, tasks[0], "w1", store.CorrectRules(), nil, func() error { return errKilled })
 			} else {
-				_, err = store.ApplyClaimed(ctx, e.pool, tasks[0], "w1", store.Rules{}, func(pgx.Tx) error { return errKilled })
+				_, err = store.ApplyClaimed(ctx, e.pool, tasks[0], "w1", store.CorrectRules(), func(pgx.Tx) error { return errKilled })
 			}
 			if !errors.Is(err, errKilled) {
 				t.Fatalf("apply: %v", err)

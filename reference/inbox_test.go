@@ -260,7 +260,7 @@ func TestInboxDuplicateDispatchHarmless(t *testing.T) {
 	if n, err := e.srv.inbox.Step(ctx, "w-fast"); err != nil || n != 1 {
 		t.Fatalf("Step: %d %v", n, err)
 	}
-	if _, err := store.ApplyClaimed(ctx, e.pool, first[0], "w-slow", store.Rules{}, nil); !errors.Is(err, store.ErrClaimLost) {
+	if _, err := store.ApplyClaimed(ctx, e.pool, first[0], "w-slow", store.CorrectRules(), nil); !errors.Is(err, store.ErrClaimLost) {
 		t.Fatalf("second dispatch: %v, want ErrClaimLost", err)
 	}
 	if got := e.inbox(ep, id); got.State != store.InboxDone || got.Attempts != 2 || e.ledger(ep, id) != 1 {

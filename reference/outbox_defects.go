@@ -28,11 +28,7 @@ var dispatcherDefects = []dispatcherDefect{
 		// transaction, before its commit, with no outbox row; a rollback or crash
 		// leaves an external effect for an event that never committed.
 		next := d.steps.withOutbox
-		d.steps.withOutbox = func(r store.Rules) store.Rules {
-			r = next(r)
-			r.SendInline = d
-			return r
-		}
+		d.steps.withOutbox = func(r store.Rules) store.Rules { return next(r).WithSendBeforeCommit(d) }
 	}},
 	{DefectDropFailedSends, installDropFailedSends},
 }

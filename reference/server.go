@@ -87,7 +87,10 @@ type Server struct {
 	epList    []Endpoint
 	// steps are the seams of the delivery path, the purge and the start (see
 	// steps); defects replace some of them once, in New.
-	steps     steps
+	steps steps
+	// rules are store.Apply's business rules: store.CorrectRules, with the
+	// outbox mode when a sink is configured; domain defects swap some of their
+	// steps once, in New.
 	rules     store.Rules
 	schema    store.Schema
 	maxBody   int64
@@ -210,6 +213,7 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 		metrics:   newMetrics(),
 		admin:     opts.EnableAdmin || opts.EnableFailpoints,
 		purgeOpts: opts.Purge,
+		rules:     store.CorrectRules(),
 	}
 	switch {
 	case opts.PurgeInterval == 0:

@@ -25,7 +25,8 @@ type rawTarget struct {
 	Capabilities []string       `yaml:"capabilities"`
 	Limits       *rawLimits     `yaml:"limits"`
 	Retention    *rawRetention  `yaml:"retention"`
-	// The declared event vocabulary (events.go).
+	// The declared event vocabulary (events.go), its fixtures (fixtures.go) and
+	// how the receiver acknowledges (acceptance.go).
 	Events     *rawEvents            `yaml:"events"`
 	Fixtures   map[string]rawFixture `yaml:"fixtures"`
 	Acceptance *rawAcceptance        `yaml:"acceptance"`

@@ -106,7 +106,32 @@ func (v *validator) ttl(segs []any, s string) time.Duration {
 	return d
 }
 
+// retention checks target.retention and the endpoints' TTLs, which default to
+// its own.
 func (v *validator) retention(t *Target, rr *rawRetention, eps []rawEndpoint) {
+	base := []any{"target", "retention"}
+	def := v.ttls(t, rr, eps)
+	if rr == nil {
+		return
+	}
+	pb := at(base, "purge")
+	if rr.Purge == nil && v.opts.hooks.Purge {
+		t.Retention = &def
+		return
+	}
+	if rr.Purge == nil {
+		v.fail(pb, "required (one of sql, command, http: how the harness triggers a purge as of a time)")
+		t.Retention = &def
+		return
+	}
+	def.Purge = v.purge(pb, rr.Purge)
+	t.Retention = &def
+}
+
+// ttls resolves each endpoint's TTLs, its own else target.retention's, and
+// returns target.retention's. With a retention section every endpoint needs
+// both, and a payload cannot outlive its key.
+func (v *validator) ttls(t *Target, rr *rawRetention, eps []rawEndpoint) RetentionSpec {
 	base := []any{"target", "retention"}
 	var def RetentionSpec
 	if rr != nil {
@@ -139,20 +164,13 @@ func (v *validator) retention(t *Target, rr *rawRetention, eps []rawEndpoint) {
 			v.fail(at(p, "payload_ttl"), "%s is longer than the key TTL %s (a payload cannot outlive its key)", e.PayloadTTL, e.KeyTTL)
 		}
 	}
-	if rr == nil {
-		return
-	}
-	pb := at(base, "purge")
-	if rr.Purge == nil && v.opts.hooks.Purge {
-		t.Retention = &def
-		return
-	}
-	if rr.Purge == nil {
-		v.fail(pb, "required (one of sql, command, http: how the harness triggers a purge as of a time)")
-		t.Retention = &def
-		return
-	}
-	rp := rr.Purge
+	return def
+}
+
+// purge checks target.retention.purge (at pb): exactly one trigger, each able
+// to pass the as-of time.
+func (v *validator) purge(pb []any, rp *rawPurge) Purge {
+	var pu Purge
 	set := 0
 	for _, b := range []bool{rp.SQL != "", len(rp.Command) > 0, rp.HTTP != nil} {
 		if b {
@@ -162,7 +180,7 @@ func (v *validator) retention(t *Target, rr *rawRetention, eps []rawEndpoint) {
 	if set != 1 {
 		v.fail(pb, "set exactly one of sql, command and http (got %d)", set)
 	}
-	def.Purge.Timeout = v.duration(at(pb, "timeout"), rp.Timeout, DefaultPurgeTimeout, false)
+	pu.Timeout = v.duration(at(pb, "timeout"), rp.Timeout, DefaultPurgeTimeout, false)
 	if rp.SQL != "" {
 		used, err := QueryParams(rp.SQL)
 		switch {
@@ -171,28 +189,11 @@ func (v *validator) retention(t *Target, rr *rawRetention, eps []rawEndpoint) {
 		case len(used) != 1 || used[0] != 1:
 			v.fail(at(pb, "sql"), "must reference $1 (the as-of time) and no other parameter")
 		default:
-			def.Purge.SQL = rp.SQL
+			pu.SQL = rp.SQL
 		}
 	}
 	if len(rp.Command) > 0 {
-		hasAsOf := false
-		for i, a := range rp.Command {
-			if i == 0 && a == "" {
-				v.fail(at(pb, "command", 0), "the program must not be empty")
-			}
-			// {{.AsOf}} is filled per purge, not at load: shield it from rendering.
-			const shield = "\x00asof\x00"
-			r, _ := v.render(at(pb, "command", i), strings.ReplaceAll(a, AsOfPlaceholder, shield))
-			r = strings.ReplaceAll(r, shield, AsOfPlaceholder)
-			if i == 0 {
-				r = ResolveProgram(v.opts.baseDir, r)
-			}
-			hasAsOf = hasAsOf || strings.Contains(r, AsOfPlaceholder)
-			def.Purge.Command = append(def.Purge.Command, r)
-		}
-		if !hasAsOf {
-			v.fail(at(pb, "command"), "must pass the as-of time: put %s in an argument", AsOfPlaceholder)
-		}
+		pu.Command = v.purgeCommand(pb, rp.Command)
 	}
 	if rp.HTTP != nil {
 		hb := at(pb, "http")
@@ -204,8 +205,33 @@ func (v *validator) retention(t *Target, rr *rawRetention, eps []rawEndpoint) {
 		default:
 			v.fail(at(hb, "method"), "must be POST or PUT (got %q)", rp.HTTP.Method)
 		}
-		def.Purge.HTTPMethod = m
-		def.Purge.HTTPPath = v.path(at(hb, "path"), rp.HTTP.Path, true)
+		pu.HTTPMethod = m
+		pu.HTTPPath = v.path(at(hb, "path"), rp.HTTP.Path, true)
 	}
-	t.Retention = &def
+	return pu
+}
+
+// purgeCommand renders a purge command, which must pass the as-of time in an
+// argument.
+func (v *validator) purgeCommand(pb []any, command []string) []string {
+	var out []string
+	hasAsOf := false
+	for i, a := range command {
+		if i == 0 && a == "" {
+			v.fail(at(pb, "command", 0), "the program must not be empty")
+		}
+		// {{.AsOf}} is filled per purge, not at load: shield it from rendering.
+		const shield = "\x00asof\x00"
+		r, _ := v.render(at(pb, "command", i), strings.ReplaceAll(a, AsOfPlaceholder, shield))
+		r = strings.ReplaceAll(r, shield, AsOfPlaceholder)
+		if i == 0 {
+			r = ResolveProgram(v.opts.baseDir, r)
+		}
+		hasAsOf = hasAsOf || strings.Contains(r, AsOfPlaceholder)
+		out = append(out, r)
+	}
+	if !hasAsOf {
+		v.fail(at(pb, "command"), "must pass the as-of time: put %s in an argument", AsOfPlaceholder)
+	}
+	return out
 }

@@ -68,3 +68,8 @@ func (t *Target) Secrets() []string {
 	}
 	return append(out, t.EnvSecrets()...)
 }
+
+// EnvSecrets are the values {{env}} passed from the harness's environment into
+// lifecycle.env (at least 4 characters long): the harness scrubs them from
+// everything it prints or writes, as it does the endpoints' secrets.
+func (t *Target) EnvSecrets() []string { return append([]string(nil), t.envValues...) }

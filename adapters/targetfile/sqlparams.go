@@ -168,3 +168,46 @@ func compactParams(sql string, max int) (string, []int, error) {
 	b.WriteString(sql[last:])
 	return b.String(), used, nil
 }
+
+// declaredQuery checks a query of the declared vocabulary: parameters $1..$4 and
+// one of needs referenced. required says whether it must be given.
+func (v *validator) declaredQuery(segs []any, sql string, required bool, needs ...int) string {
+	if strings.TrimSpace(sql) == "" {
+		if required {
+			v.fail(segs, "required")
+		}
+		return ""
+	}
+	if !v.queryParams(segs, sql, needs) {
+		return ""
+	}
+	return sql
+}
+
+// queryParams checks a query's parameters: within $1..$4, and at least one of
+// needs referenced (no needs: no parameter at all).
+func (v *validator) queryParams(segs []any, sql string, needs []int) bool {
+	used, err := QueryParams(sql)
+	if err != nil {
+		v.fail(segs, "must use only parameters $1..$%d ($1 source, $2 account, $3 event ID, $4 object ID): %v", MaxParam, err)
+		return false
+	}
+	if len(needs) == 0 {
+		if len(used) > 0 {
+			v.fail(segs, "must take no parameters (got $%d)", used[0])
+			return false
+		}
+		return true
+	}
+	for _, n := range needs {
+		if containsInt(used, n) {
+			return true
+		}
+	}
+	alts := make([]string, len(needs))
+	for i, n := range needs {
+		alts[i] = fmt.Sprintf("$%d (the %s)", n, ParamNames[n-1])
+	}
+	v.fail(segs, "must reference %s", strings.Join(alts, " or "))
+	return false
+}

@@ -2,36 +2,63 @@ package store
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
 )
 
-// Rules select how Apply treats ordering. The zero value is the correct behaviour.
+// Rules are the business rules Apply runs: the correct domain of this file
+// (docs/conformance-domain.md), whose few narrow steps (domainSteps) a defect may
+// swap for a wrong alternative, once, when the receiver is built
+// (domain_defects.go). Start from CorrectRules; the zero value has no steps.
 type Rules struct {
-	// LastWriteWins drops the version check and the payment state machine: every
-	// update overwrites (the last-write-wins defect).
-	LastWriteWins bool
-	// NoDomainConstraint credits a payment for every succeeded event: no state
-	// check and no one-credit-per-payment index (the no-domain-constraint defect).
-	NoDomainConstraint bool
-	// ApplyUnknownTypes credits the ledger for every type Apply does not handle,
-	// as the cash credit would (the apply-unknown-types defect).
-	ApplyUnknownTypes bool
 	// Outbox makes an applied refund or credit write its downstream message to
-	// outbox_messages in the same transaction.
+	// outbox_messages in the same transaction. It is a mode, not a defect: a
+	// receiver with a downstream (a sink URL) must tell it, one without has nobody
+	// to tell, and both are correct, so Apply asks.
 	Outbox bool
-	// SendInline, when set, makes a credit call the downstream itself inside the
-	// business transaction, before its ledger entry is written and committed, and
-	// write no outbox message (the send-before-commit defect).
-	SendInline Sender
+	// steps are the pieces of the business change a defect replaces.
+	steps domainSteps
 }
 
-// Sender makes one downstream call with the given Idempotency-Key and JSON body.
-type Sender interface {
-	SendNow(ctx context.Context, idempotencyKey string, body []byte) error
+// domainSteps are the narrow seams of the business change. CorrectRules fills
+// them with the correct implementations below; a domain defect replaces one or
+// more of them ONCE, when the receiver is built (the With... methods,
+// domain_defects.go), so Apply never asks which defects are active.
+type domainSteps struct {
+	// credit applies a cash credit (applyCash).
+	credit applier
+	// unknownType answers an event of a type the domain does not handle
+	// (ignoreUnknown).
+	unknownType applier
+	// markSucceeded moves a payment to succeeded and reports whether it moved
+	// (markSucceeded: only from absent or pending).
+	markSucceeded func(ctx context.Context, tx pgx.Tx, ev Event) (bool, error)
+	// checkRefund decides on a refund from the locked payment's status: a
+	// refusal, an error, or neither to refund (checkRefund).
+	checkRefund func(ev Event, status string) (refused string, err error)
+	// writeSubscription writes the event's version and status and reports
+	// whether it did (writeSubscription: only over an older version).
+	writeSubscription func(ctx context.Context, tx pgx.Tx, ev Event) (bool, error)
+	// insertEntry writes one ledger entry and reports whether it did
+	// (insertEntry: at most one payment and one refund entry per payment).
+	insertEntry func(ctx context.Context, tx pgx.Tx, ev Event, kind string, amount int64) (bool, error)
+}
+
+// applier makes the business change of one event in tx under rules.
+type applier func(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error)
+
+// CorrectRules returns the correct business rules, without the outbox.
+func CorrectRules() Rules {
+	return Rules{steps: domainSteps{
+		credit:            applyCash,
+		unknownType:       ignoreUnknown,
+		markSucceeded:     markSucceeded,
+		checkRefund:       checkRefund,
+		writeSubscription: writeSubscription,
+		insertEntry:       insertEntry,
+	}}
 }
 
 // Result says what Apply did.
@@ -50,7 +77,7 @@ type Result struct {
 func Apply(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
 	switch ev.Type {
 	case TypeCashBalance:
-		return applyCash(ctx, tx, ev, rules)
+		return rules.steps.credit(ctx, tx, ev, rules) // applyCash
 	case TypePaymentCreated:
 		return applyPaymentCreated(ctx, tx, ev)
 	case TypePaymentSucceeded:
@@ -65,10 +92,12 @@ func Apply(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error
 		ev.Status = "deleted"
 		return applySubscription(ctx, tx, ev, rules)
 	}
-	if rules.ApplyUnknownTypes {
-		// The defect's default branch: whatever it is, treat it as a credit.
-		return applyCash(ctx, tx, ev, rules)
-	}
+	return rules.steps.unknownType(ctx, tx, ev, rules) // ignoreUnknown
+}
+
+// ignoreUnknown leaves business state alone for a type the domain does not
+// handle: the event is acknowledged and recorded, nothing else.
+func ignoreUnknown(context.Context, pgx.Tx, Event, Rules) (Result, error) {
 	return Result{Reason: "unhandled_type"}, nil
 }
 
@@ -76,19 +105,12 @@ func Apply(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error
 // the balance can never move without its entry. For payment and refund entries the
 // partial unique index turns a second entry for one payment into a no-op.
 func addLedger(ctx context.Context, tx pgx.Tx, ev Event, kind string, amount int64, rules Rules) (bool, error) {
-	var one int
-	onConflict := `ON CONFLICT (source, account_id, object_id, kind) WHERE kind IN ('payment', 'refund') DO NOTHING`
-	if rules.NoDomainConstraint {
-		onConflict = "" // the index is gone: nothing holds a payment to one credit
-	}
-	err := tx.QueryRow(ctx, `INSERT INTO ledger_entries (source, account_id, event_id, object_id, kind, amount)
-		VALUES ($1, $2, $3, $4, $5, $6) `+onConflict+`
-		RETURNING 1`, ev.Source, ev.AccountID, ev.EventID, ev.ObjectID, kind, amount).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
+	inserted, err := rules.steps.insertEntry(ctx, tx, ev, kind, amount)
 	if err != nil {
 		return false, fmt.Errorf("insert %s ledger entry: %w", kind, err)
+	}
+	if !inserted {
+		return false, nil
 	}
 	if _, err := tx.Exec(ctx, `INSERT INTO account_balances (source, account_id, balance) VALUES ($1, $2, $3)
 		ON CONFLICT (source, account_id) DO UPDATE
@@ -99,29 +121,41 @@ func addLedger(ctx context.Context, tx pgx.Tx, ev Event, kind string, amount int
 	return true, nil
 }
 
-func applyCash(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
-	msg := CreditMessage{ev.Source, ev.AccountID, ev.EventID, ev.ObjectID, ev.Amount, ev.Currency}
-	if rules.SendInline != nil {
-		// The defect: the external call goes out before anything is committed.
-		b, err := json.Marshal(msg)
-		if err != nil {
-			return Result{}, fmt.Errorf("encode credit message: %w", err)
-		}
-		if err := rules.SendInline.SendNow(ctx, OutboxKey(ev.Key, OutboxCredit), b); err != nil {
-			return Result{}, fmt.Errorf("send credit downstream: %w", err)
-		}
+// insertEntry writes one ledger entry, or nothing (false) when it would be a
+// second payment or refund entry for one payment: the domain constraint, held by
+// the partial unique index.
+func insertEntry(ctx context.Context, tx pgx.Tx, ev Event, kind string, amount int64) (bool, error) {
+	var one int
+	err := tx.QueryRow(ctx, `INSERT INTO ledger_entries (source, account_id, event_id, object_id, kind, amount)
+		VALUES ($1, $2, $3, $4, $5, $6)
+		ON CONFLICT (source, account_id, object_id, kind) WHERE kind IN ('payment', 'refund') DO NOTHING
+		RETURNING 1`, ev.Source, ev.AccountID, ev.EventID, ev.ObjectID, kind, amount).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
 	}
+	return err == nil, err
+}
+
+// applyCash credits the account and, in outbox mode, writes the credit's
+// downstream message in the same transaction; the dispatcher sends it after the
+// commit.
+func applyCash(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
 	// Credit-like: no constraint beyond the event key, so this is exactly where a
 	// broken key shows as a second entry.
 	if _, err := addLedger(ctx, tx, ev, "cash", ev.Amount, rules); err != nil {
 		return Result{}, err
 	}
-	if rules.Outbox && rules.SendInline == nil {
-		if err := enqueueOutbox(ctx, tx, ev.Key, OutboxCredit, msg); err != nil {
+	if rules.Outbox {
+		if err := enqueueOutbox(ctx, tx, ev.Key, OutboxCredit, creditMessage(ev)); err != nil {
 			return Result{}, err
 		}
 	}
 	return Result{Applied: true}, nil
+}
+
+// creditMessage is the downstream message of a credit.
+func creditMessage(ev Event) CreditMessage {
+	return CreditMessage{ev.Source, ev.AccountID, ev.EventID, ev.ObjectID, ev.Amount, ev.Currency}
 }
 
 func applyPaymentCreated(ctx context.Context, tx pgx.Tx, ev Event) (Result, error) {
@@ -139,23 +173,11 @@ func applyPaymentCreated(ctx context.Context, tx pgx.Tx, ev Event) (Result, erro
 }
 
 func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
-	// absent/pending -> succeeded. ON CONFLICT DO UPDATE locks the row and evaluates
-	// the WHERE on its latest committed version, so of two concurrent events for one
-	// payment exactly one sees 'pending'.
-	guard := `WHERE payments.status = 'pending'`
-	if rules.LastWriteWins || rules.NoDomainConstraint {
-		guard = ""
-	}
-	tag, err := tx.Exec(ctx, `INSERT INTO payments (source, account_id, payment_id, status, amount, currency, updated_by_event_id)
-		VALUES ($1, $2, $3, 'succeeded', $4, $5, $6)
-		ON CONFLICT (source, account_id, payment_id) DO UPDATE
-		SET status = 'succeeded', amount = EXCLUDED.amount, currency = EXCLUDED.currency,
-		    updated_by_event_id = EXCLUDED.updated_by_event_id, updated_at = now() `+guard,
-		ev.Source, ev.AccountID, ev.ObjectID, ev.Amount, ev.Currency, ev.EventID)
+	moved, err := rules.steps.markSucceeded(ctx, tx, ev)
 	if err != nil {
 		return Result{}, fmt.Errorf("mark payment succeeded: %w", err)
 	}
-	if tag.RowsAffected() == 0 {
+	if !moved {
 		return Result{Reason: "refused_transition"}, nil
 	}
 	// The partial unique index holds the domain constraint even if two events got
@@ -164,6 +186,21 @@ func applyPaymentSucceeded(ctx context.Context, tx pgx.Tx, ev Event, rules Rules
 		return Result{}, err
 	}
 	return Result{Applied: true}, nil
+}
+
+// markSucceeded moves the payment from absent or pending to succeeded (the state
+// machine); false when it is already succeeded or refunded. ON CONFLICT DO UPDATE
+// locks the row and evaluates the WHERE on its latest committed version, so of
+// two concurrent events for one payment exactly one sees 'pending'.
+func markSucceeded(ctx context.Context, tx pgx.Tx, ev Event) (bool, error) {
+	tag, err := tx.Exec(ctx, `INSERT INTO payments (source, account_id, payment_id, status, amount, currency, updated_by_event_id)
+		VALUES ($1, $2, $3, 'succeeded', $4, $5, $6)
+		ON CONFLICT (source, account_id, payment_id) DO UPDATE
+		SET status = 'succeeded', amount = EXCLUDED.amount, currency = EXCLUDED.currency,
+		    updated_by_event_id = EXCLUDED.updated_by_event_id, updated_at = now()
+		WHERE payments.status = 'pending'`,
+		ev.Source, ev.AccountID, ev.ObjectID, ev.Amount, ev.Currency, ev.EventID)
+	return tag.RowsAffected() > 0, err
 }
 
 func applyRefund(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
@@ -177,13 +214,8 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result,
 	if err != nil {
 		return Result{}, fmt.Errorf("lock payment: %w", err)
 	}
-	if !rules.LastWriteWins {
-		switch status {
-		case "refunded":
-			return Result{Reason: "refused_transition"}, nil
-		case "pending":
-			return Result{}, fmt.Errorf("refund of payment %q: payment pending: %w", ev.ObjectID, ErrPrecondition)
-		}
+	if refused, err := rules.steps.checkRefund(ev, status); refused != "" || err != nil {
+		return Result{Reason: refused}, err
 	}
 	if _, err := tx.Exec(ctx, `UPDATE payments SET status = 'refunded', updated_by_event_id = $4, updated_at = now()
 		WHERE source = $1 AND account_id = $2 AND payment_id = $3`,
@@ -202,23 +234,41 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result,
 	return Result{Applied: true}, nil
 }
 
-func applySubscription(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
-	// Deduplication does not order events: only a newer version may overwrite.
-	guard := `WHERE subscriptions.version < EXCLUDED.version`
-	if rules.LastWriteWins {
-		guard = ""
+// checkRefund is the refund's state machine on the locked payment: a succeeded
+// payment is refunded; a refunded one refuses a second refund; a pending one
+// cannot be refunded yet (ErrPrecondition: the provider retries after the
+// succeeded event).
+func checkRefund(ev Event, status string) (refused string, err error) {
+	switch status {
+	case "refunded":
+		return "refused_transition", nil
+	case "pending":
+		return "", fmt.Errorf("refund of payment %q: payment pending: %w", ev.ObjectID, ErrPrecondition)
 	}
+	return "", nil
+}
+
+func applySubscription(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
+	written, err := rules.steps.writeSubscription(ctx, tx, ev)
+	if err != nil {
+		return Result{}, fmt.Errorf("update subscription: %w", err)
+	}
+	if !written {
+		return Result{Reason: "stale_version"}, nil
+	}
+	return Result{Applied: true}, nil
+}
+
+// writeSubscription writes the event's version and status over an older version
+// only; false when the stored version is as new or newer. Deduplication does not
+// order events: only a newer version may overwrite.
+func writeSubscription(ctx context.Context, tx pgx.Tx, ev Event) (bool, error) {
 	tag, err := tx.Exec(ctx, `INSERT INTO subscriptions (source, account_id, object_id, version, status, updated_by_event_id)
 		VALUES ($1, $2, $3, $4, $5, $6)
 		ON CONFLICT (source, account_id, object_id) DO UPDATE
 		SET version = EXCLUDED.version, status = EXCLUDED.status,
-		    updated_by_event_id = EXCLUDED.updated_by_event_id, updated_at = now() `+guard,
+		    updated_by_event_id = EXCLUDED.updated_by_event_id, updated_at = now()
+		WHERE subscriptions.version < EXCLUDED.version`,
 		ev.Source, ev.AccountID, ev.ObjectID, ev.Version, ev.Status, ev.EventID)
-	if err != nil {
-		return Result{}, fmt.Errorf("update subscription: %w", err)
-	}
-	if tag.RowsAffected() == 0 {
-		return Result{Reason: "stale_version"}, nil
-	}
-	return Result{Applied: true}, nil
+	return tag.RowsAffected() > 0, err
 }

@@ -1,0 +1,191 @@
+package targetfile
+
+import (
+	"strings"
+)
+
+// Capability is a feature a target declares; guarantees that need an undeclared
+// capability are reported as not applicable.
+type Capability string
+
+// The closed list of capabilities (documented in docs/target.md).
+const (
+	// Crash: the harness may SIGKILL and restart the receiver (needs lifecycle).
+	Crash Capability = "crash"
+	// LockGating: the harness may lock the receiver's event table (needs
+	// observe.postgres.event_table).
+	LockGating Capability = "lock-gating"
+	// ConnectionLoss: the harness may terminate the receiver's PostgreSQL sessions
+	// (needs observe.postgres).
+	ConnectionLoss Capability = "connection-loss"
+	// Failpoints: the receiver implements the failpoint protocol (needs failpoints).
+	Failpoints Capability = "failpoints"
+	// Ordering: versioned state updates (needs observe.postgres.queries.object).
+	Ordering Capability = "ordering"
+	// StateMachine: payment state machine (needs observe.postgres.queries.payment).
+	StateMachine Capability = "state-machine"
+	// DomainConstraint: two event IDs for one payment give one effect (needs
+	// observe.postgres.queries.object_effects).
+	DomainConstraint Capability = "domain-constraint"
+	// Deletion: a deleted versioned object is not brought back by a stale update
+	// (built-in vocabulary: customer.subscription.deleted; needs the ordering query).
+	Deletion Capability = "deletion"
+	// Retention: the receiver declares its key and payload TTLs and a purge the
+	// harness can trigger as of a chosen time (needs target.retention and
+	// observe.postgres.queries.payload_present).
+	Retention Capability = "retention"
+	// Inbox: the receiver accepts events durably, answers, and applies them in
+	// workers (needs acceptance.mode async and target.inbox).
+	Inbox Capability = "inbox"
+	// Outbox: the receiver's downstream calls go to the harness's sink,
+	// {{.SinkURL}}, with an operation key (needs target.outbox).
+	Outbox Capability = "outbox"
+)
+
+// Capabilities lists every valid capability in documentation order.
+var Capabilities = []Capability{Crash, LockGating, ConnectionLoss, Failpoints, Ordering,
+	StateMachine, DomainConstraint, Deletion, Retention, Inbox, Outbox}
+
+// Reserved reports whether c is accepted in a target file but not yet checked by
+// any scenario (none is, today).
+func Reserved(Capability) bool { return false }
+
+// capabilities checks target.capabilities: known, each once, and each with
+// what it needs from the rest of the file.
+func (v *validator) capabilities(t *Target, rt *rawTarget) {
+	base := []any{"target", "capabilities"}
+	valid := make([]string, len(Capabilities))
+	for i, c := range Capabilities {
+		valid[i] = string(c)
+	}
+	seen := map[Capability]int{}
+	for i, s := range rt.Capabilities {
+		p := at(base, i)
+		c := Capability(s)
+		if !contains(valid, s) {
+			v.fail(p, "unknown capability %q (valid: %s)", s, strings.Join(valid, ", "))
+			continue
+		}
+		if j, dup := seen[c]; dup {
+			v.fail(p, "duplicate capability %q (also target.capabilities[%d])", s, j)
+			continue
+		}
+		seen[c] = i
+		t.Capabilities = append(t.Capabilities, c)
+		// A missing field the shape check refused is reported there, once.
+		if missing := v.needs(p, c, rt); missing != "" && !v.brokenPath(missing) {
+			v.fail(p, "capability %q needs %s, which is missing", s, missing)
+		}
+	}
+}
+
+// needs returns the field capability c (declared at p) needs and the file
+// lacks, "" when none; a need a present field does not meet it reports itself.
+func (v *validator) needs(p []any, c Capability, rt *rawTarget) string {
+	var pg *rawPostgres
+	if rt.Observe != nil {
+		pg = rt.Observe.Postgres
+	}
+	switch c {
+	case Crash, LockGating, ConnectionLoss, Failpoints:
+		return v.faultNeeds(c, rt, pg)
+	case Deletion, Ordering, StateMachine, DomainConstraint:
+		return stateNeeds(c, rt.Events, pg)
+	case Inbox, Outbox:
+		return v.asyncNeeds(p, c, rt)
+	case Retention:
+		switch {
+		case rt.Retention == nil:
+			return "target.retention"
+		case pg == nil || pg.Queries == nil || pg.Queries.PayloadPresent == "":
+			return "target.observe.postgres.queries.payload_present"
+		}
+	}
+	return ""
+}
+
+// faultNeeds: a fault the harness injects needs what it acts on (the process,
+// a table to lock, the sessions' tables, the failpoint protocol).
+func (v *validator) faultNeeds(c Capability, rt *rawTarget, pg *rawPostgres) string {
+	switch c {
+	case Crash:
+		if rt.Lifecycle == nil && !v.opts.hooks.Controller {
+			return "target.lifecycle"
+		}
+	case LockGating:
+		if pg == nil || pg.EventTable == "" {
+			return "target.observe.postgres.event_table"
+		}
+	case ConnectionLoss:
+		if pg == nil || pg.EffectTable == "" {
+			return "target.observe.postgres.effect_table"
+		}
+	case Failpoints:
+		if rt.Failpoints == nil {
+			return "target.failpoints"
+		}
+	}
+	return ""
+}
+
+// stateNeeds: a state guarantee needs the query that reads the state. A
+// declared role's query satisfies the capability that reads its slot.
+func stateNeeds(c Capability, ev *rawEvents, pg *rawPostgres) string {
+	switch c {
+	case Deletion:
+		if ev != nil && ev.Ordered != nil {
+			if ev.Ordered.Delete == nil {
+				return "target.events.ordered.delete"
+			}
+		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
+			return "target.observe.postgres.queries.object"
+		}
+	case Ordering:
+		if ev != nil && ev.Ordered != nil {
+			if ev.Ordered.State == "" {
+				return "target.events.ordered.state"
+			}
+		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
+			return "target.observe.postgres.queries.object"
+		}
+	case StateMachine:
+		if ev != nil && ev.Lifecycle != nil {
+			if ev.Lifecycle.State == "" {
+				return "target.events.lifecycle.state"
+			}
+		} else if pg == nil || pg.Queries == nil || pg.Queries.Payment == "" {
+			return "target.observe.postgres.queries.payment"
+		}
+	case DomainConstraint:
+		if ev != nil && ev.Lifecycle != nil {
+			if ev.Lifecycle.Effects == "" {
+				return "target.events.lifecycle.effects"
+			}
+		} else if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
+			return "target.observe.postgres.queries.object_effects"
+		}
+	}
+	return ""
+}
+
+// asyncNeeds: inbox and outbox need their sections, and what lets the harness
+// see the work done after the answer: an async acceptance, the sink's URL.
+func (v *validator) asyncNeeds(p []any, c Capability, rt *rawTarget) string {
+	switch c {
+	case Inbox:
+		switch {
+		case rt.Inbox == nil:
+			return "target.inbox"
+		case rt.Acceptance == nil || rt.Acceptance.Mode != AcceptAsync:
+			v.fail(p, "capability %q needs target.acceptance.mode async (an inbox receiver answers before its workers apply)", c)
+		}
+	case Outbox:
+		switch {
+		case rt.Outbox == nil:
+			return "target.outbox"
+		case !v.used["SinkURL"]:
+			v.fail(p, "capability %q needs the receiver to be given {{.SinkURL}} (in target.lifecycle.command or target.lifecycle.env), where the harness's sink listens", c)
+		}
+	}
+	return ""
+}
