@@ -187,6 +187,10 @@ var ack2 = Guarantee{
 				p50.Round(time.Microsecond), p99.Round(time.Microsecond), max.Round(time.Microsecond), g.timeout, g.what)
 		}
 	}, func(v *view, f *ackFacts) {
+		if len(v.role(roleLoad)) == 0 {
+			v.fail("history: %s sent no delivery under load", v.sc.Name)
+			return
+		}
 		for _, a := range v.role(roleLoad) {
 			if a.Outcome != history.OutcomeAcknowledged {
 				timeout := f.Timeout

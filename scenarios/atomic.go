@@ -150,6 +150,10 @@ var atomic2 = Guarantee{
 			v.acked(codeAtomicNotAcked, roleRedelivery)
 			v.count(codeAtomicNotApplied, queryEventRows, phaseAfter, 1, "after the redelivery once the precondition held")
 		}
+		if len(v.stateReads(phaseAfter)) == 0 {
+			v.fail("history: %s has no state read of the objects once their precondition held", v.sc.Name)
+			return
+		}
 		v.objectState(codeAtomicObjectState, phaseAfter, f.WantState, "refunded", "after the precondition held and the event was redelivered")
 	}),
 }

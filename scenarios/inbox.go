@@ -147,7 +147,12 @@ var inbox1 = Guarantee{
 		if f.EarlyAcks != nil && *f.EarlyAcks != 0 {
 			v.note("%d deliveries were acknowledged while the harness held the table their keys are stored in", *f.EarlyAcks)
 		}
-		for _, o := range v.reads(queryInboxState, phaseAfterRestart) {
+		restarted := v.reads(queryInboxState, phaseAfterRestart)
+		if len(restarted) == 0 {
+			v.fail("history: %s has no inbox_state read after the restart", v.sc.Name)
+			return
+		}
+		for _, o := range restarted {
 			if !o.Found {
 				v.deviate(codeInboxLost, "%s was acknowledged and is not in the inbox after the crash: it was acknowledged before it was durably accepted", paramsText(o.Params))
 			}
@@ -521,7 +526,12 @@ func appliedOnce(v *view, phase, what string) {
 
 // inboxAllDone: every event's last inbox read is done.
 func inboxAllDone(v *view, code Code) {
-	for _, o := range v.reads(queryInboxState, phaseAfter) {
+	rs := v.reads(queryInboxState, phaseAfter)
+	if len(rs) == 0 {
+		v.fail("history: %s has no inbox_state read in phase %q", v.sc.Name, phaseAfter)
+		return
+	}
+	for _, o := range rs {
 		if !o.Found || o.Status != inboxDone {
 			v.deviate(code, "%s: inbox state %q (found %v, %d attempt(s)), want done", paramsText(o.Params), o.Status, o.Found, o.Count)
 		}

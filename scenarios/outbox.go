@@ -180,6 +180,10 @@ var outbox4 = Guarantee{
 		if f.MaxAttempts != nil {
 			max = *f.MaxAttempts
 		}
+		if len(v.reads(querySinkCalls, phaseAfter)) == 0 || len(v.reads(queryOutboxState, phaseAfter)) == 0 {
+			v.fail("history: %s needs a sink read and an outbox_state read once the calls ended", v.sc.Name)
+			return
+		}
 		for _, o := range v.reads(querySinkCalls, phaseAfter) {
 			calls := v.sinkFor(o.Params[2])
 			if len(calls) < min(2, max) {

@@ -54,6 +54,8 @@ var inbox1 = register(&table{
 			reconciled(k1, k2, k3).done()
 	},
 	cases: append([]tcase{
+		{name: "no inbox read after the restart", reason: "has no inbox_state read after the restart",
+			edits: do(drop("inbox_state", "after-restart", ""))},
 		{name: "acknowledged while the inbox was held: noted", note: "2 deliveries were acknowledged while the harness held the table",
 			edits: do(setFact("early_acks", "2"))},
 		{name: "an acknowledged event not in the inbox after the crash", codes: is("inbox.lost"),
@@ -89,6 +91,8 @@ var inbox2 = register(&table{
 			reconciled(k1, k2, k3).done()
 	},
 	cases: append([]tcase{
+		{name: "no inbox read at the end", reason: `has no inbox_state read in phase "after"`,
+			edits: do(drop("inbox_state", "after", ""))},
 		{name: "an event refused", codes: is("inbox.not-applied"),
 			edits: do(attempts("accept", "evt_2", refused(503)))},
 		{name: "every worker applied one event", codes: is("inbox.effects"),
@@ -116,6 +120,8 @@ var inbox3 = register(&table{
 			reconciled(k1, k2).done()
 	},
 	cases: append([]tcase{
+		{name: "no inbox read at the end", reason: `has no inbox_state read in phase "after"`,
+			edits: do(drop("inbox_state", "after", ""))},
 		// The worker holding the claim killed alone: the others take it over.
 		{name: "a surviving worker took the claim", build: func() *history.History {
 			k1 := key("evt_1")
@@ -147,7 +153,10 @@ var inbox4 = register(&table{
 			inbox("after", k, "done", 2).
 			reconciled(k).done()
 	},
-	cases: inboxCases("inbox.stuck"),
+	cases: append([]tcase{
+		{name: "no inbox read at the end", reason: `has no inbox_state read in phase "after"`,
+			edits: do(drop("inbox_state", "after", ""))},
+	}, inboxCases("inbox.stuck")...),
 })
 
 func TestINBOX4(t *testing.T) { inbox4.run(t) }
@@ -166,6 +175,8 @@ var inbox5 = register(&table{
 			reconciled(k).done()
 	},
 	cases: append([]tcase{
+		{name: "no inbox read at the end", reason: `has no inbox_state read in phase "after"`,
+			edits: do(drop("inbox_state", "after", ""))},
 		{name: "the failed attempt not recorded", codes: is("inbox.attempts-unrecorded"),
 			edits: do(count("inbox_state", "after", "evt_1", 1))},
 		{name: "no attempt recorded at all", codes: is("inbox.attempts-unrecorded"),

@@ -127,6 +127,8 @@ var order3 = register(&table{
 			edits: do(count("event_rows", "reconcile", "evt_3", 2))},
 		{name: "no state read after the late event", reason: "no state read after the late events",
 			edits: do(drop("state", "final", ""))},
+		{name: "effects recorded but never read", reason: `has no object_effects read in phase "final"`,
+			edits: do(drop("object_effects", "final", ""))},
 	},
 })
 

@@ -177,6 +177,8 @@ var outbox4 = register(&table{
 			edits: do(count("effects", "reconcile", "evt_1", 2))},
 		{name: "still retrying when the wait ended", reason: `outbox message still "pending" after 3 attempt(s)`,
 			edits: do(status("outbox_state", "after", "evt_1", "pending"))},
+		{name: "no outbox read once the calls ended", reason: "needs a sink read and an outbox_state read",
+			edits: do(drop("outbox_state", "after", ""))},
 	},
 })
 

@@ -123,6 +123,8 @@ var retention3 = register(&table{
 			reconciled(key("evt_1")).done()
 	},
 	cases: append([]tcase{
+		{name: "no payload read after the purge", reason: "has no payload_present read after the purge",
+			edits: do(drop("payload_present", "after-purge", ""))},
 		// A payload TTL equal to the key TTL: only the payload is judged, no replay.
 		{name: "payload and key TTLs equal", edits: do(setFact("margin", "0s"), setFact("key_must_remain", "false"),
 			dropRole("replay"), drop("event_rows", "after-replay", ""), drop("effects", "after-replay", ""))},
