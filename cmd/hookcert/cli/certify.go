@@ -17,8 +17,6 @@ import (
 	"github.com/hookcert/hookcert/scenarios/certify"
 )
 
-func init() { register(newCertifyCmd) }
-
 // suiteFlags are the flags every command that runs the suite shares.
 type suiteFlags struct {
 	reportDir    string

@@ -18,8 +18,6 @@ import (
 	"github.com/hookcert/hookcert/reference"
 )
 
-func init() { register(newDemoCmd) }
-
 func newDemoCmd() *cobra.Command {
 	var f suiteFlags
 	var defects, caps []string

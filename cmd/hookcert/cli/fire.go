@@ -17,8 +17,6 @@ import (
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
-func init() { register(newFireCmd) }
-
 // fireMaxRows bounds the attempt table; the full record goes to --history.
 const fireMaxRows = 40
 

@@ -11,8 +11,6 @@ import (
 	"github.com/hookcert/hookcert/scenarios"
 )
 
-func init() { register(newGuaranteesCmd) }
-
 func newGuaranteesCmd() *cobra.Command {
 	var format string
 	cmd := &cobra.Command{

@@ -20,8 +20,6 @@ import (
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
-func init() { register(newInitCmd) }
-
 type initFlags struct {
 	databaseURL, receiverURL, profile, out string
 	force                                  bool

@@ -17,8 +17,6 @@ import (
 	"github.com/hookcert/hookcert/reference"
 )
 
-func init() { register(newReferenceCmd) }
-
 func newReferenceCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "reference",

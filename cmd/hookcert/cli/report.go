@@ -18,8 +18,6 @@ import (
 	"github.com/hookcert/hookcert/scenarios/soak"
 )
 
-func init() { register(newReportCmd); register(newCheckCmd) }
-
 // newReportCmd re-renders the report files from a stored results.json, e.g. after an
 // upgrade of hookcert or to get the HTML page for a CI run that kept only the JSON.
 func newReportCmd() *cobra.Command {

@@ -12,8 +12,6 @@ import (
 	"github.com/hookcert/hookcert/scenarios"
 )
 
-func init() { register(newReproCmd) }
-
 func newReproCmd() *cobra.Command {
 	var (
 		config       string

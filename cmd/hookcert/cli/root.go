@@ -1,6 +1,6 @@
-// Package cli is the hookcert command line. Each subcommand lives in its own file
-// and registers itself with register in an init function, so the pieces of the
-// binary can be written and tested apart.
+// Package cli is the hookcert command line. Each subcommand lives in its own file,
+// so the pieces of the binary can be written and tested apart; subcommands lists
+// them all in one place.
 package cli
 
 import (
@@ -43,10 +43,13 @@ func usageErr(format string, args ...any) error {
 	return &ExitError{Code: ExitUsage, Err: fmt.Errorf(format, args...)}
 }
 
-var subcommands []func() *cobra.Command
-
-// register adds a subcommand constructor; called from init functions.
-func register(f func() *cobra.Command) { subcommands = append(subcommands, f) }
+// subcommands are every subcommand (cobra lists them by name).
+func subcommands() []*cobra.Command {
+	return []*cobra.Command{
+		newDemoCmd(), newCertifyCmd(), newSoakCmd(), newCheckCmd(), newReportCmd(), newReproCmd(),
+		newValidateCmd(), newInitCmd(), newFireCmd(), newGuaranteesCmd(), newReferenceCmd(), newVersionCmd(),
+	}
+}
 
 // NewRoot builds the command tree.
 func NewRoot(stdout, stderr io.Writer) *cobra.Command {
@@ -65,9 +68,7 @@ func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", c.CommandPath(), err)}
 	})
-	for _, f := range subcommands {
-		root.AddCommand(f())
-	}
+	root.AddCommand(subcommands()...)
 	return root
 }
 

@@ -24,8 +24,6 @@ import (
 	"github.com/hookcert/hookcert/scenarios/soak"
 )
 
-func init() { register(newSoakCmd) }
-
 type soakFlags struct {
 	config, reportDir, databaseURL, nemesis string
 	mode                                    string

@@ -19,8 +19,6 @@ import (
 	"github.com/hookcert/hookcert/vocab"
 )
 
-func init() { register(newValidateCmd) }
-
 func newValidateCmd() *cobra.Command {
 	var config, databaseURL string
 	var noStart bool

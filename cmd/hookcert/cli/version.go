@@ -9,8 +9,6 @@ import (
 	"github.com/hookcert/hookcert/scenarios/certify"
 )
 
-func init() { register(newVersionCmd) }
-
 func newVersionCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
