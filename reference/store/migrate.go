@@ -134,8 +134,18 @@ func migrate(ctx context.Context, pool *pgxpool.Pool, schema Schema) ([]string, 
 }
 
 // createUnique creates a unique index if it is missing, with a clear message when
-// rows left by a defective run violate it.
+// rows left by a defective run violate it. An index already in place is left
+// alone without a statement on its table: CREATE INDEX IF NOT EXISTS takes the
+// table's SHARE lock before it looks, so a process starting beside a running
+// receiver (a restarted worker) would queue behind every writer.
 func createUnique(ctx context.Context, tx pgx.Tx, name, def, defect string) error {
+	var exists bool
+	if err := tx.QueryRow(ctx, `SELECT to_regclass($1) IS NOT NULL`, name).Scan(&exists); err != nil {
+		return fmt.Errorf("look up index %s: %w", name, err)
+	}
+	if exists {
+		return nil
+	}
 	_, err := tx.Exec(ctx, `CREATE UNIQUE INDEX IF NOT EXISTS `+name+` `+def)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
