@@ -13,7 +13,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -36,8 +35,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-
+	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/reference"
 )
 
@@ -107,16 +105,16 @@ COMMIT;
 
 func run(server, pgbench string, clients []int, rounds int, dur time.Duration) error {
 	ctx := context.Background()
-	admin, err := pgx.Connect(ctx, server)
-	if err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer admin.Close(ctx)
-	u, drop, err := scratchDatabase(ctx, admin, server)
+	// A database of the benchmark's own on the server, dropped at the end.
+	scratch, cleanup, err := pgprovision.Provision(ctx, pgprovision.Options{URL: server, NamePrefix: "hookcert_pgbench"})
 	if err != nil {
 		return err
 	}
-	defer drop()
+	defer func() { _ = cleanup(context.Background()) }()
+	u, err := url.Parse(scratch.URL)
+	if err != nil {
+		return fmt.Errorf("database url: cannot be parsed")
+	}
 
 	eps := reference.DefaultEndpoints()
 	ep := eps[0]
@@ -174,25 +172,6 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 	}
 	printMedians(rows, rounds, dur)
 	return nil
-}
-
-// scratchDatabase creates a database of the benchmark's own on admin's server
-// and returns its URL and how to drop it.
-func scratchDatabase(ctx context.Context, admin *pgx.Conn, server string) (*url.URL, func(), error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "hookcert_pgbench_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, nil, fmt.Errorf("create database: %w", err)
-	}
-	drop := func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") }
-	u, err := url.Parse(server)
-	if err != nil {
-		drop()
-		return nil, nil, fmt.Errorf("database url: cannot be parsed")
-	}
-	u.Path = "/" + name
-	return u, drop, nil
 }
 
 // row is one client count's rounds: the reference's deliveries/s and

@@ -11,7 +11,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -30,6 +29,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reference/store"
 )
@@ -63,11 +63,16 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer admin.Close(ctx)
-	u, drop, err := scratchDatabase(ctx, admin, server)
+	// A database of the benchmark's own on the server, dropped at the end.
+	scratch, cleanup, err := pgprovision.Provision(ctx, pgprovision.Options{URL: server, NamePrefix: "hookcert_purgebench"})
 	if err != nil {
 		return err
 	}
-	defer drop()
+	defer func() { _ = cleanup(context.Background()) }()
+	u, err := url.Parse(scratch.URL)
+	if err != nil {
+		return fmt.Errorf("database url: cannot be parsed")
+	}
 
 	eps := reference.DefaultEndpoints()
 	srv, err := reference.Open(ctx, u.String(), reference.Options{Endpoints: eps, PurgeInterval: -1, Purge: opts})
@@ -132,25 +137,6 @@ func run(server string, rows, rate int, dur time.Duration, opts store.PurgeOptio
 	after := load.phase(rate, dur, nil)
 	printPhases(rate, base, during, after)
 	return nil
-}
-
-// scratchDatabase creates a database of the benchmark's own on admin's server
-// and returns its URL and how to drop it.
-func scratchDatabase(ctx context.Context, admin *pgx.Conn, server string) (*url.URL, func(), error) {
-	b := make([]byte, 6)
-	_, _ = rand.Read(b)
-	name := "hookcert_purgebench_" + hex.EncodeToString(b)
-	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
-		return nil, nil, fmt.Errorf("create database: %w", err)
-	}
-	drop := func() { _, _ = admin.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)") }
-	u, err := url.Parse(server)
-	if err != nil {
-		drop()
-		return nil, nil, fmt.Errorf("database url: cannot be parsed")
-	}
-	u.Path = "/" + name
-	return u, drop, nil
 }
 
 // fillExpired inserts rows expired event keys for ep, vacuums and checkpoints.
