@@ -189,8 +189,22 @@ type Guarantee struct {
 	Codes      []string `json:"codes,omitempty"`
 	DurationMS int64    `json:"duration_ms"`
 	// Repro is the command that reproduces this verdict.
-	Repro     string     `json:"repro,omitempty"`
+	Repro string `json:"repro,omitempty"`
+	// Race is set for a guarantee that sends deliveries at the same time: whether
+	// the harness forced the race or left it to timing.
+	Race      *Race      `json:"race,omitempty"`
 	Scenarios []Scenario `json:"scenarios,omitempty"`
+}
+
+// Race says how a guarantee's concurrent deliveries met. Forced means the
+// harness held the receiver at a lock gate (or released the copies through a
+// barrier) and the history proves every racer was held, so a failure does not
+// depend on timing and its repro fails again; otherwise the race was left to
+// timing and How says why.
+type Race struct {
+	Forced bool `json:"forced"`
+	// How is one line: "lock gate on ledger_entries held 2 of 2 sessions".
+	How string `json:"how"`
 }
 
 // Scenario is one run of a plan against the target, judged on its own.
