@@ -116,6 +116,38 @@ type Release struct {
 	StartNS int64 `json:"start_ns"`
 }
 
+// Gate is one lock gate a scenario held: the harness locked one of the
+// receiver's tables, sent deliveries that must race, counted the receiver's
+// sessions that queued on the lock (or behind one that did, on a lock of the
+// receiver's own), and released them together. It is the proof that a race
+// was forced rather than left to timing.
+type Gate struct {
+	Scenario int `json:"scenario,omitempty"`
+	// Table is the locked table.
+	Table string `json:"table"`
+	// Racers is how many deliveries (or workers) were to meet there.
+	Racers int `json:"racers"`
+	// AtGate and Behind are the receiver sessions held at the moment the most
+	// were: waiting on the lock, and waiting on a lock one of those holds.
+	// Only sessions whose transaction began after the lock was taken count:
+	// an earlier one is not this scenario's.
+	AtGate int `json:"at_gate"`
+	Behind int `json:"behind,omitempty"`
+	// Foreign is the most sessions seen waiting on the lock at once whose
+	// transaction began before it was taken (another scenario's work).
+	Foreign int `json:"foreign,omitempty"`
+	// Refused is set when every delivery was refused before it could reach the
+	// table, so nothing could race.
+	Refused bool `json:"refused,omitempty"`
+	// StartNS is when the lock was taken and ReleasedNS when it was released,
+	// nanoseconds since the run started.
+	StartNS    int64 `json:"start_ns"`
+	ReleasedNS int64 `json:"released_ns"`
+}
+
+// Held is how many receiver sessions the gate held at once.
+func (g Gate) Held() int { return g.AtGate + g.Behind }
+
 // Schema versions the JSON Lines history. A reader refuses other versions
 // rather than misread them.
 const Schema = "hookcert.history/v1"
@@ -218,6 +250,8 @@ type History struct {
 	Observations []Observation `json:"observations,omitempty"`
 	// Sink holds the downstream calls the receiver made (capability outbox).
 	Sink []Sink `json:"sink,omitempty"`
+	// Gates are the lock gates the scenarios held.
+	Gates []Gate `json:"gates,omitempty"`
 }
 
 // OutcomeCounts counts attempts per outcome.
@@ -296,10 +330,12 @@ type jsonLine struct {
 	Release     *Release     `json:"release,omitempty"`
 	Observation *Observation `json:"observation,omitempty"`
 	Sink        *Sink        `json:"sink,omitempty"`
+	Gate        *Gate        `json:"gate,omitempty"`
 }
 
 // WriteJSONL writes the history as JSON Lines: one "meta" line (schema
-// Schema), then one line per scenario, attempt, release and observation.
+// Schema), then one line per scenario, attempt, release, observation, sink
+// call and lock gate.
 func (h *History) WriteJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -331,6 +367,11 @@ func (h *History) WriteJSONL(w io.Writer) error {
 	for i := range h.Sink {
 		if err := enc.Encode(jsonLine{Kind: "sink", Sink: &h.Sink[i]}); err != nil {
 			return fmt.Errorf("write history sink call %d: %w", i, err)
+		}
+	}
+	for i := range h.Gates {
+		if err := enc.Encode(jsonLine{Kind: "gate", Gate: &h.Gates[i]}); err != nil {
+			return fmt.Errorf("write history gate %d: %w", i, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -391,8 +432,13 @@ func ReadJSONL(r io.Reader) (*History, error) {
 				return nil, fmt.Errorf("history line %d: kind sink without a sink object", line)
 			}
 			h.Sink = append(h.Sink, *l.Sink)
+		case "gate":
+			if l.Gate == nil {
+				return nil, fmt.Errorf("history line %d: kind gate without a gate object", line)
+			}
+			h.Gates = append(h.Gates, *l.Gate)
 		default:
-			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, scenario, attempt, release, observation, sink", line, l.Kind)
+			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, scenario, attempt, release, observation, sink, gate", line, l.Kind)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -32,26 +32,18 @@ const asyncAnswerWait = 5 * time.Second
 // It returns the delivery's attempt.
 func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) history.Attempt {
 	table := s.env.EffectTable
-	g, err := s.env.DB.Hold(s.ctx, table)
-	if err != nil {
-		s.abort("locking %s: %v", table, err)
-	}
-	released := false
-	defer func() {
-		if !released {
-			_ = g.Release(context.WithoutCancel(s.ctx))
-		}
-	}()
+	h := s.hold(table)
+	defer h.release()
 	finished := make(chan struct{})
 	var doomed history.Attempt
 	wait := s.spawn(func() {
 		defer close(finished)
 		doomed = s.send(ep, ev, roleDoomed, simulator.Shape{})
 	})
-	waited := waitQueue(s.ctx, g, 1, finished, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", table, err) })
+	held, _ := h.queue(1, finished, s.workerLinger())
+	waited := h.count(held)
 	if waited == 0 {
-		_ = g.Release(context.WithoutCancel(s.ctx))
-		released = true
+		h.release()
 		wait()
 		s.abort("the delivery never waited on %s while it was locked: the harness could not stop the receiver inside its transaction", table)
 	}
@@ -66,13 +58,12 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) 
 		}
 	}
 	if kill != nil {
-		kill(g)
+		kill(h.g)
 	}
 	// A killed client's backend waits on the lock regardless: end it too, so
 	// nothing of its transaction can commit once the gate opens.
-	pids, err := s.env.DB.TerminateWaiters(s.ctx, g)
-	_ = g.Release(context.WithoutCancel(s.ctx))
-	released = true
+	pids, err := s.env.DB.TerminateWaiters(s.ctx, h.g, true)
+	h.release()
 	wait()
 	if err != nil {
 		s.abort("terminating the receiver's sessions waiting on %s: %v", table, err)

@@ -230,8 +230,9 @@ type DBFaults interface {
 	Hold(ctx context.Context, table string) (Gate, error)
 	// TerminateWaiters terminates the receiver's sessions that wait on g — the
 	// ones the current scenario stopped, not whatever else is running — and
-	// returns their pids.
-	TerminateWaiters(ctx context.Context, g Gate) ([]int, error)
+	// returns their pids. With ownOnly, a session whose transaction began
+	// before g's lock was taken is another scenario's work and is left alone.
+	TerminateWaiters(ctx context.Context, g Gate, ownOnly bool) ([]int, error)
 }
 
 // Activity tells whether the receiver still has work in flight in its database,
@@ -244,7 +245,18 @@ type Activity interface {
 
 // Gate is a held table lock.
 type Gate interface {
-	// Waiters counts the receiver's sessions waiting on the lock.
-	Waiters(ctx context.Context) (int, error)
+	// Held counts the receiver's sessions the lock holds now.
+	Held(ctx context.Context) (GateHeld, error)
 	Release(ctx context.Context) error
+}
+
+// GateHeld is who a lock gate holds at one moment.
+type GateHeld struct {
+	// AtGate waits on the lock and Behind on a lock one of those holds (a row
+	// lock the receiver took before it reached the locked table): sessions
+	// whose transaction began after the lock was taken.
+	AtGate, Behind int
+	// Foreign waits on the lock in a transaction that began before it was
+	// taken: work that was already running.
+	Foreign int
 }

@@ -26,8 +26,6 @@ type commonFacts struct {
 	Acceptance string `fact:"acceptance"`
 	// Object names the lifecycle object in evidence ("payment_intent").
 	Object string `fact:"object"`
-	// GateWaiters is how many receiver sessions a lock gate held.
-	GateWaiters *int `fact:"gate_waiters"`
 	// HandledTypes are the event types the receiver stores; EffectType the
 	// effect role's, applied at most once per key. Histories without them are
 	// of the built-in domain.

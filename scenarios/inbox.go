@@ -1,7 +1,6 @@
 package scenarios
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -84,7 +83,8 @@ var inbox1 = Guarantee{
 				}
 			})
 		})
-		waiters := waitQueue(s.ctx, store.g, perInboxLoad, finished, 0, func(err error) { s.abort("counting waiters on %s: %v", stored, err) })
+		held, _ := store.queue(perInboxLoad, finished, 0)
+		waiters := store.count(held)
 		mu.Lock()
 		n := early
 		mu.Unlock()
@@ -174,14 +174,15 @@ var inbox2 = Guarantee{
 		ep := s.primary()
 		// Every worker takes work while the effect table is held, so they all
 		// stand at the apply together; released, they race.
-		keys, work, waiters := s.acceptHeld(ep)
+		keys, work, gate := s.acceptHeld(ep)
 		defer work.release()
-		if waiters == 0 {
+		work.release()
+		gate.ReleasedNS = s.run.sinceStart()
+		s.run.addGate(gate)
+		if gate.Held() == 0 {
 			s.abort("no worker session waited on %s while it was locked: the workers' race was not forced", s.env.EffectTable)
 		}
-		s.note("%d worker session(s) waited on %s with %d events accepted, then were released together", waiters, s.env.EffectTable, perInboxLoad)
-		s.gateWaiters(waiters)
-		work.release()
+		s.note("lock gate on %s with %d events accepted: %s, then released together", s.env.EffectTable, perInboxLoad, describeHeld(gate))
 		s.states(phaseAfter, 1, keys...)
 		for _, k := range keys {
 			s.inboxState(k, phaseAfter)
@@ -282,7 +283,7 @@ var inbox4 = Guarantee{
 		}
 		done := make(chan struct{})
 		close(done)
-		if waitQueue(s.ctx, work.g, 1, done, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", s.env.EffectTable, err) }) == 0 {
+		if held, _ := work.queue(1, done, s.workerLinger()); work.count(held) == 0 {
 			s.abort("no worker session waited on %s: the harness could not stop the worker at its business change", s.env.EffectTable)
 		}
 		// The worker stands at its business change. Now hold the table it marks
@@ -293,7 +294,7 @@ var inbox4 = Guarantee{
 		mark := s.holdBounded(table)
 		defer mark.release()
 		work.release()
-		if waitQueue(s.ctx, mark.g, 1, done, s.workerLinger(), func(err error) { s.abort("counting waiters on %s: %v", table, err) }) == 0 {
+		if held, _ := mark.queue(1, done, s.workerLinger()); mark.count(held) == 0 {
 			s.abort("after its business change the worker never waited on %s: the harness could not stop it before it marked the event done", table)
 		}
 		s.note("the worker applied its change and stopped marking the event done (lock on %s); SIGKILL, then the event must be dispatched again after its lease", table)
@@ -378,12 +379,10 @@ var inbox6 = Guarantee{
 		// has held for a second with no session at the business change.
 		var deadSince time.Time
 		for injected < max+2 && time.Now().Before(deadline) && s.ctx.Err() == nil {
-			n, err := work.g.Waiters(s.ctx)
-			if err != nil {
-				s.abort("counting waiters on %s: %v", s.env.EffectTable, err)
-			}
-			if n > 0 {
-				pids, err := s.env.DB.TerminateWaiters(s.ctx, work.g)
+			// Only sessions that began after the lock was taken: work left
+			// over from an earlier scenario is not this event's attempt.
+			if work.waiters() > 0 {
+				pids, err := s.env.DB.TerminateWaiters(s.ctx, work.g, true)
 				if err != nil {
 					s.abort("terminating the worker's session: %v", err)
 				}
@@ -475,11 +474,11 @@ var inbox7 = Guarantee{
 		ep := s.retentionEndpoint()
 		// The workers stop at their business change: every event is accepted
 		// and none is done when the purge runs.
-		keys, work, waiters := s.acceptHeld(ep)
+		keys, work, gate := s.acceptHeld(ep)
 		defer work.release()
 		// Far past every key's TTL: whatever is finished may go, nothing else.
 		asOf := time.Now().Add(10*ep.KeyTTL + 24*time.Hour)
-		s.note("%d event(s) accepted, %d worker session(s) held at %s; purging as of %s", perInboxLoad, waiters, s.env.EffectTable, asOf.UTC().Format(time.RFC3339))
+		s.note("%d event(s) accepted, %d worker session(s) held at %s; purging as of %s", perInboxLoad, gate.Held(), s.env.EffectTable, asOf.UTC().Format(time.RFC3339))
 		s.purgeAsOf(asOf, "past the key TTL, with the events accepted and not applied")
 		work.release()
 		s.states(phaseAfter, 1, keys...)
@@ -551,23 +550,24 @@ func (s *session) effectEvents(ep Endpoint, n int) ([]profiles.Event, []profiles
 
 // acceptHeld locks the effect table, delivers perInboxLoad events at once and
 // waits until the workers queue at the lock (their business change). It
-// returns the events' keys, the held lock and how many sessions waited.
-func (s *session) acceptHeld(ep Endpoint) ([]profiles.Key, *heldTable, int) {
+// returns the events' keys, the held lock and the gate's record so far (who
+// it held), for the caller to complete when it releases the lock.
+func (s *session) acceptHeld(ep Endpoint) ([]profiles.Key, *heldTable, history.Gate) {
 	evs, keys := s.effectEvents(ep, perInboxLoad)
 	work := s.hold(s.env.EffectTable)
+	rec := history.Gate{Scenario: s.index, Table: s.env.EffectTable, Racers: perInboxLoad, StartNS: s.run.sinceStart()}
 	ok := false
 	defer func() {
 		if !ok {
 			// An abort on the way: the caller never gets the lock to release.
-			_ = work.g.Release(context.WithoutCancel(s.ctx))
+			work.release()
 		}
 	}()
 	s.parallel(ep, evs, roleAccept, simulator.Shape{})
 	done := make(chan struct{})
 	close(done)
-	waiters := waitQueue(s.ctx, work.g, perInboxLoad, done, s.workerLinger(), func(err error) {
-		s.abort("counting waiters on %s: %v", s.env.EffectTable, err)
-	})
+	held, foreign := work.queue(perInboxLoad, done, s.workerLinger())
+	rec.AtGate, rec.Behind, rec.Foreign = held.AtGate, held.Behind, foreign
 	ok = true
-	return keys, work, waiters
+	return keys, work, rec
 }

@@ -80,9 +80,9 @@ func (_c *mockDBFaults_Hold_Call) RunAndReturn(run func(context.Context, string)
 	return _c
 }
 
-// TerminateWaiters provides a mock function with given fields: ctx, g
-func (_m *mockDBFaults) TerminateWaiters(ctx context.Context, g Gate) ([]int, error) {
-	ret := _m.Called(ctx, g)
+// TerminateWaiters provides a mock function with given fields: ctx, g, ownOnly
+func (_m *mockDBFaults) TerminateWaiters(ctx context.Context, g Gate, ownOnly bool) ([]int, error) {
+	ret := _m.Called(ctx, g, ownOnly)
 
 	if len(ret) == 0 {
 		panic("no return value specified for TerminateWaiters")
@@ -90,19 +90,19 @@ func (_m *mockDBFaults) TerminateWaiters(ctx context.Context, g Gate) ([]int, er
 
 	var r0 []int
 	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context, Gate) ([]int, error)); ok {
-		return rf(ctx, g)
+	if rf, ok := ret.Get(0).(func(context.Context, Gate, bool) ([]int, error)); ok {
+		return rf(ctx, g, ownOnly)
 	}
-	if rf, ok := ret.Get(0).(func(context.Context, Gate) []int); ok {
-		r0 = rf(ctx, g)
+	if rf, ok := ret.Get(0).(func(context.Context, Gate, bool) []int); ok {
+		r0 = rf(ctx, g, ownOnly)
 	} else {
 		if ret.Get(0) != nil {
 			r0 = ret.Get(0).([]int)
 		}
 	}
 
-	if rf, ok := ret.Get(1).(func(context.Context, Gate) error); ok {
-		r1 = rf(ctx, g)
+	if rf, ok := ret.Get(1).(func(context.Context, Gate, bool) error); ok {
+		r1 = rf(ctx, g, ownOnly)
 	} else {
 		r1 = ret.Error(1)
 	}
@@ -118,13 +118,14 @@ type mockDBFaults_TerminateWaiters_Call struct {
 // TerminateWaiters is a helper method to define mock.On call
 //   - ctx context.Context
 //   - g Gate
-func (_e *mockDBFaults_Expecter) TerminateWaiters(ctx interface{}, g interface{}) *mockDBFaults_TerminateWaiters_Call {
-	return &mockDBFaults_TerminateWaiters_Call{Call: _e.mock.On("TerminateWaiters", ctx, g)}
+//   - ownOnly bool
+func (_e *mockDBFaults_Expecter) TerminateWaiters(ctx interface{}, g interface{}, ownOnly interface{}) *mockDBFaults_TerminateWaiters_Call {
+	return &mockDBFaults_TerminateWaiters_Call{Call: _e.mock.On("TerminateWaiters", ctx, g, ownOnly)}
 }
 
-func (_c *mockDBFaults_TerminateWaiters_Call) Run(run func(ctx context.Context, g Gate)) *mockDBFaults_TerminateWaiters_Call {
+func (_c *mockDBFaults_TerminateWaiters_Call) Run(run func(ctx context.Context, g Gate, ownOnly bool)) *mockDBFaults_TerminateWaiters_Call {
 	_c.Call.Run(func(args mock.Arguments) {
-		run(args[0].(context.Context), args[1].(Gate))
+		run(args[0].(context.Context), args[1].(Gate), args[2].(bool))
 	})
 	return _c
 }
@@ -134,7 +135,7 @@ func (_c *mockDBFaults_TerminateWaiters_Call) Return(_a0 []int, _a1 error) *mock
 	return _c
 }
 
-func (_c *mockDBFaults_TerminateWaiters_Call) RunAndReturn(run func(context.Context, Gate) ([]int, error)) *mockDBFaults_TerminateWaiters_Call {
+func (_c *mockDBFaults_TerminateWaiters_Call) RunAndReturn(run func(context.Context, Gate, bool) ([]int, error)) *mockDBFaults_TerminateWaiters_Call {
 	_c.Call.Return(run)
 	return _c
 }

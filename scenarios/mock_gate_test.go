@@ -21,6 +21,62 @@ func (_m *mockGate) EXPECT() *mockGate_Expecter {
 	return &mockGate_Expecter{mock: &_m.Mock}
 }
 
+// Held provides a mock function with given fields: ctx
+func (_m *mockGate) Held(ctx context.Context) (GateHeld, error) {
+	ret := _m.Called(ctx)
+
+	if len(ret) == 0 {
+		panic("no return value specified for Held")
+	}
+
+	var r0 GateHeld
+	var r1 error
+	if rf, ok := ret.Get(0).(func(context.Context) (GateHeld, error)); ok {
+		return rf(ctx)
+	}
+	if rf, ok := ret.Get(0).(func(context.Context) GateHeld); ok {
+		r0 = rf(ctx)
+	} else {
+		r0 = ret.Get(0).(GateHeld)
+	}
+
+	if rf, ok := ret.Get(1).(func(context.Context) error); ok {
+		r1 = rf(ctx)
+	} else {
+		r1 = ret.Error(1)
+	}
+
+	return r0, r1
+}
+
+// mockGate_Held_Call is a *mock.Call that shadows Run/Return methods with type explicit version for method 'Held'
+type mockGate_Held_Call struct {
+	*mock.Call
+}
+
+// Held is a helper method to define mock.On call
+//   - ctx context.Context
+func (_e *mockGate_Expecter) Held(ctx interface{}) *mockGate_Held_Call {
+	return &mockGate_Held_Call{Call: _e.mock.On("Held", ctx)}
+}
+
+func (_c *mockGate_Held_Call) Run(run func(ctx context.Context)) *mockGate_Held_Call {
+	_c.Call.Run(func(args mock.Arguments) {
+		run(args[0].(context.Context))
+	})
+	return _c
+}
+
+func (_c *mockGate_Held_Call) Return(_a0 GateHeld, _a1 error) *mockGate_Held_Call {
+	_c.Call.Return(_a0, _a1)
+	return _c
+}
+
+func (_c *mockGate_Held_Call) RunAndReturn(run func(context.Context) (GateHeld, error)) *mockGate_Held_Call {
+	_c.Call.Return(run)
+	return _c
+}
+
 // Release provides a mock function with given fields: ctx
 func (_m *mockGate) Release(ctx context.Context) error {
 	ret := _m.Called(ctx)
@@ -63,62 +119,6 @@ func (_c *mockGate_Release_Call) Return(_a0 error) *mockGate_Release_Call {
 }
 
 func (_c *mockGate_Release_Call) RunAndReturn(run func(context.Context) error) *mockGate_Release_Call {
-	_c.Call.Return(run)
-	return _c
-}
-
-// Waiters provides a mock function with given fields: ctx
-func (_m *mockGate) Waiters(ctx context.Context) (int, error) {
-	ret := _m.Called(ctx)
-
-	if len(ret) == 0 {
-		panic("no return value specified for Waiters")
-	}
-
-	var r0 int
-	var r1 error
-	if rf, ok := ret.Get(0).(func(context.Context) (int, error)); ok {
-		return rf(ctx)
-	}
-	if rf, ok := ret.Get(0).(func(context.Context) int); ok {
-		r0 = rf(ctx)
-	} else {
-		r0 = ret.Get(0).(int)
-	}
-
-	if rf, ok := ret.Get(1).(func(context.Context) error); ok {
-		r1 = rf(ctx)
-	} else {
-		r1 = ret.Error(1)
-	}
-
-	return r0, r1
-}
-
-// mockGate_Waiters_Call is a *mock.Call that shadows Run/Return methods with type explicit version for method 'Waiters'
-type mockGate_Waiters_Call struct {
-	*mock.Call
-}
-
-// Waiters is a helper method to define mock.On call
-//   - ctx context.Context
-func (_e *mockGate_Expecter) Waiters(ctx interface{}) *mockGate_Waiters_Call {
-	return &mockGate_Waiters_Call{Call: _e.mock.On("Waiters", ctx)}
-}
-
-func (_c *mockGate_Waiters_Call) Run(run func(ctx context.Context)) *mockGate_Waiters_Call {
-	_c.Call.Run(func(args mock.Arguments) {
-		run(args[0].(context.Context))
-	})
-	return _c
-}
-
-func (_c *mockGate_Waiters_Call) Return(_a0 int, _a1 error) *mockGate_Waiters_Call {
-	_c.Call.Return(_a0, _a1)
-	return _c
-}
-
-func (_c *mockGate_Waiters_Call) RunAndReturn(run func(context.Context) (int, error)) *mockGate_Waiters_Call {
 	_c.Call.Return(run)
 	return _c
 }

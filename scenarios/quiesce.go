@@ -9,8 +9,9 @@ import (
 )
 
 // quiesce waits, bounded, until the previous scenario's background work has
-// ended and the receiver has no session busy in its database, and notes what it
-// waited for.
+// ended, the receiver says it has no accepted work pending (its declared
+// acceptance.quiescent) and it has no session busy in its database, and notes
+// what it waited for.
 func (r *Run) quiesce(ctx context.Context, s *session) {
 	r.mu.Lock()
 	prev := r.prev
@@ -37,6 +38,7 @@ func (r *Run) quiesce(ctx context.Context, s *session) {
 	if prev != nil {
 		r.awaitStragglers(ctx, s, prev, deadline)
 	}
+	r.awaitQuiescent(ctx, s, deadline)
 	if r.env.Activity == nil {
 		return
 	}
@@ -114,5 +116,48 @@ func (r *Run) awaitStragglers(ctx context.Context, s *session, prev *session, de
 		s.note("%d of the previous scenario's %d deliveries with an unknown outcome had not landed after %s; this scenario may see them land", len(pending), len(keys), time.Since(t0).Round(time.Millisecond))
 	case time.Since(t0) > 100*time.Millisecond:
 		s.note("waited %s for the previous scenario's %d deliveries with an unknown outcome to land", time.Since(t0).Round(time.Millisecond), len(keys))
+	}
+}
+
+// awaitQuiescent waits, for a receiver that applies events after its 2xx and
+// declares how to tell it is done (acceptance.quiescent), until that query
+// reads true: an event accepted at the end of the previous scenario may not
+// have been claimed by a worker yet, with no database session busy, and its
+// worker would otherwise meet this scenario's locks as if it were this
+// scenario's. The wait is bounded by the declared settle period (how long
+// accepted work may take) and deadline; work still pending then — a retry
+// scheduled later, an event the previous scenario left failing — is noted,
+// not waited for.
+func (r *Run) awaitQuiescent(ctx context.Context, s *session, deadline time.Time) {
+	if r.env.Quiescent == nil || !r.env.Acceptance.Async {
+		return
+	}
+	t0 := time.Now()
+	bound := r.env.Acceptance.Settle
+	if bound <= 0 {
+		bound = settleDefault
+	}
+	if d := t0.Add(bound); d.Before(deadline) {
+		deadline = d
+	}
+	for ctx.Err() == nil {
+		ok, err := r.env.Quiescent(ctx)
+		if err != nil {
+			s.note("could not read whether the receiver is quiescent: %v", err)
+			return
+		}
+		if ok {
+			if w := time.Since(t0); w > 100*time.Millisecond {
+				s.note("waited %s for the receiver's accepted work to be done (acceptance.quiescent)", w.Round(time.Millisecond))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			s.note("the receiver still had accepted work pending %s after the previous scenario (acceptance.quiescent); this scenario may meet it", time.Since(t0).Round(time.Millisecond))
+			return
+		}
+		if sleepCtx(ctx, 25*time.Millisecond) != nil {
+			return
+		}
 	}
 }

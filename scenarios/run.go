@@ -296,6 +296,15 @@ func (r *Run) addRelease(rel history.Release) {
 	r.mu.Unlock()
 }
 
+// sinceStart is now on the history's clock: nanoseconds since the run started.
+func (r *Run) sinceStart() int64 { return int64(time.Since(r.start)) }
+
+func (r *Run) addGate(g history.Gate) {
+	r.mu.Lock()
+	r.hist.Gates = append(r.hist.Gates, g)
+	r.mu.Unlock()
+}
+
 func (r *Run) addObservation(o history.Observation) {
 	r.mu.Lock()
 	r.hist.Observations = append(r.hist.Observations, o)

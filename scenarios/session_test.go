@@ -17,6 +17,7 @@ import (
 
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // These tests pin the harness's own decisions at its narrow seams (mocks generated
@@ -64,7 +65,7 @@ func TestCrashedRestartAfterACrash(t *testing.T) {
 // A gate that held nobody forced no race: the scenario is an error, not a pass.
 func TestGateThatHeldNobodyIsAnError(t *testing.T) {
 	g := newMockGate(t)
-	g.EXPECT().Waiters(mock.Anything).Return(0, nil)
+	g.EXPECT().Held(mock.Anything).Return(GateHeld{}, nil)
 	g.EXPECT().Release(mock.Anything).Return(nil).Once()
 	db := newMockDBFaults(t)
 	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
@@ -80,24 +81,29 @@ func TestGateThatHeldNobodyIsAnError(t *testing.T) {
 func TestGateReleasesWhenTheQueueStopsGrowing(t *testing.T) {
 	g := newMockGate(t)
 	n := 0
-	g.EXPECT().Waiters(mock.Anything).RunAndReturn(func(context.Context) (int, error) {
+	g.EXPECT().Held(mock.Anything).RunAndReturn(func(context.Context) (GateHeld, error) {
 		if n < 4 {
 			n++
 		}
-		return n, nil
+		// One more waits behind them on a row lock, and one older session
+		// (another scenario's work) at the lock: it is not counted.
+		return GateHeld{AtGate: n, Behind: 1, Foreign: 1}, nil
 	})
 	release := make(chan struct{})
 	g.EXPECT().Release(mock.Anything).RunAndReturn(func(context.Context) error { close(release); return nil }).Once()
 	db := newMockDBFaults(t)
 	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
 	s := testSession(t, &Env{DB: db})
-	var got int
+	var got history.Gate
 	// The deliveries block on the lock until the gate is released.
 	if r := abortOf(func() { got = s.gate("events", 16, func() { <-release }) }); r != "" {
 		t.Fatalf("abort = %q", r)
 	}
-	if got != 4 || s.factsRecord()["gate_waiters"] != "4" {
-		t.Fatalf("waiters = %d, facts %v", got, s.factsRecord())
+	if got.AtGate != 4 || got.Behind != 1 || got.Foreign != 1 || got.Held() != 5 || got.Racers != 16 {
+		t.Fatalf("gate = %+v, want 4 at the gate, 1 behind, 1 foreign of 16", got)
+	}
+	if gs := s.run.hist.Gates; len(gs) != 1 || gs[0] != got {
+		t.Fatalf("history gates = %+v, want the one gate", gs)
 	}
 }
 
@@ -128,6 +134,39 @@ func TestQuiesceGivesUpAndSaysSo(t *testing.T) {
 	s.run.quiesce(context.Background(), s)
 	if len(s.notes) != 1 || !strings.Contains(s.notes[0], "still busy") || !strings.Contains(s.notes[0], "pid 9") {
 		t.Fatalf("notes %q", s.notes)
+	}
+}
+
+// Between scenarios an asynchronous receiver's declared quiescence is waited
+// for: an event accepted at the end of the previous scenario and not yet
+// claimed leaves no database session busy, yet its worker is still to come.
+func TestQuiesceWaitsForTheDeclaredQuiescence(t *testing.T) {
+	calls := 0
+	s := testSession(t, &Env{
+		Acceptance: vocab.Acceptance{Async: true, Settle: time.Second},
+		Quiescent: func(context.Context) (bool, error) {
+			calls++
+			return calls > 6, nil
+		},
+	})
+	s.run.quiesce(context.Background(), s)
+	if calls != 7 || len(s.notes) != 1 || !strings.Contains(s.notes[0], "acceptance.quiescent") {
+		t.Fatalf("calls %d, notes %q", calls, s.notes)
+	}
+}
+
+// Work that stays pending (a retry scheduled later) is waited for only as
+// long as the declared settle period, and said.
+func TestQuiesceBoundsTheQuiescenceWaitBySettle(t *testing.T) {
+	s := testSession(t, &Env{
+		Acceptance: vocab.Acceptance{Async: true, Settle: 100 * time.Millisecond},
+		Quiescent:  func(context.Context) (bool, error) { return false, nil },
+	})
+	s.run.opt.QuiesceTimeout = 10 * time.Second
+	t0 := time.Now()
+	s.run.quiesce(context.Background(), s)
+	if w := time.Since(t0); w > 5*time.Second || len(s.notes) != 1 || !strings.Contains(s.notes[0], "still had accepted work pending") {
+		t.Fatalf("waited %s, notes %q", w, s.notes)
 	}
 }
 
@@ -238,15 +277,15 @@ func TestTwoRunsInOneProcess(t *testing.T) {
 // harness error: the refusals are the finding, and the checker reports them.
 func TestGateThatHeldNobodyBecauseAllWereRefused(t *testing.T) {
 	g := newMockGate(t)
-	g.EXPECT().Waiters(mock.Anything).Return(0, nil)
+	g.EXPECT().Held(mock.Anything).Return(GateHeld{}, nil)
 	g.EXPECT().Release(mock.Anything).Return(nil).Once()
 	db := newMockDBFaults(t)
 	db.EXPECT().Hold(mock.Anything, "events").Return(g, nil)
 	s := testSession(t, &Env{DB: db})
 	refused := func() { s.record(roleCopy, history.Attempt{Status: 401, Outcome: history.OutcomeFailed}) }
 	if r := abortOf(func() {
-		if n := s.gate("events", 16, refused); n != 0 {
-			t.Errorf("gate = %d, want 0", n)
+		if g := s.gate("events", 16, refused); g.Held() != 0 || !g.Refused {
+			t.Errorf("gate = %+v, want none held, refused", g)
 		}
 	}); r != "" {
 		t.Fatalf("abort = %q, want none", r)

@@ -56,6 +56,9 @@ type Gate struct {
 	mode  string
 	oid   uint32
 	pid   uint32
+	// since is when the lock was granted, on the server's clock: a session
+	// whose transaction began earlier cannot be one the gate's caller sent.
+	since time.Time
 
 	mu       sync.Mutex
 	released bool
@@ -70,6 +73,8 @@ type Waiter struct {
 	// ClientPort is the session's client TCP port (0 over a Unix socket):
 	// what ties it to the client process holding the connection.
 	ClientPort int `json:"client_port,omitempty"`
+	// XactStart is when its transaction began.
+	XactStart time.Time `json:"xact_start"`
 }
 
 // Hold opens a transaction on one of pool's connections and locks table in mode
@@ -122,6 +127,9 @@ func Hold(ctx context.Context, pool *pgxpool.Pool, table, mode string) (*Gate, e
 	if _, err := tx.Exec(ctx, "SET LOCAL lock_timeout = 0"); err != nil {
 		return fail(fmt.Errorf("pgfault: gate on %s: reset lock_timeout: %w", table, err))
 	}
+	if err := tx.QueryRow(ctx, "SELECT clock_timestamp()").Scan(&g.since); err != nil {
+		return fail(fmt.Errorf("pgfault: gate on %s: read the clock: %w", table, err))
+	}
 	return g, nil
 }
 
@@ -135,7 +143,8 @@ func (g *Gate) Table() string { return g.table }
 // other than the gate itself.
 func (g *Gate) Waiters(ctx context.Context) ([]Waiter, error) {
 	rows, err := g.pool.Query(ctx, `
-		SELECT l.pid, coalesce(a.application_name, ''), l.mode, coalesce(a.query, ''), greatest(coalesce(a.client_port, 0), 0)
+		SELECT l.pid, coalesce(a.application_name, ''), l.mode, coalesce(a.query, ''), greatest(coalesce(a.client_port, 0), 0),
+		       coalesce(a.xact_start, 'epoch'::timestamptz)
 		FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
 		WHERE l.locktype = 'relation' AND l.relation = $1 AND NOT l.granted AND l.pid <> $2
 		ORDER BY l.pid`, g.oid, int(g.pid))
@@ -144,7 +153,7 @@ func (g *Gate) Waiters(ctx context.Context) ([]Waiter, error) {
 	}
 	ws, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (Waiter, error) {
 		var w Waiter
-		err := r.Scan(&w.PID, &w.ApplicationName, &w.Mode, &w.Query, &w.ClientPort)
+		err := r.Scan(&w.PID, &w.ApplicationName, &w.Mode, &w.Query, &w.ClientPort, &w.XactStart)
 		return w, err
 	})
 	if err != nil {
@@ -152,6 +161,51 @@ func (g *Gate) Waiters(ctx context.Context) ([]Waiter, error) {
 	}
 	return ws, nil
 }
+
+// Held is who a gate holds at one moment: the sessions waiting on its lock
+// and those waiting, in turn, on a lock one of them holds (a row lock the
+// receiver took before it reached the gated table, say), each split by
+// whether their transaction began after the gate was taken.
+type Held struct {
+	// AtGate and Behind count the sessions whose transaction began after the
+	// lock was granted: the ones the caller's deliveries can have started.
+	AtGate, Behind int
+	// Foreign counts sessions waiting on the lock whose transaction began
+	// before it was granted: somebody else's work.
+	Foreign int
+}
+
+// Held reads who the gate holds now. A session behind the gate waits on a
+// lock held by a session at the gate, directly or through up to three more.
+// The harness's own sessions are not counted.
+func (g *Gate) Held(ctx context.Context) (Held, error) {
+	var h Held
+	err := g.pool.QueryRow(ctx, `
+		WITH RECURSIVE at_gate AS (
+			SELECT l.pid, a.xact_start >= $3 AS own
+			FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+			WHERE l.locktype = 'relation' AND l.relation = $1 AND NOT l.granted AND l.pid <> $2
+			  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+			  AND coalesce(a.application_name, '') <> $4),
+		behind(pid, depth) AS (
+			SELECT pid, 0 FROM at_gate WHERE own
+			UNION
+			SELECT a.pid, b.depth + 1
+			FROM pg_stat_activity a JOIN behind b ON b.pid = ANY(pg_blocking_pids(a.pid))
+			WHERE a.wait_event_type = 'Lock' AND a.datname = current_database() AND a.pid <> $2
+			  AND a.xact_start >= $3 AND coalesce(a.application_name, '') <> $4 AND b.depth < 4)
+		SELECT (SELECT count(*) FROM at_gate WHERE own),
+		       (SELECT count(DISTINCT pid) FROM behind WHERE pid NOT IN (SELECT pid FROM at_gate)),
+		       (SELECT count(*) FROM at_gate WHERE NOT own)`,
+		g.oid, int(g.pid), g.since, pgsession.ApplicationName).Scan(&h.AtGate, &h.Behind, &h.Foreign)
+	if err != nil {
+		return Held{}, fmt.Errorf("pgfault: sessions held by the gate on %s: %w", g.table, err)
+	}
+	return h, nil
+}
+
+// Since is when the gate's lock was granted, on the server's clock.
+func (g *Gate) Since() time.Time { return g.since }
 
 // WaitForWaiters polls until at least n backends wait on the gate, and returns how
 // many do. Without a ctx deadline it gives up after DefaultWaitTimeout; on timeout
@@ -203,6 +257,9 @@ type Filter struct {
 	WaitingOn *Gate
 	// pgsession.ApplicationName keeps only sessions with this application_name.
 	ApplicationName string
+	// OwnOnly, with WaitingOn, keeps only the waiters whose transaction began
+	// after the gate's lock was taken: another scenario's work is left alone.
+	OwnOnly bool
 }
 
 // TerminateBackends terminates the client sessions connected to database, except
@@ -221,6 +278,9 @@ func TerminateBackends(ctx context.Context, pool *pgxpool.Pool, database string,
 			return nil, err
 		}
 		for _, w := range ws {
+			if f.OwnOnly && w.XactStart.Before(f.WaitingOn.since) {
+				continue
+			}
 			waiting = append(waiting, w.PID)
 		}
 		if len(waiting) == 0 {

@@ -325,3 +325,84 @@ func TestTerminateWaitersOnGate(t *testing.T) {
 		t.Errorf("WaitForWaiters with no waiter = %d, %v", n, err)
 	}
 }
+
+// A gate holds the sessions waiting on its lock and those waiting behind one
+// of them on a row lock the receiver took first; a session whose transaction
+// began before the lock was taken is somebody else's work: counted apart,
+// and left alone by an own-only cut.
+func TestGateHeldCountsBehindAndForeign(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dbURL, dbName := newDB(t)
+	pool := harness(t, dbURL)
+	if _, err := pool.Exec(ctx, `CREATE TABLE ledger (object_id text); CREATE TABLE payments (id text PRIMARY KEY, status text);
+		INSERT INTO payments VALUES ('pi_1', 'succeeded')`); err != nil {
+		t.Fatal(err)
+	}
+	// The foreign session begins its transaction before the gate exists.
+	foreign := receiverConn(t, dbURL)
+	ftx, err := foreign.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ftx.Rollback(ctx) }()
+	if _, err := ftx.Exec(ctx, "SELECT 1"); err != nil {
+		t.Fatal(err)
+	}
+	gate, err := Hold(ctx, pool, "ledger", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = gate.Release(ctx) }()
+	errs := make(chan error, 3)
+	// first locks the payment row, then waits at the gate; second waits on
+	// first's row lock; foreign waits at the gate in its older transaction.
+	refund := func(c *pgx.Conn) {
+		tx, err := c.Begin(ctx)
+		if err == nil {
+			_, err = tx.Exec(ctx, "SELECT status FROM payments WHERE id = 'pi_1' FOR UPDATE")
+		}
+		if err == nil {
+			_, err = tx.Exec(ctx, "INSERT INTO ledger VALUES ('pi_1')")
+		}
+		if err == nil {
+			err = tx.Rollback(ctx)
+		}
+		errs <- err
+	}
+	first, second := receiverConn(t, dbURL), receiverConn(t, dbURL)
+	go refund(first)
+	if _, err := gate.WaitForWaiters(ctx, 1); err != nil {
+		t.Fatal(err)
+	}
+	go refund(second)
+	go func() { _, err := ftx.Exec(ctx, "INSERT INTO ledger VALUES ('x')"); errs <- err }()
+	want := Held{AtGate: 1, Behind: 1, Foreign: 1}
+	var got Held
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if got, err = gate.Held(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got == want {
+			break
+		}
+	}
+	if got != want {
+		t.Fatalf("held = %+v, want %+v", got, want)
+	}
+	pids, err := TerminateBackends(ctx, pool, dbName, Filter{WaitingOn: gate, OwnOnly: true})
+	if err != nil || len(pids) != 1 || pids[0] != int(first.PgConn().PID()) {
+		t.Fatalf("own-only cut terminated %v, %v; want only the first session %d", pids, err, first.PgConn().PID())
+	}
+	if err := <-errs; err == nil {
+		t.Error("the terminated session's transaction went on")
+	}
+	if err := gate.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Errorf("a session the cut left alone failed: %v", err)
+		}
+	}
+}

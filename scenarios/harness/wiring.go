@@ -227,9 +227,9 @@ type dbFaults struct {
 
 type gate struct{ g *pgfault.Gate }
 
-func (g gate) Waiters(ctx context.Context) (int, error) {
-	ws, err := g.g.Waiters(ctx)
-	return len(ws), err
+func (g gate) Held(ctx context.Context) (scenarios.GateHeld, error) {
+	h, err := g.g.Held(ctx)
+	return scenarios.GateHeld{AtGate: h.AtGate, Behind: h.Behind, Foreign: h.Foreign}, err
 }
 func (g gate) Release(ctx context.Context) error { return g.g.Release(ctx) }
 
@@ -241,12 +241,12 @@ func (d *dbFaults) Hold(ctx context.Context, table string) (scenarios.Gate, erro
 	return gate{g}, nil
 }
 
-func (d *dbFaults) TerminateWaiters(ctx context.Context, g scenarios.Gate) ([]int, error) {
+func (d *dbFaults) TerminateWaiters(ctx context.Context, g scenarios.Gate, ownOnly bool) ([]int, error) {
 	pg, ok := g.(gate)
 	if !ok {
 		return nil, fmt.Errorf("gate %T was not made by this harness", g)
 	}
-	return pgfault.TerminateBackends(ctx, d.pool, d.database, pgfault.Filter{WaitingOn: pg.g})
+	return pgfault.TerminateBackends(ctx, d.pool, d.database, pgfault.Filter{WaitingOn: pg.g, OwnOnly: ownOnly})
 }
 
 // Busy counts the receiver's sessions (everything in its database but the
