@@ -21,6 +21,7 @@ const (
 	DefectSkipSignature      = "skip-signature"
 	DefectSkipTimestampCheck = "skip-timestamp-check"
 	DefectNoDomainConstraint = "no-domain-constraint"
+	DefectRefundCheckThenAct = "refund-check-then-act"
 	DefectSlowAck            = "slow-ack"
 	DefectNoInputValidation  = "no-input-validation"
 	DefectRejectUnknownTypes = "reject-unknown-types"
@@ -79,6 +80,7 @@ var defectTable = map[string]string{
 	DefectSkipSignature:      "the signature is not checked; forged and tampered deliveries are accepted",
 	DefectSkipTimestampCheck: "the signed timestamp's tolerance is not enforced; old signed deliveries can be replayed",
 	DefectNoDomainConstraint: "credits a payment for every succeeded event, with no state check and no one-credit-per-payment index; two event IDs for one payment credit it twice",
+	DefectRefundCheckThenAct: "a refund reads the payment's status with a plain SELECT (no FOR UPDATE) and there is no one-refund-per-payment index; one after the other a second refund is refused, but two refund events for one payment at the same moment both read succeeded and both refund it",
 	DefectSlowAck:            "handles one delivery at a time and makes a 100 ms synchronous downstream call before answering; under load acknowledgements queue past the provider's timeout",
 	DefectNoInputValidation:  "trusts the request: no body size limit, a missing event ID is stored as an empty one, and malformed JSON crashes the handler into a 500",
 	DefectRejectUnknownTypes: "answers 400 to event types it does not handle, so the provider retries them for days",

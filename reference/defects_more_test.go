@@ -33,6 +33,56 @@ func TestDefectNoDomainConstraint(t *testing.T) {
 	}
 }
 
+// refund-check-then-act refuses a second refund one after the other, and
+// refunds twice when two refund events for one payment meet: held at a lock on
+// the ledger, the first after its check and its row update, the second behind
+// the first's row lock, after its own check. The clean reference's second
+// refund waits at its FOR UPDATE instead, and then reads refunded.
+func TestDefectRefundCheckThenAct(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectRefundCheckThenAct}} {
+		e := newEnv(t, Options{Defects: defects})
+		ep := e.ep("stripe", "acct_A")
+		refund := func(pi string) delivery {
+			return build(ep, newID("evt"), store.TypeChargeRefunded, obj{ID: pi, Amount: 7}, time.Now())
+		}
+		for _, pi := range []string{"pi_seq", "pi_race"} {
+			if r := e.send(build(ep, newID("evt"), store.TypePaymentSucceeded, obj{ID: pi, Amount: 7}, time.Now())); r.Code != 200 {
+				t.Fatalf("defects %v: succeeded event answered %d %s", defects, r.Code, r.Reason)
+			}
+		}
+		for range 2 {
+			if r := e.send(refund("pi_seq")); r.Code != 200 {
+				t.Fatalf("defects %v: refund answered %d %s", defects, r.Code, r.Reason)
+			}
+		}
+		release := e.gate("ledger_entries")
+		var wg sync.WaitGroup
+		for _, d := range []delivery{refund("pi_race"), refund("pi_race")} {
+			wg.Add(1)
+			go func() { defer wg.Done(); e.send(d) }()
+		}
+		// One at the ledger's lock, one behind it (on the payment's row lock).
+		deadline := time.Now().Add(15 * time.Second)
+		for e.count(`SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`) < 2 {
+			if time.Now().After(deadline) {
+				t.Fatalf("defects %v: the two refunds never both waited", defects)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		release()
+		wg.Wait()
+		seq := e.count(`SELECT count(*) FROM ledger_entries WHERE object_id = 'pi_seq' AND kind = 'refund'`)
+		race := e.count(`SELECT count(*) FROM ledger_entries WHERE object_id = 'pi_race' AND kind = 'refund'`)
+		want := 1
+		if defects != nil {
+			want = 2
+		}
+		if seq != 1 || race != want {
+			t.Fatalf("defects %v: refunds one after the other %d (want 1), at once %d (want %d)", defects, seq, race, want)
+		}
+	}
+}
+
 func TestDefectSlowAck(t *testing.T) {
 	e := newEnv(t, Options{Defects: []string{DefectSlowAck}})
 	ep := e.ep("stripe", "acct_A")

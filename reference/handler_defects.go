@@ -84,6 +84,12 @@ var serverDefects = []serverDefect{
 		s.rules = s.rules.WithNoDomainConstraint()
 		s.schema.WithoutDomainConstraint = true
 	}},
+	{DefectRefundCheckThenAct, func(s *Server) {
+		// Wrong: a refund checks, then acts, with nothing holding the payment
+		// between the two.
+		s.rules = s.rules.WithRefundCheckThenAct()
+		s.schema.WithoutDomainConstraint = true
+	}},
 
 	// Retention (retention_defects.go). purge-all comes before short-retention:
 	// where both are active the purge-all TTL is the one used.

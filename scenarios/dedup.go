@@ -45,6 +45,7 @@ var dedup1 = Guarantee{
 	Spec:    "concurrent copies converge on one row and one effect, all acknowledged",
 	Sends:   "16 copies of one `effect` event, released together (lock-gated when the target allows it), on every endpoint",
 	Expects: "every copy 2xx; 1 event row; 1 effect",
+	Race:    "the 16 copies, held at the event table before any commits",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
 	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint, one after another: each is its own provider, account
@@ -53,14 +54,8 @@ var dedup1 = Guarantee{
 			ev := s.effectEvent(ep)
 			k := s.key(ep, ev)
 			var rel history.Release
-			fire := func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) }
-			if ok, _ := s.env.has("lock-gating"); ok {
-				// Every copy reaches the table before any commits: the race is certain.
-				s.gate(s.env.EventTable, copiesDEDUP1, fire)
-			} else {
-				s.note("no lock-gating capability: the race is left to the barrier release alone")
-				fire()
-			}
+			// Every copy reaches the table before any commits: the race is certain.
+			s.race(s.env.EventTable, copiesDEDUP1, func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) })
 			s.note("%s: %d of %d copies held back and released together, %d sent on their own (the barrier stood %s, fell: %s); send spread %s",
 				ep.name(), rel.Released, rel.Copies, rel.Late, time.Duration(rel.PreopenNS).Round(time.Millisecond), rel.FellBecause, time.Duration(rel.SpreadNS))
 			s.state(k, phaseAfter, 1)
@@ -192,8 +187,9 @@ var dedup6 = Guarantee{
 	Why:     "Providers sometimes emit two events for one change; the event key alone cannot stop a double credit.",
 	Needs:   []Capability{"domain-constraint"},
 	Spec:    "two event IDs for one business operation apply one effect",
-	Sends:   "a `lifecycle` object brought to an effect transition's from-state, then that transition twice under two event IDs: one after the other, then at once",
+	Sends:   "for every effect transition from every reachable state: a `lifecycle` object brought to that state, then the transition twice under two event IDs: one after the other, then at once (lock-gated at the effect table when the target allows it)",
 	Expects: "the object's effects are its path's plus one",
+	Race:    "the two events for one object, held at the effect table after whatever check each makes",
 	codes:   []Code{codeDedupNotAcked, codeDedupObjectEffects},
 	judge: bind(func(s *session, f *dedupFacts) {
 		ep := s.primary()
@@ -201,55 +197,86 @@ var dedup6 = Guarantee{
 		if !l.CountsEffects {
 			s.notApplicable("the target declares no events.lifecycle.effects query: an object's effects cannot be counted")
 		}
-		var t vocab.Transition
-		var path []vocab.Transition
-		found := false
-		for _, tr := range l.Transitions {
-			if !tr.Effect {
-				continue
-			}
-			for _, from := range tr.From {
-				if p, ok := l.Path(from); ok {
-					t, path, found = tr, p, true
-					break
-				}
-			}
-			if found {
-				break
-			}
-		}
-		if !found {
+		cases := effectCases(l)
+		if len(cases) == 0 {
 			s.notApplicable("no transition of %s applies an effect from a reachable state", l.Object)
 		}
-		want := int64(vocab.EffectsOf(path) + 1)
-		s.note("%s sent twice under two event IDs after %s: %d effect(s) in all", t.Type, describePath(l, path), want)
 		f.WantEffects = map[string]int64{}
+		for _, c := range cases {
+			want := int64(vocab.EffectsOf(c.path) + 1)
+			s.note("%s sent twice under two event IDs after %s: %d effect(s) in all", c.t.Type, describePath(l, c.path), want)
 
-		// Sequential: the provider emits a second event for the same change.
-		obj := s.newObject(l)
-		s.create(ep, l, obj)
-		s.drive(ep, obj, path)
-		first := s.objectEvent(ep, t.Type, obj)
-		second := s.objectEvent(ep, t.Type, obj)
-		s.send(ep, first, roleFirst, simulator.Shape{})
-		s.send(ep, second, roleOtherScope, simulator.Shape{})
-		f.WantEffects[obj] = want
-		s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj, phaseSequential) })
+			// Sequential: the provider emits a second event for the same change.
+			obj := s.newObject(l)
+			s.create(ep, l, obj)
+			s.drive(ep, obj, c.path)
+			first := s.objectEvent(ep, c.t.Type, obj)
+			second := s.objectEvent(ep, c.t.Type, obj)
+			s.send(ep, first, roleFirst, simulator.Shape{})
+			s.send(ep, second, roleOtherScope, simulator.Shape{})
+			f.WantEffects[obj] = want
+			s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj, phaseSequential) })
 
-		// Concurrent: both land at once.
-		obj2 := s.newObject(l)
-		s.create(ep, l, obj2)
-		s.drive(ep, obj2, path)
-		a := s.objectEvent(ep, t.Type, obj2)
-		b := s.objectEvent(ep, t.Type, obj2)
-		s.parallel(ep, []profiles.Event{a, b}, roleCopy, simulator.Shape{})
-		f.WantEffects[obj2] = want
-		s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj2, phaseConcurrent) })
+			// Concurrent: both held where the effect is written, released together.
+			obj2 := s.newObject(l)
+			s.create(ep, l, obj2)
+			s.drive(ep, obj2, c.path)
+			a := s.objectEvent(ep, c.t.Type, obj2)
+			b := s.objectEvent(ep, c.t.Type, obj2)
+			s.raceAtEffect(func() { s.parallel(ep, []profiles.Event{a, b}, roleCopy, simulator.Shape{}) })
+			f.WantEffects[obj2] = want
+			s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj2, phaseConcurrent) })
+		}
 	}, func(v *view, f *dedupFacts) {
 		v.acked(codeDedupNotAcked, roleSetup, roleFirst, roleOtherScope, roleCopy)
 		v.objectEffects(codeDedupObjectEffects, phaseSequential, f.WantEffects, 1, "two events for one change, one after the other")
 		v.objectEffects(codeDedupObjectEffects, phaseConcurrent, f.WantEffects, 1, "two events for one change at the same time")
 	}),
+}
+
+// effectCase is one effect transition from one reachable state, and the path
+// that brings a new object there.
+type effectCase struct {
+	t    vocab.Transition
+	path []vocab.Transition
+}
+
+// effectCases lists every effect transition of l from every state an object
+// can be brought to, in declaration order.
+func effectCases(l *vocab.Lifecycle) []effectCase {
+	var out []effectCase
+	for _, tr := range l.Transitions {
+		if !tr.Effect {
+			continue
+		}
+		for _, from := range tr.From {
+			if p, ok := l.Path(from); ok {
+				out = append(out, effectCase{tr, p})
+			}
+		}
+	}
+	return out
+}
+
+// raceAtEffect runs fire — two events for one object, sent at once — held at
+// a lock gate on the table the effect is written to (the event table when
+// the target names no effect table), where the target allows it: each
+// receiver transaction has made whatever check it makes before either can
+// write. A gate that held nobody leaves the race to timing, and says so.
+func (s *session) raceAtEffect(fire func()) {
+	if ok, why := s.env.has("lock-gating"); !ok {
+		s.unforced("no lock gate (%s): the two events were sent at the same time and left to meet by timing", why)
+		fire()
+		return
+	}
+	table := s.env.EffectTable
+	if table == "" {
+		table = s.env.EventTable
+		s.note("the target names no effect table (observe.postgres.effect_table): the two events are held at their event-key insert instead")
+	}
+	if g := s.tryGate(table, 2, fire); g.Held() == 0 && !g.Refused {
+		s.unforced("no receiver session reached %s while it was locked: the object's effects are not written there, so the race was left to timing (observe.postgres.effect_table names the table they are written to)", table)
+	}
 }
 
 // interveningDEDUP7 is how many other events DEDUP-7 delivers between an event

@@ -26,6 +26,9 @@ type commonFacts struct {
 	Acceptance string `fact:"acceptance"`
 	// Object names the lifecycle object in evidence ("payment_intent").
 	Object string `fact:"object"`
+	// Unforced says why a race the scenario sent was left to timing (no lock
+	// gate), for the checker's report of the race.
+	Unforced string `fact:"unforced"`
 	// HandledTypes are the event types the receiver stores; EffectType the
 	// effect role's, applied at most once per key. Histories without them are
 	// of the built-in domain.

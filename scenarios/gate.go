@@ -23,6 +23,36 @@ import (
 // gate in the history: the proof that the race was forced. A gate that held
 // nobody is an error: the race it was to force never happened.
 func (s *session) gate(table string, want int, fire func()) history.Gate {
+	rec := s.tryGate(table, want, fire)
+	if rec.Held() == 0 && !rec.Refused {
+		s.abort("the lock gate on %s held no receiver session: the deliveries never reached that table while it was locked, so the race was not forced", table)
+	}
+	return rec
+}
+
+// race runs fire — deliveries that must race — at a lock gate on table where
+// the target allows the harness to lock its tables, and otherwise lets them
+// race by timing alone and records why (the checker reports the race as not
+// forced).
+func (s *session) race(table string, racers int, fire func()) {
+	if ok, why := s.env.has("lock-gating"); !ok {
+		s.unforced("no lock gate (%s): the deliveries were sent at the same time and left to meet by timing", why)
+		fire()
+		return
+	}
+	s.gate(table, racers, fire)
+}
+
+// unforced records why a race was left to timing.
+func (s *session) unforced(format string, args ...any) {
+	why := fmt.Sprintf(format, args...)
+	s.note("%s", why)
+	s.common(func(c *commonFacts) { c.Unforced = why })
+}
+
+// tryGate is gate without the abort: a gate that held nobody is recorded as
+// such, for a caller that judges on and reports the race as not forced.
+func (s *session) tryGate(table string, want int, fire func()) history.Gate {
 	h := s.hold(table)
 	defer h.release()
 	since := len(s.run.attemptsOf(s.index))
@@ -37,19 +67,18 @@ func (s *session) gate(table string, want int, fire func()) history.Gate {
 	if foreign > 0 {
 		s.note("the lock gate on %s also stopped %d session(s) of work that began before it: not counted, not this scenario's", table, foreign)
 	}
-	if rec.Held() == 0 {
-		if s.allRefused(since) {
-			// Nothing was accepted, so nothing could race: the checker reports
-			// the refusals themselves.
-			rec.Refused = true
-			s.run.addGate(rec)
-			s.note("the lock gate on %s held no receiver session: every delivery was refused before it reached the table", table)
-			return rec
-		}
+	if rec.Held() == 0 && s.allRefused(since) {
+		// Nothing was accepted, so nothing could race: the checker reports
+		// the refusals themselves.
+		rec.Refused = true
 		s.run.addGate(rec)
-		s.abort("the lock gate on %s held no receiver session: the deliveries never reached that table while it was locked, so the race was not forced", table)
+		s.note("the lock gate on %s held no receiver session: every delivery was refused before it reached the table", table)
+		return rec
 	}
 	s.run.addGate(rec)
+	if rec.Held() == 0 {
+		return rec
+	}
 	s.note("lock gate on %s: %s, then released together", table, describeHeld(rec))
 	return rec
 }

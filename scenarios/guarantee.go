@@ -46,6 +46,11 @@ type Guarantee struct {
 	// Codes are the IDs of the deviation codes its checker can report (from
 	// codes), besides the reconciliation's, which every scenario can report.
 	Codes []string `json:"codes"`
+	// Race, for a guarantee whose verdict rests on deliveries (or workers)
+	// meeting inside the receiver at once, names who must meet and where. Its
+	// report then says whether the race was forced (held at a lock gate: the
+	// history's gate lines) or left to timing, and why.
+	Race string `json:"race,omitempty"`
 
 	codes []Code
 	judge binding

@@ -169,6 +169,7 @@ var inbox2 = Guarantee{
 	Spec:    "competing workers apply each accepted event exactly once",
 	Sends:   "8 concurrent `effect` events accepted while the effect table is locked, so every worker stands at its business change; then released together",
 	Expects: "each event applied once and done",
+	Race:    "the workers, held at the effect table with every event claimed",
 	codes:   []Code{codeInboxEffects, codeInboxNotApplied},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()

@@ -24,6 +24,9 @@ var (
 	codeOutboxDropped         = Code{"outbox.dropped", "a downstream message that never succeeded was dropped, given up on before its declared attempts, or recorded as sent"}
 )
 
+// copiesOUTBOX1 is how many copies of its event OUTBOX-1 sends at once.
+const copiesOUTBOX1 = 4
+
 // outboxFacts are what the OUTBOX scenarios fix for their checkers.
 type outboxFacts struct {
 	// MaxAttempts is the declared attempt limit of a message (OUTBOX-4).
@@ -36,8 +39,9 @@ var outbox1 = Guarantee{
 	Why:     "A fresh idempotency key per attempt turns every lost response into a second charge, refund or e-mail downstream.",
 	Needs:   []Capability{"outbox"},
 	Spec:    "a downstream call whose response was lost is sent again with the same operation key, and applied once",
-	Sends:   "4 concurrent copies of one `effect` event; the sink applies the first downstream call and drops its response, then fails the second with 503",
+	Sends:   "4 concurrent copies of one `effect` event (lock-gated when the target allows it); the sink applies the first downstream call and drops its response, then fails the second with 503",
 	Expects: "calls retried with one operation key; applied once downstream",
+	Race:    "the 4 copies, held at the event table before any commits",
 	codes:   []Code{codeOutboxNotSent, codeOutboxKeyChanged, codeOutboxAppliedTwice},
 	judge: bind(func(s *session, _ *outboxFacts) {
 		ep := s.primary()
@@ -47,8 +51,9 @@ var outbox1 = Guarantee{
 		s.env.Sink.Lose(k.EventID, 1)
 		s.env.Sink.Fail(k.EventID, 1, http.StatusServiceUnavailable)
 		s.note("sink: the first call for %s is applied and its response dropped; the second is answered 503", k.EventID)
-		// Concurrent copies too: duplicates must not add downstream calls.
-		s.copies(ep, ev, 4, roleCopy, simulator.Shape{})
+		// Concurrent copies too, held together at the event table where the
+		// target allows it: duplicates must not add downstream calls.
+		s.race(s.env.EventTable, copiesOUTBOX1, func() { s.copies(ep, ev, copiesOUTBOX1, roleCopy, simulator.Shape{}) })
 		s.state(k, phaseAfter, 1)
 		s.untilSink(k, s.sinkWait(), answered2xx)
 		s.sinkCalls(k, phaseAfter)

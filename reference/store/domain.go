@@ -35,6 +35,9 @@ type domainSteps struct {
 	// markSucceeded moves a payment to succeeded and reports whether it moved
 	// (markSucceeded: only from absent or pending).
 	markSucceeded func(ctx context.Context, tx pgx.Tx, ev Event) (bool, error)
+	// paymentForRefund reads the payment's status for a refund and locks its
+	// row until the transaction ends (lockPayment).
+	paymentForRefund func(ctx context.Context, tx pgx.Tx, ev Event) (string, error)
 	// checkRefund decides on a refund from the locked payment's status: a
 	// refusal, an error, or neither to refund (checkRefund).
 	checkRefund func(ev Event, status string) (refused string, err error)
@@ -55,6 +58,7 @@ func CorrectRules() Rules {
 		credit:            applyCash,
 		unknownType:       ignoreUnknown,
 		markSucceeded:     markSucceeded,
+		paymentForRefund:  lockPayment,
 		checkRefund:       checkRefund,
 		writeSubscription: writeSubscription,
 		insertEntry:       insertEntry,
@@ -204,10 +208,7 @@ func markSucceeded(ctx context.Context, tx pgx.Tx, ev Event) (bool, error) {
 }
 
 func applyRefund(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result, error) {
-	var status string
-	err := tx.QueryRow(ctx, `SELECT status FROM payments
-		WHERE source = $1 AND account_id = $2 AND payment_id = $3 FOR UPDATE`,
-		ev.Source, ev.AccountID, ev.ObjectID).Scan(&status)
+	status, err := rules.steps.paymentForRefund(ctx, tx, ev)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Result{}, fmt.Errorf("refund of payment %q: payment absent: %w", ev.ObjectID, ErrPrecondition)
 	}
@@ -232,6 +233,17 @@ func applyRefund(ctx context.Context, tx pgx.Tx, ev Event, rules Rules) (Result,
 		}
 	}
 	return Result{Applied: true}, nil
+}
+
+// lockPayment reads the payment's status FOR UPDATE: of two refunds for one
+// payment, the second waits here until the first commits, then reads
+// "refunded".
+func lockPayment(ctx context.Context, tx pgx.Tx, ev Event) (string, error) {
+	var status string
+	err := tx.QueryRow(ctx, `SELECT status FROM payments
+		WHERE source = $1 AND account_id = $2 AND payment_id = $3 FOR UPDATE`,
+		ev.Source, ev.AccountID, ev.ObjectID).Scan(&status)
+	return status, err
 }
 
 // checkRefund is the refund's state machine on the locked payment: a succeeded

@@ -32,6 +32,17 @@ func (r Rules) WithNoDomainConstraint() Rules {
 	return r
 }
 
+// WithRefundCheckThenAct reads a refund's payment status with a plain SELECT
+// and writes the refund with no one-refund-per-payment index (the
+// refund-check-then-act defect, whose receiver also drops the index:
+// Schema.WithoutDomainConstraint). The payment credit keeps its atomic state
+// check, so only refunds race.
+func (r Rules) WithRefundCheckThenAct() Rules {
+	r.steps.paymentForRefund = readPaymentUnlocked
+	r.steps.insertEntry = insertEntryUnconstrained
+	return r
+}
+
 // WithApplyUnknownTypes credits the ledger for every type Apply does not handle,
 // as the cash credit would (the apply-unknown-types defect).
 func (r Rules) WithApplyUnknownTypes() Rules {
@@ -65,6 +76,18 @@ func markSucceededFromAnyState(ctx context.Context, tx pgx.Tx, ev Event) (bool, 
 		    updated_by_event_id = EXCLUDED.updated_by_event_id, updated_at = now()`,
 		ev.Source, ev.AccountID, ev.ObjectID, ev.Amount, ev.Currency, ev.EventID)
 	return tag.RowsAffected() > 0, err
+}
+
+// readPaymentUnlocked is lockPayment without FOR UPDATE. Wrong: two refunds
+// for one payment at the same moment both read "succeeded" before either
+// commits, and both refund it; one after the other, the second reads
+// "refunded" and is refused, so only a race shows it.
+func readPaymentUnlocked(ctx context.Context, tx pgx.Tx, ev Event) (string, error) {
+	var status string
+	err := tx.QueryRow(ctx, `SELECT status FROM payments
+		WHERE source = $1 AND account_id = $2 AND payment_id = $3`,
+		ev.Source, ev.AccountID, ev.ObjectID).Scan(&status)
+	return status, err
 }
 
 // refundFromAnyState is checkRefund refusing nothing. Wrong: a refunded payment

@@ -44,8 +44,8 @@ type Schema struct {
 	// WithoutEventKeyIndex drops the unique event-key index (check-then-insert,
 	// memory-dedup).
 	WithoutEventKeyIndex bool
-	// WithoutDomainConstraint drops the one-credit-per-payment index
-	// (no-domain-constraint).
+	// WithoutDomainConstraint drops the one-credit-and-one-refund-per-payment
+	// index (no-domain-constraint, refund-check-then-act).
 	WithoutDomainConstraint bool
 }
 

@@ -136,6 +136,12 @@ func (r *rec) fact(name, value string) *rec {
 	return r
 }
 
+// gate records a lock gate of the scenario: racers to meet, and who it held.
+func (r *rec) gate(table string, racers, atGate, behind int) *rec {
+	r.h.Gates = append(r.h.Gates, history.Gate{Scenario: 1, Table: table, Racers: racers, AtGate: atGate, Behind: behind, StartNS: r.tick(), ReleasedNS: r.tick()})
+	return r
+}
+
 // attemptOpt adjusts one attempt.
 type attemptOpt func(*history.Attempt)
 

@@ -111,6 +111,7 @@ func Judge(h *history.History) (*reports.Results, error) {
 			}
 			rg.Scenarios = append(rg.Scenarios, rs)
 		}
+		rg.Race = race(g, h, idx, byScenario)
 		for c := range codes {
 			rg.Codes = append(rg.Codes, c)
 		}
@@ -143,6 +144,7 @@ type Part struct {
 	obs      []history.Observation
 	releases []history.Release
 	sink     []history.Sink
+	gates    []history.Gate
 }
 
 func split(h *history.History) map[int]*Part {
@@ -166,6 +168,9 @@ func split(h *history.History) map[int]*Part {
 	}
 	for _, c := range h.Sink {
 		get(c.Scenario).sink = append(get(c.Scenario).sink, c)
+	}
+	for _, g := range h.Gates {
+		get(g.Scenario).gates = append(get(g.Scenario).gates, g)
 	}
 	return m
 }

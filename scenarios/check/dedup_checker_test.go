@@ -17,7 +17,7 @@ var dedup1 = register(&table{
 			send("copy", k, typeCredit, copyNo(0)).
 			send("copy", k, typeCredit, copyNo(1)).
 			send("copy", k, typeCredit, copyNo(2)).
-			fact("gate_waiters", "3").
+			gate("processed_webhook_events", 16, 3, 0).
 			state("after", 1, k).
 			reconciled(k).done()
 	},

@@ -83,7 +83,7 @@ var inbox2 = register(&table{
 			send("accept", k1, typeCredit, accepted).
 			send("accept", k2, typeCredit, accepted).
 			send("accept", k3, typeCredit, accepted).
-			fact("gate_waiters", "3").
+			gate("ledger_entries", 8, 3, 0).
 			state("after", 1, k1, k2, k3).
 			inbox("after", k1, "done", 1).
 			inbox("after", k2, "done", 1).

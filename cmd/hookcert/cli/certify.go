@@ -41,6 +41,15 @@ func (f *suiteFlags) add(cmd *cobra.Command) {
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
 }
 
+// reproFrom is the --from of a repro command: the run's report directory,
+// whose history the repro compares its schedule with.
+func (f *suiteFlags) reproFrom() string {
+	if f.reportDir == "" {
+		return ""
+	}
+	return " --from " + f.reportDir
+}
+
 func (f *suiteFlags) validate() error {
 	if f.timeScale < 1 {
 		return usageErr("--time-scale must be at least 1 (got %g)", f.timeScale)
@@ -84,7 +93,7 @@ read, every run writes results.json and summary.md, saying why when it stopped e
 			}
 			out := cmd.OutOrStdout()
 			opts := f.options(out, func(id string) string {
-				return fmt.Sprintf("hookcert repro %s --seed %d --config %s", id, f.seed, config)
+				return fmt.Sprintf("hookcert repro %s --seed %d --config %s", id, f.seed, config) + f.reproFrom()
 			})
 			opts.ConfigPath = config
 			return runCertify(cmd.Context(), out, opts)

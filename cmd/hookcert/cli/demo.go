@@ -173,22 +173,17 @@ func runDemo(ctx context.Context, out io.Writer, exe, mode string, workerProcs i
 		fmt.Fprintf(out, "reference receiver with defect(s): %s\n", strings.Join(defects, ", "))
 	}
 	opts := f.options(out, func(id string) string {
+		c := fmt.Sprintf("hookcert repro %s --seed %d --demo", id, f.seed)
 		if mode == reference.ModeInbox {
-			// repro knows no --mode; the demo filtered to the guarantee is the same run.
-			c := fmt.Sprintf("hookcert demo --mode inbox --label-filter %s --seed %d", id, f.seed)
+			c += " --mode inbox"
 			if workerProcs > 0 {
 				c += fmt.Sprintf(" --worker-processes %d", workerProcs)
 			}
-			for _, d := range defects {
-				c += " --defect " + d
-			}
-			return c
 		}
-		c := fmt.Sprintf("hookcert repro %s --seed %d --demo", id, f.seed)
 		for _, d := range defects {
 			c += " --defect " + d
 		}
-		return c
+		return c + f.reproFrom()
 	})
 	opts.ConfigPath = "demo target"
 	opts.ConfigData = targetYAML
