@@ -429,6 +429,7 @@ func TestDefects(t *testing.T) {
 				slots.announce()
 			}
 			t.Parallel()
+			var dir string
 			func() {
 				slots.acquire(order, announced)
 				defer slots.release()
@@ -436,9 +437,12 @@ func TestDefects(t *testing.T) {
 				ran = append(ran, r)
 				mu.Unlock()
 				t.Logf("seed %d: %s", r.seed, r.command())
-				demo(t, bin, server, r, r.args()...)
+				dir = demo(t, bin, server, r, r.args()...)
 			}()
 			codes := judge(t, r)
+			if r.defect == "" && r.target == nil {
+				auditRaces(t, readHistory(t, dir))
+			}
 			mu.Lock()
 			for _, c := range codes {
 				fired[c] = true

@@ -9,7 +9,10 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios"
+	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
 // forcedRaceSeeds is how many seeds TestForcedRace certifies: a race left to
@@ -74,4 +77,92 @@ func forcedFailure(t *testing.T, r *run) reports.Guarantee {
 		t.Errorf("seed %d: race %+v, want forced at the ledger, 2 of 2 held", r.seed, g.Race)
 	}
 	return g
+}
+
+// concurrentNotRaces are the guarantees that send deliveries at the same time
+// without resting their verdict on them meeting inside the receiver, and why.
+// Every other guarantee that does must declare its race (Guarantee.Race), so
+// that it is forced and reported.
+var concurrentNotRaces = map[string]string{
+	"ACK-1":   "rounds of events sent at once so that the kill lands among answered and unanswered ones; judged per event after the restart",
+	"ACK-2":   "load against the acknowledgement timeout; judged per delivery",
+	"ACK-3":   "bad deliveries and their positive controls go at once only to keep the run short; each is judged on its own",
+	"ACK-4":   "deliveries either side of the tolerance go at once only to keep the run short; each is judged on its own",
+	"ACK-5":   "bad deliveries and their positive controls go at once only to keep the run short; each is judged on its own",
+	"ACK-6":   "unknown types and their positive controls go at once only to keep the run short; each is judged on its own",
+	"ACK-7":   "bodies either side of the size limit go at once only to keep the run short; each is judged on its own",
+	"DEDUP-7": "the intervening events go in batches only to keep the run short",
+	"INBOX-1": "events accepted at once while the inbox is locked, then a kill; judged per event after the restart",
+	"INBOX-7": "events accepted at once and held back from their workers; judged per event after the purge",
+}
+
+// auditRaces checks, on a clean run's history, that every guarantee whose
+// deliveries to one endpoint overlapped in time declares its race, or is one
+// of concurrentNotRaces. (Deliveries to different endpoints are different
+// providers' and accounts': they cannot race for one key or object.)
+func auditRaces(t *testing.T, h *history.History) {
+	t.Helper()
+	for _, p := range undeclaredRaces(h) {
+		t.Error(p)
+	}
+}
+
+// undeclaredRaces lists auditRaces' findings.
+func undeclaredRaces(h *history.History) []string {
+	var out []string
+	declared := map[string]bool{}
+	for _, g := range scenarios.Catalogue() {
+		declared[g.ID] = g.Race != ""
+	}
+	for _, sc := range h.Scenarios {
+		if declared[sc.Guarantee] || concurrentNotRaces[sc.Guarantee] != "" {
+			continue
+		}
+		spans := map[[2]string][][2]int64{}
+		for _, a := range h.Attempts {
+			if a.Scenario == sc.Index && a.EndNS > a.StartNS {
+				ep := [2]string{a.Key.Source, a.Key.Account}
+				spans[ep] = append(spans[ep], [2]int64{a.StartNS, a.EndNS})
+			}
+		}
+		for ep, sp := range spans {
+			if overlap(sp) {
+				out = append(out, fmt.Sprintf("%s sent deliveries to %s/%s that overlapped in time but declares no race: force it (Guarantee.Race, s.race) or say in concurrentNotRaces why it is none", sc.Guarantee, ep[0], ep[1]))
+				break
+			}
+		}
+	}
+	return out
+}
+
+// The audit finds overlapping deliveries to one endpoint in a guarantee that
+// declares no race, and nothing in one that does, or across endpoints.
+func TestAuditFindsUndeclaredRaces(t *testing.T) {
+	at := func(sc int, account string, start, end int64) history.Attempt {
+		return history.Attempt{Scenario: sc, Key: profiles.Key{Source: "stripe", Account: account, EventID: "e"}, StartNS: start, EndNS: end}
+	}
+	h := &history.History{
+		Scenarios: []history.Scenario{{Index: 1, Guarantee: "DEDUP-3"}, {Index: 2, Guarantee: "DEDUP-1"}, {Index: 3, Guarantee: "DEDUP-4"}},
+		Attempts: []history.Attempt{
+			at(1, "acct_A", 10, 20), at(1, "acct_A", 15, 25), // DEDUP-3 declares none: found
+			at(2, "acct_A", 10, 20), at(2, "acct_A", 15, 25), // DEDUP-1 declares its race
+			at(3, "acct_A", 10, 20), at(3, "acct_B", 15, 25), // two endpoints: no race
+		},
+	}
+	got := undeclaredRaces(h)
+	if len(got) != 1 || !strings.HasPrefix(got[0], "DEDUP-3 ") {
+		t.Fatalf("findings %q, want DEDUP-3's alone", got)
+	}
+}
+
+// overlap reports whether two of the spans overlap.
+func overlap(spans [][2]int64) bool {
+	for i := range spans {
+		for j := i + 1; j < len(spans); j++ {
+			if spans[i][0] < spans[j][1] && spans[j][0] < spans[i][1] {
+				return true
+			}
+		}
+	}
+	return false
 }
