@@ -491,11 +491,6 @@ func (r *run) expect() (judged []scenarios.Guarantee, want map[string][]string, 
 			want, may = splitBreaks[r.defect], nil
 		}
 		na = map[string]string{"ATOMIC-4": "failpoints"}
-		if r.filter != "" {
-			// Filters here name whole families: "INBOX || OUTBOX".
-			families := strings.Split(r.filter, " || ")
-			judged = slices.DeleteFunc(judged, func(g scenarios.Guarantee) bool { return !slices.Contains(families, g.Family) })
-		}
 	} else {
 		// A synchronous receiver has no inbox and no outbox to judge.
 		na = maps.Clone(na)
@@ -507,6 +502,11 @@ func (r *run) expect() (judged []scenarios.Guarantee, want map[string][]string, 
 				na[g.ID] = "outbox"
 			}
 		}
+	}
+	if r.filter != "" {
+		// Filters here name whole families: "INBOX || OUTBOX", "DEDUP".
+		families := strings.Split(r.filter, " || ")
+		judged = slices.DeleteFunc(judged, func(g scenarios.Guarantee) bool { return !slices.Contains(families, g.Family) })
 	}
 	if r.defect == "" {
 		want = nil
