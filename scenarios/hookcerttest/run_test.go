@@ -45,7 +45,7 @@ func TestNoContainerRuntime(t *testing.T) {
 // lock-gating declared, so ORDER-1 (needs ordering) is not applicable.
 func defective(t *testing.T, defect string) (*gotest.Reference, hookcerttest.Target, []reference.Endpoint) {
 	t.Helper()
-	dbURL := gotest.Database(t)
+	dbURL := hookcerttest.Database(t, "")
 	eps, err := gotest.Endpoints()
 	if err != nil {
 		t.Fatal(err)
