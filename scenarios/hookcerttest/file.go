@@ -56,15 +56,6 @@ func (tg *Target) goChecks() error {
 	return errors.Join(errs...)
 }
 
-func slicesContains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // file renders tg as a target file, with the hooks the harness takes for what
 // a file cannot hold and the rules those hooks satisfy.
 func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
