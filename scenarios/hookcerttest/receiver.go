@@ -342,24 +342,12 @@ func (inc *Incarnation) PoolWithConfig(ctx context.Context, cfg *pgxpool.Config)
 	c.ConnConfig.RuntimeParams["application_name"] = inc.name
 	before, after := c.BeforeConnect, c.AfterConnect
 	c.BeforeConnect = func(ctx context.Context, cc *pgx.ConnConfig) error {
-		if inc.dead.Load() {
-			return ErrKilled
-		}
-		if before != nil {
-			return before(ctx, cc)
-		}
-		return nil
+		return inc.alive(func() error { return callIf(before, ctx, cc) })
 	}
 	// Checked again once connected: a session that was opening while Kill
 	// terminated the others must not outlive it.
 	c.AfterConnect = func(ctx context.Context, conn *pgx.Conn) error {
-		if inc.dead.Load() {
-			return ErrKilled
-		}
-		if after != nil {
-			return after(ctx, conn)
-		}
-		return nil
+		return inc.alive(func() error { return callIf(after, ctx, conn) })
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, c)
 	if err != nil {
@@ -373,6 +361,22 @@ func (inc *Incarnation) PoolWithConfig(ctx context.Context, cfg *pgxpool.Config)
 	}
 	inc.pools = append(inc.pools, &incPool{pool: pool, admin: admin, db: c.ConnConfig.Database})
 	return pool, nil
+}
+
+// alive runs next unless the incarnation was killed.
+func (inc *Incarnation) alive(next func() error) error {
+	if inc.dead.Load() {
+		return ErrKilled
+	}
+	return next()
+}
+
+// callIf calls a caller's connect hook, when there is one.
+func callIf[T any](hook func(context.Context, T) error, ctx context.Context, arg T) error {
+	if hook == nil {
+		return nil
+	}
+	return hook(ctx, arg)
 }
 
 // SQLDB is Pool for database/sql (through pgx's stdlib driver): a receiver

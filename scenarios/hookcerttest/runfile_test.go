@@ -81,17 +81,9 @@ func TestRunFileCertifiesInProcess(t *testing.T) {
 	}
 }
 
-// runFileOn runs RunFile on a recorder, in a goroutine of its own so that its
-// Fatalf can end it.
+// runFileOn runs RunFile on a recorder (see record).
 func runFileOn(t *testing.T, path string, opts ...hookcerttest.Option) *recorder {
-	r := &recorder{TB: t}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		hookcerttest.RunFile(r, path, opts...)
-	}()
-	<-done
-	return r
+	return record(t, func(r testing.TB) { hookcerttest.RunFile(r, path, opts...) })
 }
 
 // TestRunFileRefuses: a wrong file fails the test at once with the loader's
