@@ -355,7 +355,7 @@ func unjoin(err error) []error {
 }
 
 // pathRE finds a file path such as target.endpoints[0].path in a rule's text.
-var pathRE = regexp.MustCompile(`\btarget(\.[a-z_]+(\[\d+\])?)*`)
+var pathRE = regexp.MustCompile(`\btarget(\.[a-z_]+(\[\d+\])?)+`)
 
 // goFields map the file's paths to Target's fields where they differ beyond
 // spelling; longest first.

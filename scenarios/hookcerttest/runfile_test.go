@@ -186,3 +186,26 @@ func TestRunRefusesFileOptions(t *testing.T) {
 		t.Errorf("errors = %q", r.errors)
 	}
 }
+
+// TestRunWithReceiver: a Target takes WithReceiver too, served at its
+// templated BaseURL and crashed by ATOMIC-1.
+func TestRunWithReceiver(t *testing.T) {
+	if os.Getenv(helperEnv) != "" {
+		t.Skip("in the helper process")
+	}
+	db := hookcerttest.Database(t, "")
+	const secret = "whsec_hookcerttestRunWithReceiver00"
+	tg := hookcerttest.Target{BaseURL: "http://127.0.0.1:{{.Port}}", DatabaseURL: db, EventTable: "processed_webhook_events", EffectTable: "ledger_entries",
+		Endpoints: []hookcerttest.Endpoint{{Profile: "stripe", Account: "acct_A", Path: "/webhooks/stripe/acct_A", Secret: secret}},
+		Queries: hookcerttest.Queries{
+			EventRows: "SELECT count(*) FROM processed_webhook_events WHERE source=$1 AND account_id=$2 AND event_id=$3",
+			Effects:   "SELECT count(*) FROM ledger_entries WHERE source=$1 AND account_id=$2 AND event_id=$3",
+		},
+		Capabilities: []string{"crash", "lock-gating"}}
+	var res *reports.Results
+	hookcerttest.Run(t, tg, hookcerttest.WithReceiver(inProcessReference(db)), hookcerttest.WithEnv("HOOKCERTTEST_STRIPE_A", secret), hookcerttest.WithEnv("HOOKCERTTEST_STRIPE_B", secret),
+		hookcerttest.WithLabelFilter("ATOMIC-1"), hookcerttest.OnResults(func(r *reports.Results) { res = r }))
+	if res == nil || res.Summary.Passed != 1 {
+		t.Fatalf("results: %+v", res)
+	}
+}
