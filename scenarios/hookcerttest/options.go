@@ -101,8 +101,9 @@ func WithGeneratedSecrets() Option { return func(o *options) { o.genSecrets = tr
 // {{.Port}} is a free port), started once the target's setup hook has run,
 // and crashed and restarted by the harness as a process would be (Receiver).
 // The target's capability crash is then satisfied without a lifecycle. A
-// target whose lifecycle declares worker processes is refused: the harness
-// could not kill them alone.
+// file's lifecycle is still checked as the CLI checks it (the variables its
+// {{env}} reads must be set), but not run. A target whose lifecycle declares
+// worker processes is refused: the harness could not kill them alone.
 func WithReceiver(f Factory) Option { return func(o *options) { o.receiver = f } }
 
 // WithPurge purges the receiver as if its clock read asOf, in Go, in place
