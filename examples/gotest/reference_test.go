@@ -15,7 +15,7 @@ import (
 // 'TestReferenceConformance/DEDUP' runs one family), and the clean reference
 // passes every one. $HOOKCERT_REPORT_DIR, when set, receives the reports.
 func TestReferenceConformance(t *testing.T) {
-	dbURL := Database(t)
+	dbURL := hookcerttest.Database(t, "")
 	eps, err := Endpoints()
 	if err != nil {
 		t.Fatal(err)

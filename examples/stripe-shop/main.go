@@ -128,7 +128,8 @@ func serveCmd(args []string, stderr io.Writer) int {
 		return 1
 	}
 	defer pool.Close()
-	if err := migrate(ctx, pool); err != nil {
+	handler, err := newHandler(ctx, pool, cfg, log)
+	if err != nil {
 		log.Error("migrations", "err", err)
 		return 1
 	}
@@ -138,7 +139,7 @@ func serveCmd(args []string, stderr io.Writer) int {
 		return 1
 	}
 	srv := &http.Server{
-		Handler:           NewServer(pool, cfg, log).Routes(),
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		IdleTimeout:       60 * time.Second,
@@ -163,6 +164,15 @@ func serveCmd(args []string, stderr io.Writer) int {
 	}
 	log.Info("stopped")
 	return 0
+}
+
+// newHandler migrates the schema and returns the receiver's routes: what
+// serve does before it listens.
+func newHandler(ctx context.Context, pool *pgxpool.Pool, cfg Config, log *slog.Logger) (http.Handler, error) {
+	if err := migrate(ctx, pool); err != nil {
+		return nil, err
+	}
+	return NewServer(pool, cfg, log).Routes(), nil
 }
 
 func openPool(ctx context.Context, url string, maxConns int32) (*pgxpool.Pool, error) {
@@ -220,17 +230,7 @@ func purgeCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	pool, err := openPool(ctx, url, 2)
-	if err != nil {
-		log.Error("database", "err", err)
-		return 1
-	}
-	defer pool.Close()
-	if err := migrate(ctx, pool); err != nil {
-		log.Error("migrations", "err", err)
-		return 1
-	}
-	res, err := purge(ctx, pool, at, *keyTTL, *payloadTTL)
+	res, err := purgeDatabase(ctx, url, at, *keyTTL, *payloadTTL)
 	if err != nil {
 		log.Error("purge", "err", err)
 		return 1

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -39,4 +40,18 @@ func purge(ctx context.Context, pool *pgxpool.Pool, asOf time.Time, keyTTL, payl
 	}
 	res.PayloadsCleared = tag.RowsAffected()
 	return res, tx.Commit(ctx)
+}
+
+// purgeDatabase is the purge command: it opens the database at url, brings
+// its schema up to date and purges it as of asOf.
+func purgeDatabase(ctx context.Context, url string, asOf time.Time, keyTTL, payloadTTL time.Duration) (purgeResult, error) {
+	pool, err := openPool(ctx, url, 2)
+	if err != nil {
+		return purgeResult{}, fmt.Errorf("database: %w", err)
+	}
+	defer pool.Close()
+	if err := migrate(ctx, pool); err != nil {
+		return purgeResult{}, fmt.Errorf("migrations: %w", err)
+	}
+	return purge(ctx, pool, asOf, keyTTL, payloadTTL)
 }

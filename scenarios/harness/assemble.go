@@ -49,6 +49,11 @@ func (hs *Harness) start(ctx context.Context, b *Builder) error {
 	tg, env, h := hs.tg, hs.Env, b.o.Hooks
 	switch {
 	case h.Kill != nil && h.Restart != nil:
+		if h.Start != nil {
+			if err := h.Start(ctx); err != nil {
+				return fmt.Errorf("%w: starting the receiver: %w", ErrUnreachable, err)
+			}
+		}
 		env.Controller = &funcController{kill: h.Kill, restart: h.Restart, alive: h.Alive, base: tg.BaseURL}
 		return nil
 	case b.o.NoStart:

@@ -79,6 +79,10 @@ type Hooks struct {
 	Kill    func() error
 	Restart func(ctx context.Context) error
 	Alive   func() (ok bool, why string)
+	// Start, optional beside Kill and Restart, starts the receiver once the
+	// setup hook has run (its schema may come from it); without it the
+	// receiver is taken to be running already.
+	Start func(ctx context.Context) error
 	// Fixtures create business objects by name, in Go.
 	Fixtures map[string]func(ctx context.Context, d vocab.ObjectData) error
 	// Purge purges the receiver as if its clock read asOf (capability retention).

@@ -56,15 +56,6 @@ func (tg *Target) goChecks() error {
 	return errors.Join(errs...)
 }
 
-func slicesContains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
-}
-
 // file renders tg as a target file, with the hooks the harness takes for what
 // a file cannot hold and the rules those hooks satisfy.
 func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
@@ -364,7 +355,7 @@ func unjoin(err error) []error {
 }
 
 // pathRE finds a file path such as target.endpoints[0].path in a rule's text.
-var pathRE = regexp.MustCompile(`\btarget(\.[a-z_]+(\[\d+\])?)*`)
+var pathRE = regexp.MustCompile(`\btarget(\.[a-z_]+(\[\d+\])?)+`)
 
 // goFields map the file's paths to Target's fields where they differ beyond
 // spelling; longest first.

@@ -3,77 +3,20 @@ package hookcerttest
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
-	"os"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/hookcert/hookcert/adapters/scrub"
-	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/scenarios/check"
 	"github.com/hookcert/hookcert/scenarios/harness"
-	"github.com/hookcert/hookcert/simulator/profiles"
 )
-
-// DefaultTimeScale compresses providers' retry schedules: one provider hour
-// passes in one real second, as in `hookcert certify`.
-const DefaultTimeScale = 3600
-
-// EnvSeed names the environment variable that sets the seed of runs given no
-// WithSeed, so a failing run can be replayed without editing the test.
-const EnvSeed = "HOOKCERT_SEED"
 
 // HistoryFile is the history's name in a report directory (the input of
 // `hookcert check --from DIR`).
 const HistoryFile = "history.jsonl"
-
-// Option tunes Run.
-type Option func(*options)
-
-type options struct {
-	seed        int64
-	seedSet     bool
-	labelFilter string
-	reportDir   string
-	timeScale   float64
-	runID       string
-	scenario    time.Duration
-	onResults   func(*reports.Results)
-}
-
-// WithSeed sets the run's seed: the scenario order and every choice the
-// scenarios make derive from it, so one seed replays one run. Without it the
-// seed is $HOOKCERT_SEED, else random; it is logged either way.
-func WithSeed(seed int64) Option { return func(o *options) { o.seed, o.seedSet = seed, true } }
-
-// WithLabelFilter keeps the guarantees a Ginkgo label filter selects, over
-// guarantee IDs, families and needs:<capability> ("DEDUP || ATOMIC-1",
-// "!needs:crash"). `go test -run 'Test/DEDUP-1'` selects by subtest name too.
-func WithLabelFilter(filter string) Option { return func(o *options) { o.labelFilter = filter } }
-
-// WithReportDir writes results.json, junit.xml, summary.md, index.html and
-// history.jsonl into dir once the suite has run, secrets scrubbed.
-func WithReportDir(dir string) Option { return func(o *options) { o.reportDir = dir } }
-
-// WithTimeScale sets how many provider seconds pass in one real second on the
-// retry schedules (default DefaultTimeScale).
-func WithTimeScale(scale float64) Option { return func(o *options) { o.timeScale = scale } }
-
-// WithScenarioTimeout bounds each scenario (default 3 minutes).
-func WithScenarioTimeout(d time.Duration) Option { return func(o *options) { o.scenario = d } }
-
-// WithRunID sets the namespace of every event and object ID of the run
-// (default: from the clock), for a receiver whose database keeps old runs.
-func WithRunID(id string) Option { return func(o *options) { o.runID = id } }
-
-// OnResults is called with the judged results of the run, after every
-// guarantee has been reported.
-func OnResults(f func(*reports.Results)) Option { return func(o *options) { o.onResults = f } }
 
 // Run runs the conformance suite against tg inside the caller's test. With a
 // *testing.T each guarantee is a subtest named by its ID: it fails with every
@@ -81,49 +24,52 @@ func OnResults(f func(*reports.Results)) Option { return func(o *options) { o.on
 // skipped with the reason when it is not applicable. With another testing.TB
 // (a benchmark, say) each guarantee that failed or could not be judged is one
 // Errorf line, the others one Logf line. A target that is wrong or cannot be
-// reached fails t at once (Fatalf).
+// reached fails t at once (Fatalf), naming Target's fields.
 func Run(t testing.TB, tg Target, opts ...Option) {
 	t.Helper()
-	o := options{timeScale: DefaultTimeScale}
-	for _, f := range opts {
-		f(&o)
+	o, err := newOptions(opts)
+	if err == nil {
+		err = o.goTargetOnly()
 	}
-	if !o.seedSet {
-		o.seed = rand.Int64N(1 << 31)
-		if s := strings.TrimSpace(os.Getenv(EnvSeed)); s != "" {
-			n, err := strconv.ParseInt(s, 10, 64)
-			if err != nil {
-				t.Fatalf("hookcerttest: $%s=%q is not an integer", EnvSeed, s)
-				return
-			}
-			o.seed = n
-		}
-	}
-	if o.timeScale <= 0 {
-		t.Fatalf("hookcerttest: WithTimeScale: must be > 0, got %v", o.timeScale)
+	if err != nil {
+		t.Fatalf("hookcerttest: %v", err)
 		return
-	}
-	if o.runID == "" {
-		o.runID = strings.ToLower(strconv.FormatInt(time.Now().UnixNano()&0xffffffffff, 16))
 	}
 	if tg.Name == "" {
 		tg.Name = t.Name()
 	}
-	ctx := t.Context()
-	h, err := open(ctx, tg, o)
+	secrets := append(o.setenv(t), secretsOf(tg)...)
+	src, err := tg.source(o)
 	if err != nil {
-		t.Fatalf("hookcerttest: %v", scrub.New(secretsOf(tg)...).Error(err))
+		t.Fatalf("hookcerttest: %v", scrub.New(secrets...).Error(err))
+		return
+	}
+	src.secrets = append(src.secrets, secrets...)
+	suite(t, src, o)
+}
+
+// suite opens the target src stands for, runs the selected guarantees as
+// subtests (or lines), judges the run and writes its reports.
+func suite(t testing.TB, src *source, o options) {
+	t.Helper()
+	ro := scenarios.RunOptions{Seed: o.seed, LabelFilter: o.labelFilter, ScenarioTimeout: o.scenario}
+	specs, err := scenarios.Select(ro)
+	switch {
+	case err != nil:
+		t.Fatalf("hookcerttest: WithLabelFilter: %v", err)
+		return
+	case len(specs) == 0:
+		t.Fatalf("hookcerttest: WithLabelFilter(%q) selects no guarantee (labels: guarantee IDs, families, needs:<capability>)", o.labelFilter)
+		return
+	}
+	ctx := t.Context()
+	h, err := open(ctx, src, o)
+	if err != nil {
+		t.Fatalf("hookcerttest: %v", scrub.New(src.secrets...).Error(err))
 		return
 	}
 	defer h.Close()
 	clean := scrub.New(h.Secrets()...)
-
-	ro := scenarios.RunOptions{Seed: o.seed, LabelFilter: o.labelFilter, ScenarioTimeout: o.scenario}
-	specs, err := scenarios.Select(ro)
-	if err != nil {
-		t.Fatalf("hookcerttest: WithLabelFilter: %v", err)
-		return
-	}
 	run, err := h.NewRun(ro)
 	if err != nil {
 		t.Fatalf("hookcerttest: %v", err)
@@ -145,9 +91,19 @@ func Run(t testing.TB, tg Target, opts ...Option) {
 		v := scenario(ctx, run, sp, i+1, len(specs))
 		reportTB(t, sp, v, clean, fmt.Sprintf("replay: %s=%d with WithLabelFilter(%q)", EnvSeed, o.seed, sp.Guarantee))
 	}
+	finish(t, h, run, src, o)
+}
 
-	res, err := h.Finish(ctx, run, harness.Report{
-		Environment: map[string]string{"mode": "go test (hookcerttest)"},
+// finish judges the run, writes its reports and hands the results to
+// OnResults.
+func finish(t testing.TB, h *harness.Harness, run *scenarios.Run, src *source, o options) {
+	t.Helper()
+	env := map[string]string{"mode": "go test (hookcerttest)"}
+	if src.path != "" {
+		env["target_file"] = src.path
+	}
+	res, err := h.Finish(t.Context(), run, harness.Report{
+		Environment: env,
 		Repro: func(id string) string {
 			return fmt.Sprintf("%s=%d go test -run '%s'", EnvSeed, o.seed, runPattern(t.Name()+"/"+id))
 		},
@@ -244,77 +200,3 @@ func secretsOf(tg Target) []string {
 	}
 	return out
 }
-
-// checked is a Target rendered as a file, with what the loader and the
-// harness need beside it.
-type checked struct {
-	data  []byte
-	hooks harness.Hooks
-	opts  []targetfile.Option
-}
-
-// check checks tg before anything is opened: its Go-only fields, then the
-// file it stands for, with the loader's stand-in template values. Every
-// problem is reported at once, each naming its Go field.
-func (tg *Target) check() (*targetfile.Target, checked, error) {
-	if err := tg.goChecks(); err != nil {
-		return nil, checked{}, err
-	}
-	data, hooks, gh, err := tg.file()
-	if err != nil {
-		return nil, checked{}, err
-	}
-	// A relative program or directory is the test's, as a file's are the file's.
-	dir, err := os.Getwd()
-	if err != nil {
-		return nil, checked{}, err
-	}
-	opts := []targetfile.Option{targetfile.WithBaseDir(dir), targetfile.WithGoHooks(gh)}
-	inspected, err := targetfile.Inspect(data, profiles.IDs(), opts...)
-	if err != nil {
-		return nil, checked{}, goNames(err)
-	}
-	return inspected, checked{data: data, hooks: hooks, opts: opts}, nil
-}
-
-// open checks tg as a target file and assembles it with the composition
-// root, as hookcert certify assembles a file.
-func open(ctx context.Context, tg Target, o options) (*harness.Harness, error) {
-	inspected, f, err := tg.check()
-	if err != nil {
-		return nil, err
-	}
-	data, hooks, opts := f.data, f.hooks, f.opts
-	b := harness.New(harness.Options{RunID: o.runID, TimeScale: o.timeScale, Hooks: hooks, Secrets: secretsOf(tg), LogDir: o.reportDir})
-	vars, err := b.Vars(inspected)
-	if err != nil {
-		b.Close()
-		return nil, err
-	}
-	vars.DatabaseURL = tg.DatabaseURL
-	if tg.Pool != nil {
-		vars.DatabaseURL = hooks.PoolConfig.ConnString()
-	}
-	model, err := targetfile.Parse(data, vars, append(opts, targetfile.WithProfiles(profiles.IDs()))...)
-	if err != nil {
-		b.Close()
-		return nil, goNames(err)
-	}
-	hs, err := b.Open(ctx, model)
-	if err != nil {
-		// The root names the file's fields (an observer query that does not
-		// prepare, say): name the Go ones.
-		return nil, goText{msg: pathRE.ReplaceAllStringFunc(err.Error(), goField), err: err}
-	}
-	return hs, nil
-}
-
-// goText is an error whose message names Target's fields, wrapping the one
-// that named the file's.
-type goText struct {
-	msg string
-	err error
-}
-
-func (e goText) Error() string { return e.msg }
-func (e goText) Unwrap() error { return e.err }

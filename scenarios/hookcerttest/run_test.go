@@ -45,7 +45,7 @@ func TestNoContainerRuntime(t *testing.T) {
 // lock-gating declared, so ORDER-1 (needs ordering) is not applicable.
 func defective(t *testing.T, defect string) (*gotest.Reference, hookcerttest.Target, []reference.Endpoint) {
 	t.Helper()
-	dbURL := gotest.Database(t)
+	dbURL := hookcerttest.Database(t, "")
 	eps, err := gotest.Endpoints()
 	if err != nil {
 		t.Fatal(err)
@@ -135,14 +135,19 @@ func (r *recorder) Fatalf(format string, args ...any) {
 	runtime.Goexit()
 }
 
-// runOn runs the suite on a recorder, in a goroutine of its own so that its
-// Fatalf can end it.
+// runOn runs the suite on a recorder (see record).
 func runOn(t *testing.T, tg hookcerttest.Target, opts ...hookcerttest.Option) *recorder {
+	return record(t, func(r testing.TB) { hookcerttest.Run(r, tg, opts...) })
+}
+
+// record runs f on a recorder, in a goroutine of its own so that its Fatalf
+// can end it.
+func record(t *testing.T, f func(testing.TB)) *recorder {
 	r := &recorder{TB: t}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		hookcerttest.Run(r, tg, opts...)
+		f(r)
 	}()
 	<-done
 	return r

@@ -91,7 +91,8 @@ type Target struct {
 	// sessions so that no transaction in flight commits. Restart starts it
 	// again at the same BaseURL and returns once it is ready. Both take the
 	// place of a Lifecycle for capability crash, for a receiver the test runs
-	// itself.
+	// itself. A Receiver (StartReceiver) has them, and Alive; the WithReceiver
+	// option sets all three from a Factory.
 	Kill    func() error
 	Restart func(ctx context.Context) error
 	// Alive, optional, reports whether the receiver is up and, when it is not,
