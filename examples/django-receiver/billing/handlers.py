@@ -95,11 +95,17 @@ def apply(event):
 
 
 def grant_credit(event, scope, data):
-    # The ledger entry first: it is the effect, unique per event.
-    LedgerEntry.objects.create(
-        **scope, event_id=event.event_id, kind=LedgerEntry.CREDIT, customer_id=data["customer"],
-        credit_grant_id=data["id"], amount=data["amount"], currency=data["currency"],
+    # The ledger entry first: it is the effect, unique per event. The ledger
+    # outlives the inbox's keys, so a provider's resend after its key was
+    # purged finds its entry here and changes nothing (retrying it would
+    # only fail again).
+    _, created = LedgerEntry.objects.get_or_create(
+        **scope, event_id=event.event_id, kind=LedgerEntry.CREDIT,
+        defaults={"customer_id": data["customer"], "credit_grant_id": data["id"], "amount": data["amount"],
+                  "currency": data["currency"]},
     )
+    if not created:
+        return "ignored"
     wallet, _ = Wallet.objects.select_for_update().get_or_create(
         **scope, customer_id=data["customer"], defaults={"currency": data["currency"]},
     )
