@@ -4,11 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -28,6 +28,9 @@ type example struct {
 	// env carries its secrets; defectEnv names the variable that plants a defect.
 	env       []string
 	defectEnv string
+	// seeds is how many seeds the correct receiver is certified on (default
+	// 1): each seed is another order of scenarios, IDs and kill points.
+	seeds int
 	// maxNA bounds how many guarantees may be not applicable to the correct
 	// receiver; mustPass must pass (they judge what the example is for).
 	maxNA    int
@@ -119,6 +122,8 @@ var examples = []example{
 			"memory-queue": {"ACK-1": {"ack.lost"}, "INBOX-1": {"inbox.lost"}},
 		},
 	},
+	// Django and gunicorn, an inbox table and worker processes (django_test.go).
+	djangoExample,
 }
 
 type exampleRun struct {
@@ -131,48 +136,61 @@ type exampleRun struct {
 	dur    time.Duration
 }
 
+// TestExampleReceiversAreCertified certifies each example, one subtest per
+// example (-run 'TestExampleReceiversAreCertified/django-receiver' runs one),
+// its correct receiver on ex.seeds seeds and once per planted defect.
 func TestExampleReceiversAreCertified(t *testing.T) {
 	sideBySide(t)
 	if testing.Short() {
 		t.Skip("-short: certifies every example receiver once per planted defect")
 	}
 	bin := build(t)
-	// A Go example's target starts ./bin/<name> beside the target file, where
-	// its README builds it (bin/ is ignored by git).
-	for _, ex := range examples {
-		if ex.needs != nil {
-			continue
+	base := time.Now().UnixNano() % 1_000_000
+	t.Logf("example seeds start at %d", base)
+	// Three certifications at once across the examples: the runs mostly wait
+	// (settle periods, restarts), and three receivers with their harness pools
+	// stay well under PostgreSQL's 100 connections.
+	sem := make(chan struct{}, 3)
+	next := base
+	for i := range examples {
+		ex := &examples[i]
+		runs := exampleRuns(ex, next)
+		next += int64(len(runs))
+		t.Run(ex.dir, func(t *testing.T) {
+			t.Parallel()
+			certifyExampleRuns(t, bin, ex, runs, sem)
+		})
+	}
+}
+
+// exampleRuns are ex's certifications: its correct receiver on ex.seeds
+// seeds, then each planted defect, numbered from seed.
+func exampleRuns(ex *example, seed int64) []*exampleRun {
+	var runs []*exampleRun
+	for range max(1, ex.seeds) {
+		runs = append(runs, &exampleRun{ex: ex, seed: seed + int64(len(runs))})
+	}
+	for _, d := range slices.Sorted(maps.Keys(ex.breaks)) {
+		runs = append(runs, &exampleRun{ex: ex, defect: d, seed: seed + int64(len(runs))})
+	}
+	return runs
+}
+
+// certifyExampleRuns builds ex where it is Go, runs its certifications (each
+// holding a place of sem) and judges them.
+func certifyExampleRuns(t *testing.T, bin string, ex *example, runs []*exampleRun, sem chan struct{}) {
+	if ex.needs != nil {
+		if why := ex.needs(); why != "" {
+			t.Skipf("%s is not certified here: %s", ex.dir, why)
 		}
+	} else {
+		// A Go example's target starts ./bin/<name> beside the target file,
+		// where its README builds it (bin/ is ignored by git).
 		out, err := exec.Command("go", "build", "-o", filepath.Join("..", "..", "examples", ex.dir, "bin", ex.dir), "github.com/hookcert/hookcert/examples/"+ex.dir).CombinedOutput()
 		if err != nil {
 			t.Fatalf("go build %s: %v\n%s", ex.dir, err, out)
 		}
 	}
-	base := time.Now().UnixNano() % 1_000_000
-	t.Logf("example seeds start at %d", base)
-	var runs []*exampleRun
-	for i := range examples {
-		ex := &examples[i]
-		if ex.needs != nil {
-			if why := ex.needs(); why != "" {
-				t.Logf("%s is not certified here: %s", ex.dir, why)
-				continue
-			}
-		}
-		runs = append(runs, &exampleRun{ex: ex, seed: base + int64(len(runs))})
-		defects := make([]string, 0, len(ex.breaks))
-		for d := range ex.breaks {
-			defects = append(defects, d)
-		}
-		sort.Strings(defects)
-		for _, d := range defects {
-			runs = append(runs, &exampleRun{ex: ex, defect: d, seed: base + int64(len(runs))})
-		}
-	}
-	// Three at once: the runs mostly wait (settle periods, restarts), and three
-	// receivers with their harness pools stay well under PostgreSQL's 100
-	// connections.
-	sem := make(chan struct{}, 3)
 	var wg sync.WaitGroup
 	for _, r := range runs {
 		wg.Add(1)
@@ -184,51 +202,59 @@ func TestExampleReceiversAreCertified(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-
 	for _, r := range runs {
-		label := r.ex.dir
-		if r.defect != "" {
-			label += " + " + r.defect
-		}
-		t.Logf("%s (seed %d): exit %d in %s", label, r.seed, r.code, r.dur.Round(100*time.Millisecond))
-		if r.res == nil {
-			t.Errorf("%s (seed %d): no results.json (exit %d)\n%s", label, r.seed, r.code, tail(r.out, 30))
-			continue
-		}
-		want := r.ex.breaks[r.defect]
-		na := 0
-		for _, g := range r.res.Guarantees {
-			codes, broken := want[g.ID]
-			switch {
-			case broken:
-				if g.Status != reports.StatusFailed {
-					t.Errorf("%s (seed %d): %s is %s, want failed: the planted defect was not caught (%s)", label, r.seed, g.ID, g.Status, g.Reason)
-					continue
-				}
-				for _, c := range codes {
-					if !slices.Contains(g.Codes, c) {
-						t.Errorf("%s (seed %d): %s failed without code %s (got %v)", label, r.seed, g.ID, c, g.Codes)
-					}
-				}
-			case g.Status == reports.StatusNotApplicable:
-				na++
-				if slices.Contains(r.ex.mustPass, g.ID) {
-					t.Errorf("%s (seed %d): %s is not applicable, want passed: %s", label, r.seed, g.ID, g.Reason)
-				}
-			case g.Status != reports.StatusPassed:
-				t.Errorf("%s (seed %d): %s is %s, want passed: %s", label, r.seed, g.ID, g.Status, g.Reason)
+		judgeExampleRun(t, r)
+	}
+}
+
+// judgeExampleRun checks one certification against what the example expects:
+// the correct receiver passes all but at most maxNA guarantees (mustPass
+// among them) and exits 0; a planted defect fails the guarantees it breaks,
+// with their codes, passes the rest and exits 1.
+func judgeExampleRun(t *testing.T, r *exampleRun) {
+	t.Helper()
+	label := r.ex.dir
+	if r.defect != "" {
+		label += " + " + r.defect
+	}
+	t.Logf("%s (seed %d): exit %d in %s", label, r.seed, r.code, r.dur.Round(100*time.Millisecond))
+	if r.res == nil {
+		t.Errorf("%s (seed %d): no results.json (exit %d)\n%s", label, r.seed, r.code, tail(r.out, 30))
+		return
+	}
+	want := r.ex.breaks[r.defect]
+	na := 0
+	for _, g := range r.res.Guarantees {
+		codes, broken := want[g.ID]
+		switch {
+		case broken:
+			if g.Status != reports.StatusFailed {
+				t.Errorf("%s (seed %d): %s is %s, want failed: the planted defect was not caught (%s)", label, r.seed, g.ID, g.Status, g.Reason)
+				continue
 			}
-		}
-		if r.defect == "" {
-			if r.code != 0 {
-				t.Errorf("%s (seed %d): exit %d, want 0", label, r.seed, r.code)
+			for _, c := range codes {
+				if !slices.Contains(g.Codes, c) {
+					t.Errorf("%s (seed %d): %s failed without code %s (got %v)", label, r.seed, g.ID, c, g.Codes)
+				}
 			}
-			if na > r.ex.maxNA {
-				t.Errorf("%s (seed %d): %d guarantees not applicable, want at most %d", label, r.seed, na, r.ex.maxNA)
+		case g.Status == reports.StatusNotApplicable:
+			na++
+			if slices.Contains(r.ex.mustPass, g.ID) {
+				t.Errorf("%s (seed %d): %s is not applicable, want passed: %s", label, r.seed, g.ID, g.Reason)
 			}
-		} else if r.code != 1 {
-			t.Errorf("%s (seed %d): exit %d, want 1 (a guarantee failed)", label, r.seed, r.code)
+		case g.Status != reports.StatusPassed:
+			t.Errorf("%s (seed %d): %s is %s, want passed: %s", label, r.seed, g.ID, g.Status, g.Reason)
 		}
+	}
+	if r.defect == "" {
+		if r.code != 0 {
+			t.Errorf("%s (seed %d): exit %d, want 0", label, r.seed, r.code)
+		}
+		if na > r.ex.maxNA {
+			t.Errorf("%s (seed %d): %d guarantees not applicable, want at most %d", label, r.seed, na, r.ex.maxNA)
+		}
+	} else if r.code != 1 {
+		t.Errorf("%s (seed %d): exit %d, want 1 (a guarantee failed)", label, r.seed, r.code)
 	}
 }
 

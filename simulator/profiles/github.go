@@ -46,6 +46,9 @@ func newGitHub() Profile {
 		OrderedSource:          "undocumented (no ordering statement in the webhook docs read)",
 		ManualRedelivery:       boolp(true),
 		ManualRedeliveryWindow: dur(3 * 24 * time.Hour), // "redeliver webhook deliveries that occurred in the past 3 days" (GHES 3.16+: 7 days)
+		// "Payloads are capped at 25 MB." (providers.yaml github.payload.max_size_bytes)
+		MaxPayload:       25 << 20,
+		MaxPayloadSource: "docs.github.com webhook-events-and-payloads: \"Payloads are capped at 25 MB. If an event generates a larger payload, GitHub will not deliver a payload for that webhook event.\"",
 		Sources: []string{
 			"https://docs.github.com/en/webhooks/using-webhooks/validating-webhook-deliveries",
 			"https://docs.github.com/en/webhooks/using-webhooks/best-practices-for-using-webhooks",

@@ -170,6 +170,10 @@ type Facts struct {
 	ManualRedeliveryWindow *time.Duration
 	// ManualRedelivery is nil when undocumented, else whether people can resend.
 	ManualRedelivery *bool
+	// MaxPayload is the largest body the provider documents it may send, in
+	// bytes; 0: undocumented. MaxPayloadSource quotes where it is documented.
+	MaxPayload       int
+	MaxPayloadSource string
 	Sources          []string
 	// Notes carries documented caveats (sandbox schedules, secondary sources).
 	Notes []string

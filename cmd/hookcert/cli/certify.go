@@ -96,6 +96,7 @@ read, every run writes results.json and summary.md, saying why when it stopped e
 				return fmt.Sprintf("hookcert repro %s --seed %d --config %s", id, f.seed, config) + f.reproFrom()
 			})
 			opts.ConfigPath = config
+			printFileWarnings(out, config)
 			return runCertify(cmd.Context(), out, opts)
 		},
 	}

@@ -142,6 +142,9 @@ func (p *proposal) printSummary(out io.Writer, path, checked string) {
 			fmt.Fprintf(out, ", source %s", ev.src.name)
 		}
 		fmt.Fprintln(out, ")")
+		for _, c := range ev.unmapped {
+			fmt.Fprintf(out, "  warning: key column %s is neither a source nor an account: no query binds it\n", c)
+		}
 		if p.keyless {
 			fmt.Fprintf(out, "  warning: no unique key over %s.%s\n", ev.t.display(), ev.idCol.name)
 		}

@@ -23,6 +23,11 @@ var (
 		"merchant_id", "merchant_account", "workspace_id", "team_id", "organization_id", "org_id"}
 	// sourceColumns name the provider ($1).
 	sourceColumns = []string{"source", "provider", "source_name", "provider_name"}
+	// accountWordRE and sourceWordRE classify the other columns of an event
+	// key that the lists above miss (provider_account, stripe_account_id,
+	// webhook_source): an account word wins, as in provider_account.
+	accountWordRE = regexp.MustCompile(`(^|_)(account|acct|tenant|shop|merchant|workspace|team|org|organization|installation)(_|$)`)
+	sourceWordRE  = regexp.MustCompile(`(^|_)(source|provider|origin|integration|vendor)(_|$)`)
 	// objectColumns hold a business object's ID ($4).
 	objectColumns = []string{"object_id", "payment_id", "payment_intent_id", "charge_id", "order_id", "subscription_id", "invoice_id", "customer_id"}
 	// payloadColumns hold the stored request body.
@@ -42,6 +47,9 @@ type eventPick struct {
 	idCol    column
 	key      *uniqueKey // nil: no unique key over the ID column (a warning)
 	src, acc *column
+	// unmapped are the key's columns that are neither source, account nor
+	// the event ID: no query parameter stands for them (a warning).
+	unmapped []string
 	score    int
 }
 
@@ -151,14 +159,17 @@ func eventCandidate(t *table) *eventPick {
 			// A key scoped by the event key's other parts is the receiver's
 			// event key; a bare ID key still dedupes, less precisely.
 			score := 0
-			for _, other := range []*column{ep.src, ep.acc} {
-				if other != nil && slices.Contains(k.cols, other.name) {
+			for _, col := range k.cols {
+				if col != name && keyRole(col) != "" {
 					score += 5
 				}
 			}
 			if ep.key == nil || score > 0 {
 				ep.key = k
 			}
+		}
+		if ep.key != nil {
+			ep.bindKey(t)
 		}
 		if ep.key == nil {
 			if name == "id" {
@@ -182,18 +193,81 @@ func eventCandidate(t *table) *eventPick {
 	return best
 }
 
+// keyRole says which part of the event key a column of a unique key holds:
+// "source", "account", or "" when its name says neither.
+func keyRole(col string) string {
+	name := strings.ToLower(col)
+	switch {
+	case slices.Contains(accountColumns, name), accountWordRE.MatchString(name):
+		return "account"
+	case slices.Contains(sourceColumns, name), sourceWordRE.MatchString(name):
+		return "source"
+	}
+	return ""
+}
+
+// bindKey maps every column of the event key to its parameter: a key column
+// that holds the source or the account is the one the queries bind, over any
+// column found by name alone, so that no query drops a part of the key (a
+// count without the account would merge two accounts' events).
+func (ep *eventPick) bindKey(t *table) {
+	for _, name := range ep.key.cols {
+		if name == ep.idCol.name {
+			continue
+		}
+		c, ok := t.col(name)
+		if !ok {
+			continue
+		}
+		switch keyRole(name) {
+		case "account":
+			if ep.acc == nil || !slices.Contains(ep.key.cols, ep.acc.name) {
+				ep.acc = &c
+				continue
+			}
+		case "source":
+			if ep.src == nil || !slices.Contains(ep.key.cols, ep.src.name) {
+				ep.src = &c
+				continue
+			}
+		}
+		if (ep.acc == nil || ep.acc.name != name) && (ep.src == nil || ep.src.name != name) {
+			ep.unmapped = append(ep.unmapped, name)
+		}
+	}
+}
+
+// partColumn is the column of t that holds the same part of the event key as
+// the event table's column ev (nil when ev is nil or t has none): the same
+// name first, else the first column whose name says that part.
+func partColumn(t *table, ev *column, role string, names []string) *column {
+	if ev == nil {
+		return nil
+	}
+	if c, ok := t.col(ev.name); ok {
+		return &c
+	}
+	if c, ok := t.first(names); ok {
+		return &c
+	}
+	for _, c := range t.cols {
+		if keyRole(c.name) == role {
+			return &c
+		}
+	}
+	return nil
+}
+
 // effectCandidate is t as the effect table: a column referring to the event's
 // ID, by foreign key or by name.
 func effectCandidate(t *table, ev *eventPick) *effectPick {
 	var best *effectPick
 	consider := func(c column, score int, why string) {
 		e := &effectPick{t: t, idCol: c, why: why, score: score}
-		if s, ok := t.first(sourceColumns); ok && ev.src != nil {
-			e.src = &s
+		if e.src = partColumn(t, ev.src, "source", sourceColumns); e.src != nil {
 			e.score += 5
 		}
-		if a, ok := t.first(accountColumns); ok && ev.acc != nil {
-			e.acc = &a
+		if e.acc = partColumn(t, ev.acc, "account", accountColumns); e.acc != nil {
 			e.score += 5
 		}
 		if o, ok := t.first(objectColumns); ok {

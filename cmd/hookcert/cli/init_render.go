@@ -111,6 +111,11 @@ func (p *proposal) renderTables(w lineWriter) {
 			kind = "primary key"
 		}
 		w("      # Event keys: %s, %s over (%s).", ev.t.display(), kind, strings.Join(ev.key.cols, ", "))
+		for _, c := range ev.unmapped {
+			w("      # WARNING: %s is part of the event key but is neither its source ($1) nor its account", c)
+			w("      # ($2): no query binds it. TODO: if it scopes events as an account or a source does,")
+			w("      # rename the parameter's column in the queries below (two scopes' events are counted together).")
+		}
 	} else {
 		w("      # WARNING: %s has no unique key over %s: the database does not stop two copies of one", ev.t.display(), ev.idCol.name)
 		w("      # event from both being stored, and DEDUP-1 will tell whether the receiver does.")
@@ -123,6 +128,15 @@ func (p *proposal) renderTables(w lineWriter) {
 	}
 	if ef != nil {
 		w("      # Business effects: %s (%s).", ef.t.display(), ef.why)
+		for _, m := range []struct {
+			ev, ef *column
+			part   string
+		}{{ev.src, ef.src, "source"}, {ev.acc, ef.acc, "account"}} {
+			if m.ev != nil && m.ef == nil {
+				w("      # WARNING: %s has no %s column, so effects cannot be counted per %s: one event ID", ef.t.display(), m.part, m.part)
+				w("      # under two %ss counts twice (DEDUP-3, DEDUP-4). TODO: join %s if it can tell them apart.", m.part, ev.t.display())
+			}
+		}
 		if len(p.otherEffects) > 0 {
 			w("      # Other tables referring to the event: %s.", strings.Join(p.otherEffects, ", "))
 		}

@@ -185,6 +185,10 @@ func TestInitSchemas(t *testing.T) {
 		eventRows  string
 		effects    string
 		file       []string // also in the file
+		// rows are inserted before the proposed queries run; counts are what
+		// event_rows and effects must count for each key.
+		rows   string
+		counts []keyCount
 	}{
 		{
 			name: "stripe-shop: account and mode, no source",
@@ -223,6 +227,66 @@ func TestInitSchemas(t *testing.T) {
 			eventRows:  "SELECT count(*) FROM webhook_events WHERE source = $1 AND account_id = $2 AND event_id = $3",
 			effects:    "SELECT count(*) FROM ledger_entries WHERE source = $1 AND account_id = $2 AND event_id = $3",
 			file:       []string{"WARNING: webhook_events has no unique key over event_id"},
+		},
+		{
+			// The account column is named like neither list: the unique key
+			// says it is part of the event key, so every query binds it.
+			name: "key over (source, provider_account, event_id)",
+			ddl: `CREATE TABLE webhook_events (id bigserial PRIMARY KEY, source text NOT NULL, provider_account text NOT NULL,
+			        event_id text NOT NULL, payload jsonb, UNIQUE (source, provider_account, event_id));
+			      CREATE TABLE ledger_entries (id bigserial PRIMARY KEY, source text NOT NULL, provider_account text NOT NULL,
+			        event_id text NOT NULL, invoice_id text, amount bigint)`,
+			eventTable: "webhook_events",
+			eventRows:  "SELECT count(*) FROM webhook_events WHERE source = $1 AND provider_account = $2 AND event_id = $3",
+			effects:    "SELECT count(*) FROM ledger_entries WHERE source = $1 AND provider_account = $2 AND event_id = $3",
+			file: []string{"unique index webhook_events_source_provider_account_event_id_key over (source, provider_account, event_id)",
+				"payload_present: SELECT payload IS NOT NULL FROM webhook_events WHERE source = $1 AND provider_account = $2 AND event_id = $3",
+				"object_effects: SELECT count(*) FROM ledger_entries WHERE source = $1 AND provider_account = $2 AND invoice_id = $4"},
+			// One event ID under two accounts: each account counts its own.
+			rows: `INSERT INTO webhook_events (source, provider_account, event_id) VALUES ('stripe', 'acct_A', 'evt_1'), ('stripe', 'acct_B', 'evt_1');
+			       INSERT INTO ledger_entries (source, provider_account, event_id, amount) VALUES ('stripe', 'acct_A', 'evt_1', 5), ('stripe', 'acct_B', 'evt_1', 5)`,
+			counts: []keyCount{{"stripe", "acct_A", "evt_1", 1}, {"stripe", "acct_B", "evt_1", 1}, {"stripe", "acct_C", "evt_1", 0}, {"github", "acct_A", "evt_1", 0}},
+		},
+		{
+			// account_id is the shop's own foreign key, not the provider's
+			// account: the key's stripe_account wins, in the effect table too.
+			name: "the key's account column over one found by name",
+			ddl: `CREATE TABLE stripe_webhook_events (event_id text NOT NULL, stripe_account text NOT NULL, account_id bigint,
+			        PRIMARY KEY (stripe_account, event_id));
+			      CREATE TABLE credit_entries (id bigserial PRIMARY KEY, account_id bigint, stripe_account text, event_id text)`,
+			eventTable: "stripe_webhook_events",
+			eventRows:  "SELECT count(*) FROM stripe_webhook_events WHERE stripe_account = $2 AND event_id = $3",
+			effects:    "SELECT count(*) FROM credit_entries WHERE stripe_account = $2 AND event_id = $3",
+			rows: `INSERT INTO stripe_webhook_events VALUES ('evt_1', 'acct_A', 7), ('evt_1', 'acct_B', 7);
+			       INSERT INTO credit_entries (account_id, stripe_account, event_id) VALUES (7, 'acct_A', 'evt_1')`,
+			counts: []keyCount{{"stripe", "acct_A", "evt_1", 1}, {"stripe", "acct_C", "evt_1", 0}},
+		},
+		{
+			// The Django example's tables (manage.py sqlmigrate): a unique
+			// constraint over (source, account, event_id), effects in a ledger.
+			name: "Django inbox and ledger",
+			ddl: `CREATE TABLE "webhooks_inboxevent" ("id" bigserial NOT NULL PRIMARY KEY, "source" varchar(64) NOT NULL,
+			        "account" varchar(64) NOT NULL, "event_id" varchar(255) NOT NULL, "event_type" varchar(255) NOT NULL,
+			        "payload" jsonb NULL, "status" varchar(16) NOT NULL, "attempts" integer NOT NULL CHECK ("attempts" >= 0));
+			      ALTER TABLE "webhooks_inboxevent" ADD CONSTRAINT "inbox_event_key" UNIQUE ("source", "account", "event_id");
+			      CREATE TABLE "billing_ledgerentry" ("id" bigserial NOT NULL PRIMARY KEY, "source" varchar(64) NOT NULL,
+			        "account" varchar(64) NOT NULL, "event_id" varchar(255) NOT NULL, "kind" varchar(32) NOT NULL,
+			        "invoice_id" varchar(255) NOT NULL, "amount" bigint NOT NULL)`,
+			eventTable: "webhooks_inboxevent",
+			eventRows:  "SELECT count(*) FROM webhooks_inboxevent WHERE source = $1 AND account = $2 AND event_id = $3",
+			effects:    "SELECT count(*) FROM billing_ledgerentry WHERE source = $1 AND account = $2 AND event_id = $3",
+		},
+		{
+			// A key part with no parameter is named, never silently dropped.
+			name: "a key column that is neither source nor account",
+			ddl: `CREATE TABLE webhook_events (livemode boolean NOT NULL, account_id text NOT NULL, event_id text NOT NULL,
+			        PRIMARY KEY (livemode, account_id, event_id));
+			      CREATE TABLE ledger (id bigserial PRIMARY KEY, event_id text)`,
+			eventTable: "webhook_events",
+			eventRows:  "SELECT count(*) FROM webhook_events WHERE account_id = $2 AND event_id = $3",
+			effects:    "SELECT count(*) FROM ledger WHERE event_id = $3",
+			file: []string{"WARNING: livemode is part of the event key but is neither its source ($1) nor its account",
+				"WARNING: ledger has no account column, so effects cannot be counted per account"},
 		},
 		{
 			name: "no event table",
@@ -269,8 +333,37 @@ func TestInitSchemas(t *testing.T) {
 				t.Errorf("proposed event_table %v\n event_rows %v\n effects %v\nwant %v\n %v\n %v", pg["event_table"], qs["event_rows"], qs["effects"],
 					c.eventTable, c.eventRows, c.effects)
 			}
+			if c.rows == "" {
+				return
+			}
+			if _, err := conn.Exec(t.Context(), c.rows); err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range []string{"event_rows", "effects"} {
+				sql, _ := qs[name].(string)
+				for _, k := range c.counts {
+					if got := countBound(t, conn, sql, k.src, k.acct, k.id); got != k.want {
+						t.Errorf("%s (%s) for (%s, %s, %s) = %d, want %d", name, sql, k.src, k.acct, k.id, got, k.want)
+					}
+				}
+			}
 		})
 	}
+}
+
+// keyCount is how many rows a query must count for one event key.
+type keyCount struct {
+	src, acct, id string
+	want          int
+}
+
+// countBound runs a proposed query for one key. PostgreSQL refuses a
+// parameter a statement does not use, so the key's parts (plain test
+// constants) are written in as literals, where the harness renumbers them.
+func countBound(t *testing.T, conn *pgx.Conn, sql, src, acct, id string) int {
+	t.Helper()
+	lit := func(v string) string { return "'" + strings.ReplaceAll(v, "'", "''") + "'" }
+	return count(t, conn, strings.NewReplacer("$1", lit(src), "$2", lit(acct), "$3", lit(id)).Replace(sql))
 }
 
 // TestInitUsage: an existing file is kept without --force, and a database that

@@ -21,7 +21,7 @@ import (
 
 func newValidateCmd() *cobra.Command {
 	var config, databaseURL string
-	var noStart bool
+	var noStart, strict bool
 	cmd := &cobra.Command{
 		Use:   "validate --config TARGET.yaml",
 		Short: "Check a target file against its database and receiver, delivering nothing",
@@ -33,28 +33,35 @@ and prepares every query, fixture and purge statement against the database. Then
 prints what the file declares: endpoints, capabilities, event roles, and which
 guarantees would be not applicable and why where that is known without a run.
 
+It also warns where a valid file would mislead a guarantee: an effects query that
+does not bind the event ID ($3) while two events can share a body (DEDUP-5), a count
+that does not bind the account ($2) or source ($1) while two are declared (DEDUP-3,
+DEDUP-4), limits.max_body_bytes below what a declared provider documents it may send
+(ACK-5, ACK-7). Warnings do not fail validate unless --strict.
+
 --no-start leaves the receiver alone: the schema must then exist already (a setup
 hook, or a database that holds it). A receiver without lifecycle is never started:
 validate says whether it answers, which is not an error of the file.
 
-Exit status: 0 the file is valid, 2 any error (the file, a query that does not
-prepare, a setup that fails, a receiver that does not start, an unreachable
-database).`,
+Exit status: 0 the file is valid (with or without warnings), 2 any error (the
+file, a query that does not prepare, a setup that fails, a receiver that does not
+start, an unreachable database), or a warning with --strict.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if config == "" {
 				return usageErr("--config is required (a target file, see docs/target.md)")
 			}
-			return runValidate(cmd.Context(), cmd.OutOrStdout(), config, databaseURL, noStart)
+			return runValidate(cmd.Context(), cmd.OutOrStdout(), config, databaseURL, noStart, strict)
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "target file (YAML, see docs/target.md)")
 	cmd.Flags().StringVar(&databaseURL, "database-url", "", "PostgreSQL for targets that use {{.DatabaseURL}} (default: $HOOKCERT_DATABASE_URL, else provisioned)")
 	cmd.Flags().BoolVar(&noStart, "no-start", false, "do not start the receiver (its schema must already exist)")
+	cmd.Flags().BoolVar(&strict, "strict", false, "exit 2 when the file draws a warning (a query or limit that would mislead a guarantee)")
 	return cmd
 }
 
-func runValidate(ctx context.Context, out io.Writer, config, databaseURL string, noStart bool) error {
+func runValidate(ctx context.Context, out io.Writer, config, databaseURL string, noStart, strict bool) error {
 	fail := func(err error) error { return &ExitError{Code: ExitUsage, Err: err} }
 	data, err := targetfile.ReadFile(config)
 	if err != nil {
@@ -86,8 +93,43 @@ func runValidate(ctx context.Context, out io.Writer, config, databaseURL string,
 		reach = certify.Reachable(ctx, tg.BaseURL)
 	}
 	printValidation(out, config, hs, noStart, hasLifecycle, reach)
+	warnings := tg.Warnings()
+	printWarnings(out, warnings)
+	if strict && len(warnings) > 0 {
+		return fail(fmt.Errorf("%s: %d warning(s), and --strict makes them errors", config, len(warnings)))
+	}
 	fmt.Fprintf(out, "valid (%s): nothing was delivered\n", time.Since(start).Round(100*time.Millisecond))
 	return nil
+}
+
+// printWarnings lists what in a valid target file would mislead a guarantee:
+// the field, the guarantee and how, and the fix.
+func printWarnings(out io.Writer, warnings []targetfile.Warning) {
+	if len(warnings) == 0 {
+		return
+	}
+	p := painterFor(out)
+	fmt.Fprintf(out, "%s (%d): the file is valid, but would mislead these guarantees\n", p.paint(ansiYellow, "warnings"), len(warnings))
+	for _, w := range warnings {
+		fmt.Fprintf(out, "  %s: %s\n    %s\n    fix: %s\n", w.Field, w.Guarantee, w.Problem, w.Fix)
+	}
+}
+
+// printFileWarnings prints the warnings of the target file at config before a
+// certification starts. A file that does not load prints nothing here: the
+// certification reports its errors.
+func printFileWarnings(out io.Writer, config string) {
+	data, err := targetfile.ReadFile(config)
+	if err != nil {
+		return
+	}
+	dir, err := targetfile.BaseDir(config)
+	if err != nil {
+		return
+	}
+	if t, err := targetfile.Inspect(data, profiles.IDs(), targetfile.WithBaseDir(dir)); err == nil {
+		printWarnings(out, t.Warnings())
+	}
 }
 
 // printValidation is validate's summary of what the file declares and what was
