@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -49,9 +50,11 @@ func CatalogueMarkdown() []byte {
 	}
 	b.WriteString("\n")
 	b.WriteString("## Capabilities\n\n")
-	b.WriteString("| capability | meaning |\n|---|---|\n")
+	b.WriteString("A guarantee applies only when the target has every capability it needs; those that\n")
+	b.WriteString("need each are listed beside it.\n\n")
+	b.WriteString("| capability | meaning | needed by |\n|---|---|---|\n")
 	for _, c := range capabilityDocs {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", c.name, cell(c.doc))
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.name, cell(c.doc), joinOr(neededBy(c.name), "—"))
 	}
 	return b.Bytes()
 }
@@ -118,6 +121,17 @@ func binds(ns []int) string {
 		out[i] = fmt.Sprintf("$%d", n)
 	}
 	return strings.Join(out, " ")
+}
+
+// neededBy lists the guarantees that need capability c, in report order.
+func neededBy(c string) []string {
+	var out []string
+	for _, g := range catalogue {
+		if slices.Contains(g.Needs, c) {
+			out = append(out, g.ID)
+		}
+	}
+	return out
 }
 
 func cell(s string) string {
