@@ -220,6 +220,7 @@ func TestExampleReceiversAreCertified(t *testing.T) {
 			}
 		}
 		if r.defect == "" {
+			checkExampleVerdicts(t, label, r)
 			if r.code != 0 {
 				t.Errorf("%s (seed %d): exit %d, want 0", label, r.seed, r.code)
 			}
