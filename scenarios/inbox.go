@@ -476,7 +476,7 @@ var inbox7 = Guarantee{
 	Spec:    "a purge never removes accepted work that is not done",
 	Sends:   "8 `effect` events accepted while the effect table is locked (none done), then a purge as of ten key TTLs later, then released",
 	Expects: "every event still there and applied once",
-	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state after the purge, for the evidence"}, {Query: queryEventRows, Tells: "each event's key rows after the purge: gone is purged pending work"}, {Query: queryEffects, Tells: "each event's effects after the purge: 1"}},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state after the purge, for the evidence"}, {Query: queryEventRows, Tells: "each event's key rows after the purge: none, with no effect, is pending work purged"}, {Query: queryEffects, Tells: "each event's effects after the purge: 1"}},
 	codes:   []Code{codeInboxPendingPurged, codeInboxNotApplied, codeInboxEffects},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.retentionEndpoint()

@@ -2,6 +2,7 @@ package docs
 
 import (
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -17,7 +18,8 @@ func TestDocsAreCurrent(t *testing.T) {
 		t.Fatal(err)
 	}
 	for path := range stale {
-		t.Errorf("%s is stale: run `make generate` and commit the result", path)
+		rel, _ := filepath.Rel("../..", path)
+		t.Errorf("%s is stale: run `make generate` and commit the result", rel)
 	}
 }
 
