@@ -2,11 +2,13 @@ package docs
 
 import (
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/scenarios"
 )
 
@@ -88,5 +90,18 @@ func TestExampleVerdicts(t *testing.T) {
 	ExampleNotApplicable["stripe-shop"] = []string{"DEDUP-99"}
 	if _, _, err := ExampleVerdicts("stripe-shop"); err == nil {
 		t.Error("an unknown guarantee in an example's list was accepted")
+	}
+}
+
+// Every named defect of the reference has its row in docs/reference.md.
+func TestReferenceDocumentsEveryDefect(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/reference.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range reference.Defects() {
+		if !strings.Contains(string(doc), "\n| `"+d.Name+"` |") {
+			t.Errorf("docs/reference.md has no row for defect %s", d.Name)
+		}
 	}
 }
