@@ -45,8 +45,8 @@ var dedup1 = Guarantee{
 	Spec:    "concurrent copies converge on one row and one effect, all acknowledged",
 	Sends:   "16 copies of one `effect` event, released together (lock-gated when the target allows it), on every endpoint",
 	Expects: "every copy 2xx; 1 event row; 1 effect",
-	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after 16 concurrent copies: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after 16 concurrent copies: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint, one after another: each is its own provider, account
 		// and secret, and each must deduplicate.
@@ -80,8 +80,8 @@ var dedup2 = Guarantee{
 	Spec:    "a redelivery after a lost acknowledgement changes nothing",
 	Sends:   "one `effect` event per endpoint, its first 2xx thrown away, redelivered after the profile's first retry delay, then resent",
 	Expects: "every attempt 2xx; 1 event row; 1 effect",
-	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after its first delivery and after the redeliveries: 1"}, {Query: queryEffects, Tells: "the event's effects after the redeliveries: 1"}},
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after its first delivery and after the redeliveries: 1"}, {Query: queryEffects, Tells: "the event's effects after the redeliveries: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint at once: each waits its own profile's retry delay.
 		var jobs []func()
@@ -130,8 +130,8 @@ var dedup3 = Guarantee{
 	Spec:    "the same event ID under another account is a different event",
 	Sends:   "one `effect` event ID to two accounts' endpoints",
 	Expects: "both 2xx; 1 row and 1 effect under each account",
-	Reads:   []Read{{Query: queryEventRows, Tells: "accounts: one event ID goes to two accounts, so a query that ignores $2 reads 2 for each"}, {Query: queryEffects, Tells: "accounts, as event_rows: 1 under each"}},
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "accounts: one event ID goes to two accounts, so a query that ignores $2 reads 2 for each"}, {Query: queryEffects, Tells: "accounts, as event_rows: 1 under each"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		a, b, _ := s.env.sameProfileTwoAccounts()
 		evA := s.effectEvent(a)
@@ -151,8 +151,8 @@ var dedup4 = Guarantee{
 	Spec:    "the same event ID from another source is a different event",
 	Sends:   "one `effect` event ID through two sources' endpoints",
 	Expects: "both 2xx; 1 row and 1 effect under each source",
-	Reads:   []Read{{Query: queryEventRows, Tells: "sources: one event ID goes through two sources, so a query that ignores $1 reads 2 for each"}, {Query: queryEffects, Tells: "sources, as event_rows: 1 under each"}},
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "sources: one event ID goes through two sources, so a query that ignores $1 reads 2 for each"}, {Query: queryEffects, Tells: "sources, as event_rows: 1 under each"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		a, b, _ := s.env.twoProfilesOneAccount()
 		evA := s.effectEvent(a)
@@ -172,8 +172,8 @@ var dedup5 = Guarantee{
 	Spec:    "different event IDs with identical payload text are both applied",
 	Sends:   "two `effect` events with byte-identical bodies and different header event IDs",
 	Expects: "both 2xx; 1 row and 1 effect each",
-	Reads:   []Read{{Query: queryEventRows, Tells: "event IDs: the two bodies are byte-identical and only $3 differs"}, {Query: queryEffects, Tells: "event IDs: both events carry one object ($4), so a query keyed on $4 alone reads 2 for each"}},
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "event IDs: the two bodies are byte-identical and only $3 differs"}, {Query: queryEffects, Tells: "event IDs: both events carry one object ($4), so a query keyed on $4 alone reads 2 for each"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep, _ := s.env.endpointWhere(func(ep Endpoint) bool { return ep.Profile.Facts().EventIDHeader != "" })
 		ev1 := s.effectEvent(ep)
@@ -199,8 +199,8 @@ var dedup6 = Guarantee{
 	Spec:    "two event IDs for one business operation apply one effect",
 	Sends:   "a `lifecycle` object brought to an effect transition's from-state, then that transition twice under two event IDs: one after the other, then at once",
 	Expects: "the object's effects are its path's plus one",
-	Reads:   []Read{{Query: queryObjectEffects, Tells: "every effect on one object ($4), whichever event applied it: its path's plus one"}},
 	codes:   []Code{codeDedupNotAcked, codeDedupObjectEffects},
+	Reads:   []Read{{Query: queryObjectEffects, Tells: "every effect on one object ($4), whichever event applied it: its path's plus one"}},
 	judge: bind(func(s *session, f *dedupFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
@@ -273,8 +273,8 @@ var dedup7 = Guarantee{
 	Spec:    "a redelivery after many other events is still a duplicate",
 	Sends:   "one `effect` event, then 100 other `effect` events in batches of 25 sent together, then the first redelivered",
 	Expects: "every delivery 2xx; the first event still 1 event row and 1 effect",
-	Reads:   []Read{{Query: queryEventRows, Tells: "the first event's key rows after 100 other events and its redelivery: 1"}, {Query: queryEffects, Tells: "the first event's effects: 1"}},
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the first event's key rows after 100 other events and its redelivery: 1"}, {Query: queryEffects, Tells: "the first event's effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)

@@ -43,14 +43,14 @@ type Guarantee struct {
 	// Expects what it then holds the receiver to.
 	Sends   string `json:"sends"`
 	Expects string `json:"expects"`
-	// Codes are the IDs of the deviation codes its checker can report (from
-	// codes), besides the reconciliation's, which every scenario can report.
-	Codes []string `json:"codes"`
 	// Reads are the target's queries its scenario runs, besides the
 	// reconciliation's (ReconcileReads): what a target must get right for the
 	// verdict to mean what it says. The self-test holds them to what a clean
 	// run of the reference actually read.
 	Reads []Read `json:"reads"`
+	// Codes are the IDs of the deviation codes its checker can report (from
+	// codes), besides the reconciliation's, which every scenario can report.
+	Codes []string `json:"codes"`
 
 	codes []Code
 	judge binding

@@ -58,8 +58,8 @@ var inbox1 = Guarantee{
 	Spec:    "an acknowledged event survives a crash before its worker ran, and is applied once",
 	Sends:   "8 concurrent `effect` events while the harness locks the inbox table (`inbox.table`, else the event table: nothing can be accepted) and the effect table (no worker can apply); SIGKILL once they are answered, or at once if one is answered while nothing could be stored; restart",
 	Expects: "every acknowledged event in the inbox after the restart, then applied once; the unacknowledged redelivered and applied once",
-	Reads:   []Read{{Query: queryInboxState, Tells: "each acknowledged event's inbox row after the restart (found) and at the end"}, {Query: queryEventRows, Tells: "each event's key rows once applied: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	codes:   []Code{codeInboxLost, codeInboxNotApplied, codeInboxEffects},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each acknowledged event's inbox row after the restart (found) and at the end"}, {Query: queryEventRows, Tells: "each event's key rows once applied: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		evs, keys := s.effectEvents(ep, perInboxLoad)
@@ -170,8 +170,8 @@ var inbox2 = Guarantee{
 	Spec:    "competing workers apply each accepted event exactly once",
 	Sends:   "8 concurrent `effect` events accepted while the effect table is locked, so every worker stands at its business change; then released together",
 	Expects: "each event applied once and done",
-	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state: done"}, {Query: queryEventRows, Tells: "each event's key rows: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	codes:   []Code{codeInboxEffects, codeInboxNotApplied},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state: done"}, {Query: queryEventRows, Tells: "each event's key rows: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		// Every worker takes work while the effect table is held, so they all
@@ -203,8 +203,8 @@ var inbox3 = Guarantee{
 	Spec:    "a worker killed inside its transaction leaves the event to be claimed again after its lease, and applied once",
 	Sends:   "one `effect` event accepted; its worker stopped at the locked effect table and SIGKILLed: where `lifecycle.worker` declares several processes, only the one holding the claim, the others left running; with one, the worker process alone, and a second event delivered while none runs; else the receiver; restart; wait past the declared lease",
 	Expects: "the event claimed again and done, applied once (by a surviving worker process, before anything restarts, where one was left running); the second event acknowledged, stored and applied once",
-	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state (done; found, for one delivered while no worker ran)"}, {Query: queryEventRows, Tells: "each event's key rows: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	codes:   []Code{codeInboxStuck, codeInboxNotApplied, codeInboxEffects, codeInboxLost},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state (done; found, for one delivered while no worker ran)"}, {Query: queryEventRows, Tells: "each event's key rows: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -272,8 +272,8 @@ var inbox4 = Guarantee{
 	Spec:    "an event dispatched again after its worker died mid-apply is applied only once",
 	Sends:   "one `effect` event accepted; its worker let through its business change and stopped at the inbox table before marking the event done; SIGKILL (the worker processes alone where declared); restart; wait past the lease",
 	Expects: "the event dispatched again and done, applied once in all",
-	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state: done"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1, not 2"}},
 	codes:   []Code{codeInboxEffects, codeInboxStuck, codeInboxNotApplied},
+	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state: done"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1, not 2"}},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -322,8 +322,8 @@ var inbox5 = Guarantee{
 	Spec:    "a transient failure is retried, with the attempt recorded",
 	Sends:   "one `effect` event accepted; its worker's session terminated at the locked effect table",
 	Expects: "the event retried and done, applied once, with at least 2 attempts recorded",
-	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state (done) and attempts: at least 2"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	codes:   []Code{codeInboxAttemptsUnrecorded, codeInboxStuck, codeInboxNotApplied, codeInboxEffects},
+	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state (done) and attempts: at least 2"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -361,8 +361,8 @@ var inbox6 = Guarantee{
 	Spec:    "an event that keeps failing is dead-lettered, kept and visible, not lost",
 	Sends:   "one `effect` event accepted; every attempt's session terminated at the locked effect table, up to the declared max_attempts",
 	Expects: "the event dead-lettered (state dead), still stored, never applied",
-	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state after the failed attempts and once they stop: dead both times"}, {Query: queryEventRows, Tells: "the event's key rows, for the evidence"}, {Query: queryEffects, Tells: "the event's effects, for the evidence"}},
 	codes:   []Code{codeInboxDeadLetterLost, codeInboxNotDeadLettered},
+	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state after the failed attempts and once they stop: dead both times"}, {Query: queryEventRows, Tells: "the event's key rows, for the evidence"}, {Query: queryEffects, Tells: "the event's effects, for the evidence"}},
 	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -476,8 +476,8 @@ var inbox7 = Guarantee{
 	Spec:    "a purge never removes accepted work that is not done",
 	Sends:   "8 `effect` events accepted while the effect table is locked (none done), then a purge as of ten key TTLs later, then released",
 	Expects: "every event still there and applied once",
-	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state after the purge, for the evidence"}, {Query: queryEventRows, Tells: "each event's key rows after the purge: none, with no effect, is pending work purged"}, {Query: queryEffects, Tells: "each event's effects after the purge: 1"}},
 	codes:   []Code{codeInboxPendingPurged, codeInboxNotApplied, codeInboxEffects},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state after the purge, for the evidence"}, {Query: queryEventRows, Tells: "each event's key rows after the purge: none, with no effect, is pending work purged"}, {Query: queryEffects, Tells: "each event's effects after the purge: 1"}},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.retentionEndpoint()
 		// The workers stop at their business change: every event is accepted

@@ -64,8 +64,8 @@ var order1 = Guarantee{
 	Spec:    "an older update arriving late does not regress the object",
 	Sends:   "`ordered` updates of one object with keys 1, 3, 2, each after the previous settled",
 	Expects: "the state query returns key 3",
-	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4): the key of the update it holds, 3"}},
 	codes:   []Code{codeOrderNotAcked, codeOrderRegressed},
+	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4): the key of the update it holds, 3"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()
@@ -94,10 +94,10 @@ var order2 = Guarantee{
 	Spec:    "a shuffled, duplicated stream ends at the newest version",
 	Sends:   "keys 1..8 of one object, each twice, shuffled by the seed, in two concurrent halves (lock-gated where allowed), then an old key resent and an old key under a new event ID",
 	Expects: "the state query returns key 8",
-	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4): the key of the update it holds, 8"}},
 	// Concurrent copies in the stream race without a unique key: the
 	// reconciliation then finds a duplicated event row.
 	codes: []Code{codeOrderNotAcked, codeOrderRegressed},
+	Reads: []Read{{Query: queryObject, Tells: "the ordered object ($4): the key of the update it holds, 8"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()
@@ -162,8 +162,8 @@ var order3 = Guarantee{
 	Spec:    "a forbidden state transition is refused",
 	Sends:   "for every reachable `lifecycle` state, a fresh object brought there, then every event type it is past, under a new event ID",
 	Expects: "the state and the object's effects unchanged",
-	Reads:   []Read{{Query: queryState, Tells: "each object's state ($4) after a late event: unchanged"}, {Query: queryObjectEffects, Tells: "each object's effects ($4), where the target counts them: its path's"}},
 	codes:   []Code{codeOrderNotAcked, codeOrderTransitionApplied},
+	Reads:   []Read{{Query: queryState, Tells: "each object's state ($4) after a late event: unchanged"}, {Query: queryObjectEffects, Tells: "each object's effects ($4), where the target counts them: its path's"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
@@ -233,8 +233,8 @@ var order4 = Guarantee{
 	Spec:    "a deleted object is not brought back by a stale update",
 	Sends:   "`ordered` update 1 of an object, its deletion carrying key 3, then update 2 under a new event ID",
 	Expects: "the object reads the same after the stale update as after the deletion (no row, or the deletion's tombstone)",
-	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4) before the deletion, after it, and after the stale update: as after the deletion"}},
 	codes:   []Code{codeOrderNotAcked, codeOrderResurrected},
+	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4) before the deletion, after it, and after the stale update: as after the deletion"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()

@@ -38,8 +38,8 @@ var outbox1 = Guarantee{
 	Spec:    "a downstream call whose response was lost is sent again with the same operation key, and applied once",
 	Sends:   "4 concurrent copies of one `effect` event; the sink applies the first downstream call and drops its response, then fails the second with 503",
 	Expects: "calls retried with one operation key; applied once downstream",
-	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: one key, applied once"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	codes:   []Code{codeOutboxNotSent, codeOutboxKeyChanged, codeOutboxAppliedTwice},
+	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: one key, applied once"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, _ *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -66,8 +66,8 @@ var outbox2 = Guarantee{
 	Spec:    "a crash after the downstream call, before it was recorded, resends it with the same operation key, applied once",
 	Sends:   "one `effect` event; the sink applies its first downstream call and withholds the answer while the harness SIGKILLs the receiver; restart",
 	Expects: "the call resent with the same operation key and answered 2xx; applied once downstream",
-	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: one key, applied once"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	codes:   []Code{codeOutboxNotSent, codeOutboxKeyChanged, codeOutboxAppliedTwice},
+	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: one key, applied once"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, _ *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -105,8 +105,8 @@ var outbox3 = Guarantee{
 	Spec:    "no downstream call is made for an event whose transaction rolled back",
 	Sends:   "one `effect` event whose transaction is cut by SIGKILL while it waits on the locked effect table; restart; then as ATOMIC-1",
 	Expects: "no downstream call before the restart; then applied once downstream",
-	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID, while the transaction is cut (none) and at the end"}, {Query: queryEventRows, Tells: "the event's key rows after the crash (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
 	codes:   []Code{codeOutboxSentUncommitted, codeOutboxNotSent, codeOutboxKeyChanged, codeOutboxAppliedTwice},
+	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID, while the transaction is cut (none) and at the end"}, {Query: queryEventRows, Tells: "the event's key rows after the crash (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
 	judge: bind(func(s *session, _ *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -144,8 +144,8 @@ var outbox4 = Guarantee{
 	Spec:    "downstream failures are retried, then dead-lettered and kept, never dropped",
 	Sends:   "one `effect` event; the sink answers every downstream call 503",
 	Expects: "at least 2 calls, one operation key, then the message dead-lettered (state dead), not marked sent",
-	Reads:   []Read{{Query: queryOutboxState, Tells: "the event's outbox message once the calls ended: dead, not sent"}, {Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: at least 2, one key"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	codes:   []Code{codeOutboxKeyChanged, codeOutboxDropped},
+	Reads:   []Read{{Query: queryOutboxState, Tells: "the event's outbox message once the calls ended: dead, not sent"}, {Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: at least 2, one key"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, f *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)

@@ -84,8 +84,8 @@ var retention1 = Guarantee{
 	Spec:    "the declared key TTL covers the provider's redelivery horizon",
 	Sends:   "one `effect` event, a purge as of the end of the provider's redelivery horizon (its retry horizon and manual resend window, with sources), a redelivery",
 	Expects: "the declared key TTL covers the horizon; the key survives; the redelivery 2xx and no second effect",
-	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, after a purge as of the end of the redelivery horizon (1), and after the redelivery"}, {Query: queryEffects, Tells: "the event's effects after the redelivery: 1"}},
 	codes:   []Code{codeRetentionTTLBelowHorizon, codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, after a purge as of the end of the redelivery horizon (1), and after the redelivery"}, {Query: queryEffects, Tells: "the event's effects after the redelivery: 1"}},
 	judge: bind(func(s *session, f *retentionFacts) {
 		f.EndpointTTL = map[string]endpointTTL{}
 		for i, ep := range s.env.Endpoints {
@@ -146,8 +146,8 @@ var retention2 = Guarantee{
 	Spec:    "a replay inside the key TTL is still a duplicate after a purge",
 	Sends:   "one `effect` event, a purge as of the key TTL minus an hour, a replay",
 	Expects: "the replay 2xx and no second effect",
-	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, after a purge just inside the key TTL (1), and after the replay"}, {Query: queryEffects, Tells: "the event's effects after the replay: 1"}},
 	codes:   []Code{codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, after a purge just inside the key TTL (1), and after the replay"}, {Query: queryEffects, Tells: "the event's effects after the replay: 1"}},
 	judge: bind(func(s *session, f *retentionFacts) {
 		ep := s.retentionEndpoint()
 		ev, k, before, _ := s.deliverOnce(ep)
@@ -170,8 +170,8 @@ var retention3 = Guarantee{
 	Spec:    "past the payload TTL the payload is gone and the key remains",
 	Sends:   "one `effect` event, purges just past the payload TTL and inside the key TTL (payload_present and event_rows read), a replay",
 	Expects: "the payload gone, the key kept; a replay harmless",
-	Reads:   []Read{{Query: queryPayloadPresent, Tells: "the event's payload when stored, and after a purge past the payload TTL: gone"}, {Query: queryEventRows, Tells: "the event's key once delivered, and after that purge: kept"}, {Query: queryEffects, Tells: "the event's effects after the replay: 1"}},
 	codes:   []Code{codeRetentionPayloadKept, codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	Reads:   []Read{{Query: queryPayloadPresent, Tells: "the event's payload when stored, and after a purge past the payload TTL: gone"}, {Query: queryEventRows, Tells: "the event's key once delivered, and after that purge: kept"}, {Query: queryEffects, Tells: "the event's effects after the replay: 1"}},
 	judge: bind(func(s *session, f *retentionFacts) {
 		ep := s.retentionEndpoint()
 		ev, k, _, after := s.deliverOnce(ep)
@@ -227,8 +227,8 @@ var retention4 = Guarantee{
 	Spec:    "past the key TTL the key is gone; the measured replay-protection window is reported",
 	Sends:   "one `effect` event, a ladder of purges up to 10 × the key TTL",
 	Expects: "the key gone past its TTL (when it disappeared is reported); no payload outlives its key",
-	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, then after each purge of the ladder until it is gone"}, {Query: queryPayloadPresent, Tells: "the event's payload once its key is gone: none"}},
 	codes:   []Code{codeRetentionKeyKept, codeRetentionPayloadOrphaned},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, then after each purge of the ladder until it is gone"}, {Query: queryPayloadPresent, Tells: "the event's payload once its key is gone: none"}},
 	judge: bind(func(s *session, f *retentionFacts) {
 		ep := s.retentionEndpoint()
 		// A payment creation: once its key has expired, the resend below is a new
