@@ -53,13 +53,15 @@ lint: ## go vet, a gofmt check, and the library entry point free of testcontaine
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	@n=$$($(GO) list -deps ./scenarios/hookcerttest ./examples/gotest | grep -c testcontainers); if [ "$$n" != 0 ]; then echo "scenarios/hookcerttest pulls testcontainers"; exit 1; fi
 
+# go generate runs scenarios/generate.go (mocks, docs/guarantees.md) and
+# internal/docs (every <!-- generated:… --> region of the Markdown files).
 .PHONY: generate
-generate: ## Regenerate mocks (mockery v2, pinned) and docs/guarantees.md
+generate: ## Regenerate mocks (mockery v2, pinned), docs/guarantees.md and the figures the docs quote
 	$(GO) generate $(PKGS)
 
 .PHONY: verify-generated
 verify-generated: generate ## Fail when generated files are not committed
-	@git diff --exit-code -- '*.go' docs/guarantees.md || (echo "generated files are stale: run make generate and commit"; exit 1)
+	@git diff --exit-code -- '*.go' '*.md' || (echo "generated files are stale: run make generate and commit"; exit 1)
 	@new=$$(git ls-files --others --exclude-standard -- '*.go' docs/guarantees.md); if [ -n "$$new" ]; then echo "generated files not committed:"; echo "$$new"; exit 1; fi
 
 .PHONY: demo

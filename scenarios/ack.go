@@ -79,6 +79,7 @@ var ack1 = Guarantee{
 	Sends:   "3 rounds of 16 concurrent `effect` events, SIGKILL after the k-th 2xx (k from the seed), restart, all redelivered (failpoint after-response where declared)",
 	Expects: "every acknowledged event has 1 row and 1 effect after the restart; after the redelivery every event has 1 and 1",
 	codes:   []Code{codeAckLost, codeAckEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "each acknowledged event's key rows after the kill and restart, and every event's after the redelivery: 1"}, {Query: queryEffects, Tells: "the same events' effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
 		if ok, _ := s.env.has("failpoints"); ok {
@@ -134,6 +135,7 @@ var ack2 = Guarantee{
 	Sends:   "64 concurrent `effect` events to the endpoint with the shortest timeout, then 8 to every other profile's, each held to its own timeout",
 	Expects: "every delivery 2xx within its endpoint's timeout",
 	codes:   []Code{codeAckTimeout},
+	Reads:   []Read{},
 	judge: bind(func(s *session, f *ackFacts) {
 		// 64 deliveries at once, shared among the profiles (the first endpoint
 		// of each: accounts of one profile share the code path), each held to
@@ -211,6 +213,7 @@ var ack3 = Guarantee{
 	Sends:   "a tampered body, a wrong secret and no signature on every endpoint, beside a valid `effect` event (the positive control)",
 	Expects: "4xx and nothing stored; the control 2xx, 1 row, 1 effect",
 	codes:   []Code{codeAckAcceptedBadInput, codeAckStoredBadInput, codeAckControlRejected},
+	Reads:   []Read{{Query: queryEventRows, Tells: "each invalid delivery's event (0) and the control's (1)"}, {Query: queryEffects, Tells: "the same events' effects"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		// All at once: a receiver that never answers costs one timeout, not one
 		// per delivery and endpoint.
@@ -241,6 +244,7 @@ var ack4 = Guarantee{
 	Sends:   "an `effect` event signed beyond the tolerance, two signed inside it (half the tolerance ago, a minute ahead) and a control, on every timestamp-signing endpoint",
 	Expects: "beyond: 4xx, nothing stored; inside and the control: 2xx, 1 row, 1 effect",
 	codes:   []Code{codeAckAcceptedBadInput, codeAckStoredBadInput, codeAckControlRejected, codeAckBoundaryRejected, codeAckBoundaryNotApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the stale delivery's event (0); the control's and those signed inside the tolerance (1)"}, {Query: queryEffects, Tells: "the same events' effects"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		// Both sides of the tolerance: beyond it is refused; inside it — a little
 		// old, or a little ahead as a provider's clock may be — is accepted.
@@ -272,6 +276,7 @@ var ack5 = Guarantee{
 	Sends:   "malformed JSON, no event ID and a body twice the size limit on every endpoint, beside a control",
 	Expects: "4xx and nothing stored; the control applied",
 	codes:   []Code{codeAckAcceptedBadInput, codeAckStoredBadInput, codeAckControlRejected},
+	Reads:   []Read{{Query: queryEventRows, Tells: "each invalid delivery's event (0), the one without an event ID read with $3 empty too; the control's (1)"}, {Query: queryEffects, Tells: "the same events' effects"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		var jobs []func()
 		for _, ep := range s.endpoints() {
@@ -300,6 +305,7 @@ var ack6 = Guarantee{
 	Sends:   "an `unhandled` event on every endpoint, beside a control",
 	Expects: "2xx and 0 effects once the receiver has settled; the control applied",
 	codes:   []Code{codeAckUnknownRejected, codeAckUnknownApplied, codeAckControlRejected},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the control's key rows: 1"}, {Query: queryEffects, Tells: "the unhandled event's effects (0), with its own $3 and $4, and the control's (1)"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		u := s.unhandledRole()
 		var jobs []func()
@@ -334,6 +340,7 @@ var ack7 = Guarantee{
 	Sends:   "an `effect` event padded with JSON whitespace to 1 KiB under the size limit, on every endpoint",
 	Expects: "2xx, 1 row, 1 effect",
 	codes:   []Code{codeAckBoundaryRejected, codeAckBoundaryNotApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the padded event's key rows: 1"}, {Query: queryEffects, Tells: "the padded event's effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		var jobs []func()
 		for _, ep := range s.endpoints() {

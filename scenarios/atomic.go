@@ -47,6 +47,7 @@ var atomic1 = Guarantee{
 	Sends:   "one `effect` event, crashed inside its transaction (failpoint after-insert-before-commit, or SIGKILL while it waits on the locked effect table), then redelivered",
 	Expects: "not acknowledged; 0 rows and 0 effects after the restart; the redelivery 2xx, 1 row, 1 effect (async acceptance: accepted, then applied once)",
 	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after the crash (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -79,6 +80,7 @@ var atomic2 = Guarantee{
 	Sends:   "for every state, each `lifecycle` event that can only follow it later (a refund of a payment not yet succeeded), sent early, then again once its precondition holds",
 	Expects: "the early one non-2xx with 0 event rows; the redelivery 2xx, 1 row, the object in the transition's state",
 	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied, codeAtomicObjectState},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the key rows of a `lifecycle` event, not only of `effect` ones: 0 after its refusal, 1 after its redelivery"}, {Query: queryState, Tells: "each object's state ($4) once the precondition held"}},
 	judge: bind(func(s *session, f *atomicFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
@@ -167,6 +169,7 @@ var atomic3 = Guarantee{
 	Sends:   "one `effect` event whose database sessions are terminated while it waits on the locked effect table, then redelivered",
 	Expects: "as ATOMIC-1",
 	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after the lost connection (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		if s.env.EffectTable == "" {
 			s.notApplicable("observe.postgres.effect_table is not configured, so the harness cannot hold the receiver inside its transaction")
@@ -190,6 +193,7 @@ var atomic4 = Guarantee{
 	Sends:   "one `effect` event crashed after commit, before its answer (failpoint after-commit-before-response), then redelivered",
 	Expects: "1 row and 1 effect after the restart; the redelivery 2xx, still 1 and 1",
 	codes:   []Code{codeAtomicNotAcked, codeAtomicNotApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after the crash and after the redelivery: 1 both times"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -217,6 +221,7 @@ var atomic5 = Guarantee{
 	Sends:   "every `lifecycle` event type for an object that does not exist; then the object is created (its creating event or fixture) and brought to the event's precondition, and a refused event redelivered",
 	Expects: "per the declared `missing`: retry: non-2xx and 0 rows, then applied once; create: 2xx and the object in the event's state; ignore: 2xx",
 	codes:   []Code{codeAtomicMissingLost, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied, codeAtomicObjectState},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the key rows of a `lifecycle` event for a missing object: 0 after its refusal, 1 after its redelivery"}, {Query: queryState, Tells: "the object's state ($4): no row while it does not exist, the event's state once applied"}},
 	judge: bind(func(s *session, f *atomicFacts) {
 		ep := s.primary()
 		l := s.lifecycle()

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -39,6 +40,7 @@ func CatalogueMarkdown() []byte {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", g.ID, cell(g.Sends), cell(g.Expects))
 	}
 	b.WriteString("\n")
+	readsMarkdown(&b)
 	b.WriteString("## Deviation codes\n\n")
 	b.WriteString("Every scenario also reconciles its delivery history with the rows (")
 	b.WriteString(codeList(ReconcileCodes) + ").\n\n")
@@ -48,11 +50,88 @@ func CatalogueMarkdown() []byte {
 	}
 	b.WriteString("\n")
 	b.WriteString("## Capabilities\n\n")
-	b.WriteString("| capability | meaning |\n|---|---|\n")
+	b.WriteString("A guarantee applies only when the target has every capability it needs; those that\n")
+	b.WriteString("need each are listed beside it.\n\n")
+	b.WriteString("| capability | meaning | needed by |\n|---|---|---|\n")
 	for _, c := range capabilityDocs {
-		fmt.Fprintf(&b, "| `%s` | %s |\n", c.name, cell(c.doc))
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.name, cell(c.doc), joinOr(neededBy(c.name), "—"))
 	}
 	return b.Bytes()
+}
+
+// readSource is where a target declares each read's query, in the order of
+// the table of reads.
+var readSource = []struct{ query, field, returns string }{
+	{queryEventRows, "`observe.postgres.queries.event_rows`", "one count: the event's key rows"},
+	{queryEffects, "`events.effect.effects`, else `observe.postgres.queries.effects`", "one count: the event's effects ($4 is the event's object)"},
+	{queryObjectEffects, "`events.lifecycle.effects`, else `observe.postgres.queries.object_effects`", "one count: the object's effects, whichever event applied them"},
+	{queryState, "`events.lifecycle.state`, else `observe.postgres.queries.payment` (histories before declared vocabularies call the read `payment`)", "the object's state (one text column), no row while it does not exist"},
+	{queryObject, "`events.ordered.state`, else `observe.postgres.queries.object`", "the ordering key the object holds (and a status), no row while it does not exist"},
+	{queryPayloadPresent, "`observe.postgres.queries.payload_present`", "one boolean: the event's payload is still stored; no row once the key is gone"},
+	{queryInboxState, "`inbox.state`", "(state, attempts) of the event's accepted work"},
+	{queryOutboxState, "`outbox.state`", "(state, attempts) of the event's downstream message"},
+	{querySinkCalls, "none: the harness's own sink", "the downstream calls whose body (or operation key) carries the event ID"},
+}
+
+// readsMarkdown renders which queries each guarantee reads, with the
+// parameters the harness binds for each.
+func readsMarkdown(b *bytes.Buffer) {
+	b.WriteString("## Which queries each guarantee reads\n\n")
+	b.WriteString("Each read runs one of the target's queries with bound parameters: `$1` source, `$2`\n")
+	b.WriteString("account, `$3` event ID, `$4` object ID. A query may reference any subset of the\n")
+	b.WriteString("parameters its read binds; one it references that its read does not bind is given an\n")
+	b.WriteString("empty string, so its `WHERE` matches nothing. Reads are named as in `history.jsonl`.\n\n")
+	b.WriteString("| read | the target's query | binds | returns |\n|---|---|---|---|\n")
+	for _, r := range readSource {
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", r.query, r.field, binds(readBinds[r.query]), cell(r.returns))
+	}
+	b.WriteString("\nA target with `acceptance.mode: async` also has its `acceptance.quiescent` query (no\n")
+	b.WriteString("parameters) read after each delivery, before the state is read, until it is true or\n")
+	b.WriteString("`acceptance.settle` has passed. Around every scenario the harness reads:\n\n")
+	b.WriteString("| phase | read | binds | reads |\n|---|---|---|---|\n")
+	for _, p := range []struct {
+		phase string
+		reads []Read
+	}{{phaseQuiesce, QuiesceReads}, {phaseReconcile, ReconcileReads}} {
+		for _, r := range p.reads {
+			fmt.Fprintf(b, "| `%s` | `%s` | %s | %s |\n", p.phase, r.Query, binds(r.Binds), cell(r.Tells))
+		}
+	}
+	b.WriteString("\nThe guarantees' own reads, and what each query must tell apart:\n\n")
+	b.WriteString("| ID | read | binds | reads |\n|---|---|---|---|\n")
+	for _, g := range catalogue {
+		if len(g.Reads) == 0 {
+			fmt.Fprintf(b, "| %s | — | | nothing but the reconciliation: it judges the time to each acknowledgement |\n", g.ID)
+		}
+		for i, r := range g.Reads {
+			id := g.ID
+			if i > 0 {
+				id = ""
+			}
+			fmt.Fprintf(b, "| %s | `%s` | %s | %s |\n", id, r.Query, binds(r.Binds), cell(r.Tells))
+		}
+	}
+	b.WriteString("\n")
+}
+
+// binds renders bound parameters: "$1 $2 $3".
+func binds(ns []int) string {
+	out := make([]string, len(ns))
+	for i, n := range ns {
+		out[i] = fmt.Sprintf("$%d", n)
+	}
+	return strings.Join(out, " ")
+}
+
+// neededBy lists the guarantees that need capability c, in report order.
+func neededBy(c string) []string {
+	var out []string
+	for _, g := range catalogue {
+		if slices.Contains(g.Needs, c) {
+			out = append(out, g.ID)
+		}
+	}
+	return out
 }
 
 func cell(s string) string {

@@ -47,6 +47,7 @@ var dedup1 = Guarantee{
 	Expects: "every copy 2xx; 1 event row; 1 effect",
 	Race:    "the 16 copies, held at the event table before any commits",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after 16 concurrent copies: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint, one after another: each is its own provider, account
 		// and secret, and each must deduplicate.
@@ -75,6 +76,7 @@ var dedup2 = Guarantee{
 	Sends:   "one `effect` event per endpoint, its first 2xx thrown away, redelivered after the profile's first retry delay, then resent",
 	Expects: "every attempt 2xx; 1 event row; 1 effect",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after its first delivery and after the redeliveries: 1"}, {Query: queryEffects, Tells: "the event's effects after the redeliveries: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint at once: each waits its own profile's retry delay.
 		var jobs []func()
@@ -124,6 +126,7 @@ var dedup3 = Guarantee{
 	Sends:   "one `effect` event ID to two accounts' endpoints",
 	Expects: "both 2xx; 1 row and 1 effect under each account",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "accounts: one event ID goes to two accounts, so a query that ignores $2 reads 2 for each"}, {Query: queryEffects, Tells: "accounts, as event_rows: 1 under each"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		a, b, _ := s.env.sameProfileTwoAccounts()
 		evA := s.effectEvent(a)
@@ -144,6 +147,7 @@ var dedup4 = Guarantee{
 	Sends:   "one `effect` event ID through two sources' endpoints",
 	Expects: "both 2xx; 1 row and 1 effect under each source",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "sources: one event ID goes through two sources, so a query that ignores $1 reads 2 for each"}, {Query: queryEffects, Tells: "sources, as event_rows: 1 under each"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		a, b, _ := s.env.twoProfilesOneAccount()
 		evA := s.effectEvent(a)
@@ -164,6 +168,7 @@ var dedup5 = Guarantee{
 	Sends:   "two `effect` events with byte-identical bodies and different header event IDs",
 	Expects: "both 2xx; 1 row and 1 effect each",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "event IDs: the two bodies are byte-identical and only $3 differs"}, {Query: queryEffects, Tells: "event IDs: both events carry one object ($4), so a query keyed on $4 alone reads 2 for each"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep, _ := s.env.endpointWhere(func(ep Endpoint) bool { return ep.Profile.Facts().EventIDHeader != "" })
 		ev1 := s.effectEvent(ep)
@@ -191,6 +196,7 @@ var dedup6 = Guarantee{
 	Expects: "the object's effects are its path's plus one",
 	Race:    "the two events for one object, held at the effect table after whatever check each makes",
 	codes:   []Code{codeDedupNotAcked, codeDedupObjectEffects},
+	Reads:   []Read{{Query: queryObjectEffects, Tells: "every effect on one object ($4), whichever event applied it: its path's plus one"}},
 	judge: bind(func(s *session, f *dedupFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
@@ -295,6 +301,7 @@ var dedup7 = Guarantee{
 	Sends:   "one `effect` event, then 100 other `effect` events in batches of 25 sent together, then the first redelivered",
 	Expects: "every delivery 2xx; the first event still 1 event row and 1 effect",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the first event's key rows after 100 other events and its redelivery: 1"}, {Query: queryEffects, Tells: "the first event's effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)

@@ -39,7 +39,7 @@ type Env struct {
 	// EventTable and EffectTable are the tables the harness may lock.
 	EventTable  string
 	EffectTable string
-	// MaxBodyBytes is the body size the receiver documents as its limit.
+	// MaxBodyBytes is the largest body the provider may send (limits.max_body_bytes).
 	MaxBodyBytes int
 	// TimeScale compresses providers' retry schedules (provider seconds per real
 	// second).

@@ -43,6 +43,11 @@ type Guarantee struct {
 	// Expects what it then holds the receiver to.
 	Sends   string `json:"sends"`
 	Expects string `json:"expects"`
+	// Reads are the target's queries its scenario runs, besides the
+	// reconciliation's (ReconcileReads): what a target must get right for the
+	// verdict to mean what it says. The self-test holds them to what a clean
+	// run of the reference actually read.
+	Reads []Read `json:"reads"`
 	// Codes are the IDs of the deviation codes its checker can report (from
 	// codes), besides the reconciliation's, which every scenario can report.
 	Codes []string `json:"codes"`
@@ -54,6 +59,57 @@ type Guarantee struct {
 
 	codes []Code
 	judge binding
+}
+
+// Read is one read of the receiver's state a scenario makes: the query's
+// name (in the history and the target file), the parameters the harness binds
+// for it, and what the query must tell apart for the verdict to hold.
+type Read struct {
+	Query string `json:"query"`
+	// Binds are the parameters the harness binds ($1 source, $2 account, $3
+	// event ID, $4 object ID), the same for every read of one query
+	// (readBinds); assemble sets them.
+	Binds []int `json:"binds"`
+	// Tells says what the read counts or returns, and what a query must tell
+	// apart for that to be right.
+	Tells string `json:"tells"`
+}
+
+// readBinds is what the harness binds for each read: an event key ($1 $2
+// $3), an event with its object ($4), or an object alone. A query that
+// references a parameter its read does not bind is given an empty string.
+// The self-test holds this table to the parameters the history records.
+var readBinds = map[string][]int{
+	queryEventRows: {1, 2, 3}, queryEffects: {1, 2, 3, 4}, queryPayloadPresent: {1, 2, 3},
+	queryObjectEffects: {1, 2, 4}, queryObject: {1, 2, 4}, queryState: {1, 2, 4},
+	queryInboxState: {1, 2, 3}, queryOutboxState: {1, 2, 3}, querySinkCalls: {1, 2, 3},
+}
+
+// ReconcileReads are the reads of every scenario's reconciliation
+// (reconcile.go, phase "reconcile"), once the scenario has ended, of every
+// key it delivered that the receiver should have stored; QuiesceReads those
+// made before a scenario starts (quiesce.go, phase "quiesce").
+var (
+	ReconcileReads = bound([]Read{
+		{Query: queryEventRows, Tells: "every delivered key of a handled type: 1 row; an acknowledged key with none is lost, a key with 2 duplicated"},
+		{Query: queryEffects, Tells: "every delivered key of the `effect` role: more than 1 is applied twice ($4 is empty for the events whose object the scenario did not track: ACK-2's and DEDUP-7's load)"},
+	})
+	QuiesceReads = bound([]Read{
+		{Query: queryEventRows, Tells: "each key of the previous scenario whose delivery ended with an unknown outcome, until it lands (bounded)"},
+	})
+)
+
+// bound sets each read's Binds from readBinds; an unknown query is a
+// mistake in the catalogue, refused when the package loads.
+func bound(rs []Read) []Read {
+	for i := range rs {
+		b, ok := readBinds[rs[i].Query]
+		if !ok {
+			panic(fmt.Sprintf("scenarios: read of unknown query %q", rs[i].Query))
+		}
+		rs[i].Binds = b
+	}
+	return rs
 }
 
 // family is one guarantee family in report order.
@@ -141,6 +197,7 @@ func assemble(fams []family) []Guarantee {
 			}
 			ids[g.ID] = true
 			g.Family = fam.Name
+			g.Reads = bound(g.Reads)
 			g.Codes = nil
 			for _, c := range g.codes {
 				if m, ok := meanings[c.ID]; ok && m != c.Meaning {

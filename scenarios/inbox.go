@@ -58,6 +58,7 @@ var inbox1 = Guarantee{
 	Sends:   "8 concurrent `effect` events while the harness locks the inbox table (`inbox.table`, else the event table: nothing can be accepted) and the effect table (no worker can apply); SIGKILL once they are answered, or at once if one is answered while nothing could be stored; restart",
 	Expects: "every acknowledged event in the inbox after the restart, then applied once; the unacknowledged redelivered and applied once",
 	codes:   []Code{codeInboxLost, codeInboxNotApplied, codeInboxEffects},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each acknowledged event's inbox row after the restart (found) and at the end"}, {Query: queryEventRows, Tells: "each event's key rows once applied: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		evs, keys := s.effectEvents(ep, perInboxLoad)
@@ -171,6 +172,7 @@ var inbox2 = Guarantee{
 	Expects: "each event applied once and done",
 	Race:    "the workers, held at the effect table with every event claimed",
 	codes:   []Code{codeInboxEffects, codeInboxNotApplied},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state: done"}, {Query: queryEventRows, Tells: "each event's key rows: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		// Every worker takes work while the effect table is held, so they all
@@ -204,6 +206,7 @@ var inbox3 = Guarantee{
 	Sends:   "one `effect` event accepted; its worker stopped at the locked effect table and SIGKILLed: where `lifecycle.worker` declares several processes, only the one holding the claim, the others left running; with one, the worker process alone, and a second event delivered while none runs; else the receiver; restart; wait past the declared lease",
 	Expects: "the event claimed again and done, applied once (by a surviving worker process, before anything restarts, where one was left running); the second event acknowledged, stored and applied once",
 	codes:   []Code{codeInboxStuck, codeInboxNotApplied, codeInboxEffects, codeInboxLost},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state (done; found, for one delivered while no worker ran)"}, {Query: queryEventRows, Tells: "each event's key rows: 1"}, {Query: queryEffects, Tells: "each event's effects: 1"}},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -272,6 +275,7 @@ var inbox4 = Guarantee{
 	Sends:   "one `effect` event accepted; its worker let through its business change and stopped at the inbox table before marking the event done; SIGKILL (the worker processes alone where declared); restart; wait past the lease",
 	Expects: "the event dispatched again and done, applied once in all",
 	codes:   []Code{codeInboxEffects, codeInboxStuck, codeInboxNotApplied},
+	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state: done"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1, not 2"}},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -321,6 +325,7 @@ var inbox5 = Guarantee{
 	Sends:   "one `effect` event accepted; its worker's session terminated at the locked effect table",
 	Expects: "the event retried and done, applied once, with at least 2 attempts recorded",
 	codes:   []Code{codeInboxAttemptsUnrecorded, codeInboxStuck, codeInboxNotApplied, codeInboxEffects},
+	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state (done) and attempts: at least 2"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -359,6 +364,7 @@ var inbox6 = Guarantee{
 	Sends:   "one `effect` event accepted; every attempt's session terminated at the locked effect table, up to the declared max_attempts",
 	Expects: "the event dead-lettered (state dead), still stored, never applied",
 	codes:   []Code{codeInboxDeadLetterLost, codeInboxNotDeadLettered},
+	Reads:   []Read{{Query: queryInboxState, Tells: "the event's state after the failed attempts and once they stop: dead both times"}, {Query: queryEventRows, Tells: "the event's key rows, for the evidence"}, {Query: queryEffects, Tells: "the event's effects, for the evidence"}},
 	judge: bind(func(s *session, f *inboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -471,6 +477,7 @@ var inbox7 = Guarantee{
 	Sends:   "8 `effect` events accepted while the effect table is locked (none done), then a purge as of ten key TTLs later, then released",
 	Expects: "every event still there and applied once",
 	codes:   []Code{codeInboxPendingPurged, codeInboxNotApplied, codeInboxEffects},
+	Reads:   []Read{{Query: queryInboxState, Tells: "each event's state after the purge, for the evidence"}, {Query: queryEventRows, Tells: "each event's key rows after the purge: none, with no effect, is pending work purged"}, {Query: queryEffects, Tells: "each event's effects after the purge: 1"}},
 	judge: bind(func(s *session, _ *inboxFacts) {
 		ep := s.retentionEndpoint()
 		// The workers stop at their business change: every event is accepted

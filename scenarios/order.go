@@ -65,6 +65,7 @@ var order1 = Guarantee{
 	Sends:   "`ordered` updates of one object with keys 1, 3, 2, each after the previous settled",
 	Expects: "the state query returns key 3",
 	codes:   []Code{codeOrderNotAcked, codeOrderRegressed},
+	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4): the key of the update it holds, 3"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()
@@ -97,6 +98,7 @@ var order2 = Guarantee{
 	// Concurrent copies in the stream race without a unique key: the
 	// reconciliation then finds a duplicated event row.
 	codes: []Code{codeOrderNotAcked, codeOrderRegressed},
+	Reads: []Read{{Query: queryObject, Tells: "the ordered object ($4): the key of the update it holds, 8"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()
@@ -157,6 +159,7 @@ var order3 = Guarantee{
 	Sends:   "for every reachable `lifecycle` state, a fresh object brought there, then every event type it is past, under a new event ID",
 	Expects: "the state and the object's effects unchanged",
 	codes:   []Code{codeOrderNotAcked, codeOrderTransitionApplied},
+	Reads:   []Read{{Query: queryState, Tells: "each object's state ($4) after a late event: unchanged"}, {Query: queryObjectEffects, Tells: "each object's effects ($4), where the target counts them: its path's"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		l := s.lifecycle()
@@ -227,6 +230,7 @@ var order4 = Guarantee{
 	Sends:   "`ordered` update 1 of an object, its deletion carrying key 3, then update 2 under a new event ID",
 	Expects: "the object reads the same after the stale update as after the deletion (no row, or the deletion's tombstone)",
 	codes:   []Code{codeOrderNotAcked, codeOrderResurrected},
+	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4) before the deletion, after it, and after the stale update: as after the deletion"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
 		o := s.orderedRole()

@@ -43,6 +43,7 @@ var outbox1 = Guarantee{
 	Expects: "calls retried with one operation key; applied once downstream",
 	Race:    "the 4 copies, held at the event table before any commits",
 	codes:   []Code{codeOutboxNotSent, codeOutboxKeyChanged, codeOutboxAppliedTwice},
+	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: one key, applied once"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, _ *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -71,6 +72,7 @@ var outbox2 = Guarantee{
 	Sends:   "one `effect` event; the sink applies its first downstream call and withholds the answer while the harness SIGKILLs the receiver; restart",
 	Expects: "the call resent with the same operation key and answered 2xx; applied once downstream",
 	codes:   []Code{codeOutboxNotSent, codeOutboxKeyChanged, codeOutboxAppliedTwice},
+	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: one key, applied once"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, _ *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -109,6 +111,7 @@ var outbox3 = Guarantee{
 	Sends:   "one `effect` event whose transaction is cut by SIGKILL while it waits on the locked effect table; restart; then as ATOMIC-1",
 	Expects: "no downstream call before the restart; then applied once downstream",
 	codes:   []Code{codeOutboxSentUncommitted, codeOutboxNotSent, codeOutboxKeyChanged, codeOutboxAppliedTwice},
+	Reads:   []Read{{Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID, while the transaction is cut (none) and at the end"}, {Query: queryEventRows, Tells: "the event's key rows after the crash (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
 	judge: bind(func(s *session, _ *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)
@@ -147,6 +150,7 @@ var outbox4 = Guarantee{
 	Sends:   "one `effect` event; the sink answers every downstream call 503",
 	Expects: "at least 2 calls, one operation key, then the message dead-lettered (state dead), not marked sent",
 	codes:   []Code{codeOutboxKeyChanged, codeOutboxDropped},
+	Reads:   []Read{{Query: queryOutboxState, Tells: "the event's outbox message once the calls ended: dead, not sent"}, {Query: querySinkCalls, Tells: "the downstream calls whose body carries the event ID: at least 2, one key"}, {Query: queryEventRows, Tells: "the event's key rows: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, f *outboxFacts) {
 		ep := s.primary()
 		ev := s.effectEvent(ep)

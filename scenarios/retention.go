@@ -85,6 +85,7 @@ var retention1 = Guarantee{
 	Sends:   "one `effect` event, a purge as of the end of the provider's redelivery horizon (its retry horizon and manual resend window, with sources), a redelivery",
 	Expects: "the declared key TTL covers the horizon; the key survives; the redelivery 2xx and no second effect",
 	codes:   []Code{codeRetentionTTLBelowHorizon, codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, after a purge as of the end of the redelivery horizon (1), and after the redelivery"}, {Query: queryEffects, Tells: "the event's effects after the redelivery: 1"}},
 	judge: bind(func(s *session, f *retentionFacts) {
 		f.EndpointTTL = map[string]endpointTTL{}
 		for i, ep := range s.env.Endpoints {
@@ -146,6 +147,7 @@ var retention2 = Guarantee{
 	Sends:   "one `effect` event, a purge as of the key TTL minus an hour, a replay",
 	Expects: "the replay 2xx and no second effect",
 	codes:   []Code{codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, after a purge just inside the key TTL (1), and after the replay"}, {Query: queryEffects, Tells: "the event's effects after the replay: 1"}},
 	judge: bind(func(s *session, f *retentionFacts) {
 		ep := s.retentionEndpoint()
 		ev, k, before, _ := s.deliverOnce(ep)
@@ -169,6 +171,7 @@ var retention3 = Guarantee{
 	Sends:   "one `effect` event, purges just past the payload TTL and inside the key TTL (payload_present and event_rows read), a replay",
 	Expects: "the payload gone, the key kept; a replay harmless",
 	codes:   []Code{codeRetentionPayloadKept, codeRetentionKeyPurgedEarly, codeRetentionReplayApplied},
+	Reads:   []Read{{Query: queryPayloadPresent, Tells: "the event's payload when stored, and after a purge past the payload TTL: gone"}, {Query: queryEventRows, Tells: "the event's key once delivered, and after that purge: kept"}, {Query: queryEffects, Tells: "the event's effects after the replay: 1"}},
 	judge: bind(func(s *session, f *retentionFacts) {
 		ep := s.retentionEndpoint()
 		ev, k, _, after := s.deliverOnce(ep)
@@ -225,6 +228,7 @@ var retention4 = Guarantee{
 	Sends:   "one `effect` event, a ladder of purges up to 10 × the key TTL",
 	Expects: "the key gone past its TTL (when it disappeared is reported); no payload outlives its key",
 	codes:   []Code{codeRetentionKeyKept, codeRetentionPayloadOrphaned},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered, then after each purge of the ladder until it is gone"}, {Query: queryPayloadPresent, Tells: "the event's payload once its key is gone: none"}},
 	judge: bind(func(s *session, f *retentionFacts) {
 		ep := s.retentionEndpoint()
 		// A payment creation: once its key has expired, the resend below is a new

@@ -17,7 +17,8 @@ func FuzzParseTarget(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	_, rest, _ := strings.Cut(string(doc), "```yaml\n")
+	_, section, _ := strings.Cut(string(doc), "## Complete example: the hookcert reference receiver")
+	_, rest, _ := strings.Cut(section, "```yaml\n")
 	example, _, _ := strings.Cut(rest, "```")
 	inline := strings.ReplaceAll(full, "secret_env: HOOKCERT_TEST_SECRET_B", "secret: whsec_b")
 	for _, s := range []string{

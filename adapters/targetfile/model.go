@@ -49,8 +49,8 @@ type Target struct {
 	FailpointsPath string
 	// Capabilities as declared, in file order.
 	Capabilities []Capability
-	// MaxBodyBytes is the largest body the receiver accepts (DefaultMaxBodyBytes
-	// when the file does not say).
+	// MaxBodyBytes is the largest body the provider may send the receiver
+	// (DefaultMaxBodyBytes when the file does not say), not the receiver's own cap.
 	MaxBodyBytes int
 	// Source is the file the target was loaded from ("" for Parse).
 	Source string

@@ -269,10 +269,11 @@ func TestDocumentedExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(doc), "```yaml\n")
+	_, section, ok0 := strings.Cut(string(doc), "## Complete example: the hookcert reference receiver")
+	_, rest, ok := strings.Cut(section, "```yaml\n")
 	example, _, ok2 := strings.Cut(rest, "```")
-	if !ok || !ok2 {
-		t.Fatal("no yaml example in docs/target.md")
+	if !ok0 || !ok || !ok2 {
+		t.Fatal("no complete yaml example in docs/target.md")
 	}
 	t.Setenv("STRIPE_SECRET_ACCT_B", "whsec_test_secret_acct_B")
 	tg, err := Parse([]byte(example), testVars)

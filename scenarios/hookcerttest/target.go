@@ -67,7 +67,9 @@ type Target struct {
 	// Acceptance says whether the receiver applies events before (zero value:
 	// sync, 1 s settle) or after its 2xx (Async; 5 s settle by default).
 	Acceptance vocab.Acceptance
-	// MaxBodyBytes is the largest body the receiver accepts (default 1 MiB).
+	// MaxBodyBytes is the largest body the provider may send the receiver
+	// (default 1 MiB): ACK-7 sends 1 KiB less and expects it applied, ACK-5
+	// twice as much and expects a 4xx (docs/target.md, "Body size limit").
 	MaxBodyBytes int
 	// FailpointsPath is where the receiver serves the failpoint protocol
 	// (docs/failpoints.md), under BaseURL; "" when it does not (capability

@@ -247,6 +247,7 @@ func judgeExampleRun(t *testing.T, r *exampleRun) {
 		}
 	}
 	if r.defect == "" {
+		checkExampleVerdicts(t, label, r)
 		if r.code != 0 {
 			t.Errorf("%s (seed %d): exit %d, want 0", label, r.seed, r.code)
 		}
