@@ -24,6 +24,8 @@ var ExampleNotApplicable = map[string][]string{
 	// One endpoint, no effect on an issue's transitions, issues whose open and
 	// closed reach each other, GitHub signs no timestamp, no ordered role.
 	"python-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ACK-4", "ORDER", "RETENTION", "INBOX", "OUTBOX"},
+	// One provider; no failpoints; no downstream calls.
+	"django-receiver": {"DEDUP-4", "ATOMIC-4", "OUTBOX"},
 	// One endpoint, no lifecycle or ordered role, no retention, no outbox.
 	"github-gateway": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-4", "ORDER", "RETENTION", "INBOX-7", "OUTBOX"},
 }
