@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"html"
 	"math"
 	"os"
@@ -145,6 +146,13 @@ func fixtureJSON(t *testing.T, r *Results) string {
 	return b.String()
 }
 
+// withVerdict is the fixture's JSON with its verdict set to v.
+func withVerdict(t *testing.T, v string) string {
+	r := fixture()
+	r.Verdict = v
+	return fixtureJSON(t, r)
+}
+
 func xmlEscape(s string) string {
 	var b bytes.Buffer
 	_ = xml.EscapeText(&b, []byte(s))
@@ -276,7 +284,9 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fixture(); !reflect.DeepEqual(got, want) {
+	want := fixture()
+	want.Verdict = VerdictFailed // Write fills it in
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip changed the results:\ngot  %+v\nwant %+v", got, want)
 	}
 }
@@ -293,6 +303,8 @@ func TestReadResultsRejectsBadFiles(t *testing.T) {
 		{"bad status", strings.Replace(good, `"status": "passed"`, `"status": "ok"`, 1), []string{"guarantees[1].status", "DEDUP-2", `"ok"`}},
 		{"bad outcome", strings.Replace(good, `"outcome": "unknown"`, `"outcome": "lost"`, 1), []string{"timeline[0].outcome", `"lost"`}},
 		{"summary mismatch", strings.Replace(good, `"passed": 2`, `"passed": 3`, 1), []string{"summary"}},
+		{"verdict mismatch", withVerdict(t, VerdictPassed), []string{"field verdict", `the guarantees say "failed"`, `"passed"`}},
+		{"verdict of a stopped run", `{"schema": "` + Schema + `", "outcome": "unreachable", "verdict": "error", "guarantees": []}`, []string{"field verdict", "must be empty when outcome is set"}},
 		{"unknown field", strings.Replace(good, `"seed"`, `"sede"`, 1), []string{"sede"}},
 		{"empty id", strings.Replace(good, `"id": "ORDER-1"`, `"id": ""`, 1), []string{"guarantees[3].id", "empty"}},
 	}
@@ -486,5 +498,50 @@ func TestTimelineDrawsSinkCalls(t *testing.T) {
 	b.Reset()
 	if err := WriteHTML(&b, fixture()); err != nil || strings.Contains(b.String(), "downstream call to the harness") {
 		t.Errorf("a page without calls explains sink marks (err %v)", err)
+	}
+}
+
+// The run's verdict is the exit status in words: a failure wins over an
+// error, an error (or an interruption) over a pass, and a run with nothing
+// judged has no verdict. A soak is judged by its keys.
+func TestRunVerdict(t *testing.T) {
+	gs := func(ss ...Status) []Guarantee {
+		var out []Guarantee
+		for i, s := range ss {
+			out = append(out, Guarantee{ID: fmt.Sprint("G-", i), Status: s})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		r    Results
+		want string
+	}{
+		{"passed", Results{Guarantees: gs(StatusPassed, StatusNotApplicable)}, VerdictPassed},
+		{"failed and errored", Results{Guarantees: gs(StatusPassed, StatusError, StatusFailed)}, VerdictFailed},
+		{"errored", Results{Guarantees: gs(StatusPassed, StatusError)}, VerdictError},
+		{"interrupted", Results{Guarantees: gs(StatusPassed), Interrupted: true}, VerdictError},
+		{"interrupted with a failure", Results{Guarantees: gs(StatusFailed), Interrupted: true}, VerdictFailed},
+		{"nothing applicable", Results{Guarantees: gs(StatusNotApplicable)}, VerdictNone},
+		{"stopped", Results{Outcome: RunUnreachable}, ""},
+		{"soak passed", Results{Soak: &Soak{Passed: true, Keys: 3}}, VerdictPassed},
+		{"soak lost a key", Results{Soak: &Soak{Keys: 3, Lost: 1, Unjudged: 1}}, VerdictFailed},
+		{"soak could not read", Results{Soak: &Soak{Keys: 3, Unjudged: 1}}, VerdictError},
+		{"soak could not judge", Results{Soak: &Soak{Keys: 3}}, VerdictError},
+	} {
+		if got := c.r.RunVerdict(); got != c.want {
+			t.Errorf("%s: RunVerdict = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// A results.json written before the verdict field existed still reads.
+func TestResultsWithoutVerdictStillRead(t *testing.T) {
+	r, err := DecodeResults(strings.NewReader(fixtureJSON(t, fixture())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != "" || r.RunVerdict() != VerdictFailed {
+		t.Errorf("verdict %q, RunVerdict %q", r.Verdict, r.RunVerdict())
 	}
 }
