@@ -14,14 +14,32 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes shared by every subcommand; documented in README.md.
+// Exit codes shared by every subcommand; documented in README.md, docs/ci.md
+// and hookcert --help (exitStatuses). A CI job must be able to tell a receiver
+// that broke a guarantee (1) from a run the harness could not judge (5).
 const (
 	ExitOK          = 0 // everything that was asked passed
-	ExitFailed      = 1 // something was judged and failed
+	ExitFailed      = 1 // a guarantee was judged and failed
 	ExitUsage       = 2 // bad flags or configuration
 	ExitUnreachable = 3 // the target could not be reached or started
 	ExitNothing     = 4 // nothing was judged: none selected, or every one not applicable
+	ExitUnjudged    = 5 // nothing failed, but something could not be judged
 )
+
+// exitStatuses is the exit-status table of hookcert --help.
+const exitStatuses = `Exit statuses of the commands that judge (certify, demo, check, repro, soak):
+  0  every guarantee judged passed, and at least one was judged
+  1  a guarantee failed (a soak: a key lost or duplicated), whatever else happened
+  2  usage or configuration error: a bad flag, the target file, a query that does
+     not prepare, a failing setup hook
+  3  the target could not be reached, or its receiver or database not started
+  4  nothing was judged: no guarantee selected, or every selected one is not
+     applicable to the target
+  5  nothing failed, but something could not be judged: a guarantee's verdict is
+     error (a read failed, a lock gate held nobody, the receiver did not come
+     back), the run was interrupted, or the harness itself failed
+results.json says the same in "verdict" (passed, failed, error, no_verdict) or,
+for a run that stopped before judging, in "outcome".`
 
 // ExitError carries an exit code out of a subcommand.
 type ExitError struct {
@@ -54,8 +72,14 @@ func subcommands() []*cobra.Command {
 // NewRoot builds the command tree.
 func NewRoot(stdout, stderr io.Writer) *cobra.Command {
 	root := &cobra.Command{
-		Use:           "hookcert",
-		Short:         "Certify webhook receivers against their delivery guarantees",
+		Use:   "hookcert",
+		Short: "Certify webhook receivers against their delivery guarantees",
+		Long: `hookcert certifies webhook receivers: a simulated provider delivers events the
+way real providers do on a bad day (concurrent duplicates, lost acknowledgements,
+late and replayed events, crashes), the receiver's own state is read back, and
+each documented guarantee is judged from the record of what happened.
+
+` + exitStatuses,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
