@@ -108,7 +108,7 @@ nothing judged (4), else 0.`,
 	cmd.Flags().IntVar(&workerProcs, "worker-processes", 0, "inbox mode: run the workers in this many separate worker processes (0: inside the receiver)")
 	cmd.Flags().StringSliceVar(&caps, "capabilities", demoCapabilities,
 		"capabilities the demo target declares (a subset, to see the verdicts a receiver without test hooks gets; \"none\" for none)")
-	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with this defect (repeatable; see `hookcert reference serve --help`)")
+	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with defect `NAME` (repeatable; hookcert reference defects lists them)")
 	f.add(cmd)
 	return cmd
 }

@@ -96,6 +96,8 @@ otherwise, 2 on usage errors, 3 when the receiver could not be reached at all.`,
 	fl.Float64Var(&f.timeScale, "time-scale", 3600, "provider seconds per real second for retry waits")
 	fl.DurationVar(&f.timeout, "timeout", 0, "per-attempt response timeout (default: the profile's, else 15s)")
 	fl.DurationSliceVar(&f.retryDelays, "retry-delays", nil, "retry delays in provider time, e.g. 5s,5m,30m (default: the profile's)")
+	// pflag would add "(default [])" after the usage's own default.
+	fl.Lookup("retry-delays").DefValue = ""
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "cap on attempts per delivery, first included (default: the schedule's)")
 	fl.StringVar(&f.history, "history", "", "write the history as JSON Lines to this file")
 	fl.BoolVar(&f.tamper, "tamper", false, "send a body that differs from the signed one")

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -80,20 +81,32 @@ late and replayed events, crashes), the receiver's own state is read back, and
 each documented guarantee is judged from the record of what happened.
 
 ` + exitStatuses,
+		Version:       versionLine(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version prints the same line as hookcert version.
+	root.SetVersionTemplate("{{.Version}}\n")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	// Read by Main before parsing (setupColor); declared so every subcommand
 	// accepts it.
 	root.PersistentFlags().Bool(noColorFlag, false, "no colour in the output (also: NO_COLOR set to any value; colour is only ever used on a terminal)")
 	// Flag parse errors are usage errors (exit 2), as for any other bad input.
+	// Main prefixes "hookcert: ", so the subcommand is named without it.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s: %w", c.CommandPath(), err)}
+		return &ExitError{Code: ExitUsage, Err: fmt.Errorf("%s%w (see %s --help)", subcommandPrefix(c), err, c.CommandPath())}
 	})
 	root.AddCommand(subcommands()...)
 	return root
+}
+
+// subcommandPrefix is "certify: " for hookcert certify, "" for hookcert itself.
+func subcommandPrefix(c *cobra.Command) string {
+	if !c.HasParent() {
+		return ""
+	}
+	return strings.TrimPrefix(c.CommandPath(), c.Root().Name()+" ") + ": "
 }
 
 // Main runs the command line and returns the process exit code.
@@ -103,15 +116,21 @@ func Main(args []string, stdout, stderr io.Writer) int {
 	stdout, stderr = setupColor(args, stdout, stderr)
 	root := NewRoot(stdout, stderr)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return ExitOK
 	}
-	fmt.Fprintf(stderr, "hookcert: %v\n", err)
 	var ee *ExitError
 	if errors.As(err, &ee) {
+		fmt.Fprintf(stderr, "hookcert: %v\n", err)
 		return ee.Code
 	}
-	// cobra reports unknown commands and arguments as plain errors.
+	// cobra reports unknown commands and wrong arguments as plain errors,
+	// without saying which subcommand refused them.
+	prefix := ""
+	if cmd != nil {
+		prefix = subcommandPrefix(cmd)
+	}
+	fmt.Fprintf(stderr, "hookcert: %s%v\n", prefix, err)
 	return ExitUsage
 }
