@@ -8,11 +8,13 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/simulator"
 	"github.com/stripe/stripe-go/v85/webhook"
 )
 
@@ -245,5 +247,64 @@ func TestFireObjectAndPadToDeliver(t *testing.T) {
 	}
 	if a := h.Attempts[0]; a.BodyBytes != 5000 || a.PadTo != 5000 || len(a.Faults) != 0 {
 		t.Fatalf("attempt %+v", a)
+	}
+}
+
+// dryRunKey is the event ID of --dry-run's first step.
+func dryRunKey(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := fire(append([]string{"--profile", "stripe", "--url", "http://127.0.0.1:1/", "--secret", fireSecret, "--dry-run"}, args...)...)
+	if code != ExitOK {
+		t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+	}
+	_, rest, ok := strings.Cut(out, " key ")
+	key, _, _ := strings.Cut(rest, ",")
+	if !ok || !strings.HasPrefix(key, "evt_") {
+		t.Fatalf("no event key in:\n%s", out)
+	}
+	return key
+}
+
+// Two invocations with one --seed deliver two events, not one event twice;
+// --deterministic-ids derives the IDs a plan with that seed would.
+func TestFireEventIDsFreshUnlessDeterministic(t *testing.T) {
+	a, b := dryRunKey(t, "--seed", "7"), dryRunKey(t, "--seed", "7")
+	if a == b {
+		t.Errorf("two invocations with --seed 7 made the same event ID %s", a)
+	}
+	want := simulator.NewEventID(7, "stripe", 0)
+	for i := 0; i < 2; i++ {
+		if got := dryRunKey(t, "--seed", "7", "--deterministic-ids"); got != want {
+			t.Errorf("--deterministic-ids: event ID %s, want the plan's %s", got, want)
+		}
+	}
+	if got := dryRunKey(t, "--seed", "7", "--event-id", "evt_given"); got != "evt_given" {
+		t.Errorf("--event-id: %s", got)
+	}
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(plan, []byte("seed: 7\nevents: [{name: e, type: charge.succeeded}]\nsteps: [{event: e}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := dryRunKey(t, "--plan", plan), dryRunKey(t, "--plan", plan); a == b || a == want {
+		t.Errorf("a plan file run twice: event IDs %s and %s (seeded: %s)", a, b, want)
+	}
+	if got := dryRunKey(t, "--plan", plan, "--deterministic-ids"); got != want {
+		t.Errorf("a plan file with --deterministic-ids: %s, want %s", got, want)
+	}
+}
+
+// The body of a non-2xx answer is printed, once per distinct answer,
+// without the secret or anything that would drive the terminal.
+func TestFirePrintsRefusals(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		io.WriteString(w, `{"error":"unknown account acct_A","secret_tried":"`+fireSecret+"\"}\x1b[31m\u202e\n")
+	}))
+	defer srv.Close()
+	code, out, _ := fire("--profile", "stripe", "--url", srv.URL, "--secret", fireSecret, "--copies", "3")
+	// Which copy was answered first is the scheduler's choice.
+	want := regexp.MustCompile(`\nanswer 422 \(copy [0-2], attempt 1, and 2 more alike\): \{"error":"unknown account acct_A","secret_tried":"\[REDACTED\]"\}\\x1b\[31m\\u202e\n`)
+	if code != ExitFailed || !want.MatchString(out) || strings.Contains(out, fireSecret) || strings.ContainsRune(out, 0x1b) {
+		t.Errorf("exit %d, stdout:\n%s\nwant it to contain:\n%s", code, out, want)
 	}
 }
