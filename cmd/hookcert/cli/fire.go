@@ -60,8 +60,8 @@ optionally followed through the provider's retry schedule on a compressed clock
 (--time-scale 3600 = one provider hour per real second; signatures always carry
 the real send time).
 
---plan FILE runs a YAML plan (see the simulator package documentation) instead
-of the one event the flags describe; the plan then says everything about events,
+--plan FILE runs a YAML plan (its format: docs/plans.md) instead of the one
+event the flags describe; the plan then says everything about events,
 steps and faults, and only --profile, --url, --secret, --account, --seed,
 --history and --dry-run combine with it. --object gives the target's own
 business object (JSON, or @file), placed where the profile's envelope carries the

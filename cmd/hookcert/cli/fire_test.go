@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"sync/atomic"
@@ -306,5 +307,88 @@ func TestFirePrintsRefusals(t *testing.T) {
 	want := regexp.MustCompile(`\nanswer 422 \(copy [0-2], attempt 1, and 2 more alike\): \{"error":"unknown account acct_A","secret_tried":"\[REDACTED\]"\}\\x1b\[31m\\u202e\n`)
 	if code != ExitFailed || !want.MatchString(out) || strings.Contains(out, fireSecret) || strings.ContainsRune(out, 0x1b) {
 		t.Errorf("exit %d, stdout:\n%s\nwant it to contain:\n%s", code, out, want)
+	}
+}
+
+// docPlan is the complete example of docs/plans.md: the yaml block after its
+// "plan: complete" marker.
+func docPlan(t *testing.T) (doc, plan string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "plans.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = string(b)
+	_, after, ok := strings.Cut(doc, "<!-- plan: complete")
+	_, block, ok2 := strings.Cut(after, "```yaml\n")
+	plan, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`docs/plans.md has no yaml block after its "plan: complete" marker`)
+	}
+	return doc, plan
+}
+
+// yamlFields are the YAML names of t's fields, inline structs followed.
+func yamlFields(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case opts == "inline":
+			out = append(out, yamlFields(f.Type)...)
+		case name != "" && name != "-":
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// docs/plans.md cannot rot: its complete example is a plan fire runs, every
+// step as written, and every field of the format is documented.
+func TestPlanDocExampleRuns(t *testing.T) {
+	doc, src := docPlan(t)
+	p, err := simulator.ParsePlan([]byte(src))
+	if err != nil {
+		t.Fatalf("the example in docs/plans.md does not parse: %v", err)
+	}
+	fields := append(yamlFields(reflect.TypeFor[simulator.Plan]()), yamlFields(reflect.TypeFor[simulator.Step]())...)
+	fields = append(fields, yamlFields(reflect.TypeFor[simulator.Faults]())...)
+	fields = append(fields, yamlFields(reflect.TypeFor[simulator.Replay]())...)
+	fields = append(fields, yamlFields(reflect.TypeFor[simulator.EventSpec]())...)
+	fields = append(fields, "object", "created") // EventSpec's, read by its own UnmarshalYAML
+	for _, f := range fields {
+		if !strings.Contains(doc, "`"+f+"`") && !strings.Contains(doc, "`"+f+":") {
+			t.Errorf("docs/plans.md does not document the plan field %s", f)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := stripeReceiver(t)
+	hist := filepath.Join(t.TempDir(), "h.jsonl")
+	code, out, errOut := fire("--profile", "stripe", "--url", srv.URL, "--secret", fireSecret, "--plan", file, "--history", hist)
+	if code != ExitOK {
+		t.Fatalf("fire --plan docs/plans.md's example: exit %d\n%s%s", code, out, errOut)
+	}
+	b, err := os.ReadFile(hist)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.ReadJSONL(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perStep := map[int]int{}
+	for _, a := range h.Attempts {
+		perStep[a.Step]++
+		if a.Step == 3 && a.Attempt != 2 {
+			t.Errorf("step 3 sent as attempt %d, want 2", a.Attempt)
+		}
+	}
+	if len(perStep) != len(p.Steps) || perStep[0] != 32 || perStep[1] != 1 || len(h.Releases) != 1 || h.Meta.Plan != p.Name {
+		t.Errorf("attempts per step %v (want 16 lost acknowledgements and 16 retries, then one each), %d releases, plan %q",
+			perStep, len(h.Releases), h.Meta.Plan)
 	}
 }
