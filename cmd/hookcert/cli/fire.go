@@ -61,11 +61,11 @@ optionally followed through the provider's retry schedule on a compressed clock
 the real send time).
 
 --plan FILE runs a YAML plan (its format: docs/plans.md) instead of the one
-event the flags describe; the plan then says everything about events,
-steps and faults, and only --profile, --url, --secret, --account, --seed,
---history and --dry-run combine with it. --object gives the target's own
-business object (JSON, or @file), placed where the profile's envelope carries the
-object; --pad-to pads the legitimate body to an exact size.
+event the flags describe; the plan then says everything about events, steps and
+faults, and only --profile, --url, --secret, --account, --seed,
+--deterministic-ids, --history and --dry-run combine with it. --object gives the
+target's own business object (JSON, or @file), placed where the profile's
+envelope carries the object; --pad-to pads the legitimate body to an exact size.
 
 --dry-run prints, for each step, the request its first attempt would send
 (method, URL, every header, body) and sends nothing.
