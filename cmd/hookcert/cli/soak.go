@@ -324,11 +324,13 @@ func soakProgressLine(p painter, pr soak.Progress, tty bool) string {
 	if pr.Phase != "traffic" {
 		when = elapsed.String()
 	}
+	// Lost acknowledgements the soak injects are its own doing, not errors.
 	errs := fmt.Sprintf("errors %d", pr.Errors)
 	if pr.Errors > 0 {
 		errs = p.paint(ansiYellow, errs)
 	}
-	line := fmt.Sprintf("[%s] %-7s %5d deliveries/s  acknowledged %d  %s  faults %d", when, pr.Phase, pr.Rate, pr.Acknowledged, errs, pr.Faults)
+	line := fmt.Sprintf("[%s] %-7s %5d deliveries/s  acknowledged %d  acks lost on purpose %d  %s  faults %d",
+		when, pr.Phase, pr.Rate, pr.Acknowledged, pr.LostAcks, errs, pr.Faults)
 	if pr.Down != "" {
 		line += "  " + p.paint(ansiYellow, pr.Down+" now")
 	}
