@@ -49,6 +49,9 @@ type htmlPage struct {
 	R       *Results
 	Summary Summary
 	Verdict string
+	// Failed, Errored, Passed and NotApplicable are Guarantees grouped as
+	// the overview shows them: what failed first, not applicable folded.
+	Failed, Errored, Passed, NotApplicable []htmlGuarantee
 	// VerdictClass is the CSS class suffix for the verdict banner.
 	VerdictClass string
 	Started      string
@@ -65,6 +68,12 @@ type htmlGuarantee struct {
 	Guarantee
 	Open      bool
 	Scenarios []htmlScenario
+	// EventTypes are the event types involved in a failure or an error.
+	EventTypes []string
+	// RaceLabel ("race forced", "race left to timing") is shown beside the
+	// verdict, RaceText in the body; RaceClass styles them; Until is the
+	// command that hunts a race left to timing.
+	RaceLabel, RaceText, RaceClass, Until string
 }
 
 type htmlScenario struct {
@@ -74,7 +83,7 @@ type htmlScenario struct {
 
 func newHTMLPage(r *Results) htmlPage {
 	p := htmlPage{R: r, Summary: Summarize(r.Guarantees), Duration: fmtMS(r.DurationMS)}
-	p.Verdict = p.Summary.Verdict()
+	p.Verdict = VerdictTitle(r.RunVerdict())
 	p.VerdictClass = strings.Fields(p.Verdict)[0]
 	if r.Stopped() {
 		p.Verdict, p.VerdictClass = r.OutcomeTitle(), "ERROR"
@@ -89,15 +98,42 @@ func newHTMLPage(r *Results) htmlPage {
 		p.Env = append(p.Env, [2]string{k, v})
 	}
 	sort.Slice(p.Env, func(i, j int) bool { return p.Env[i][0] < p.Env[j][0] })
-	for _, g := range r.Guarantees {
-		hg := htmlGuarantee{Guarantee: g, Open: g.Status == StatusFailed || g.Status == StatusError}
-		for _, s := range g.Scenarios {
-			hg.Scenarios = append(hg.Scenarios, htmlScenario{Scenario: s, Timeline: newTimeline(s.Timeline, s.Sink...)})
-			p.HasSink = p.HasSink || len(s.Sink) > 0
+	v := groupByVerdict(r.Guarantees)
+	for _, group := range []struct {
+		gs   []Guarantee
+		into *[]htmlGuarantee
+	}{{v.Failed, &p.Failed}, {v.Errored, &p.Errored}, {v.Passed, &p.Passed}, {v.NotApplicable, &p.NotApplicable}} {
+		for _, g := range group.gs {
+			hg := newHTMLGuarantee(g)
+			for _, s := range hg.Scenarios {
+				p.HasSink = p.HasSink || len(s.Sink) > 0
+			}
+			*group.into = append(*group.into, hg)
+			p.Guarantees = append(p.Guarantees, hg)
 		}
-		p.Guarantees = append(p.Guarantees, hg)
 	}
 	return p
+}
+
+// newHTMLGuarantee lays out one guarantee: its timelines, and for one that
+// failed or errored the event types involved; its race for every one.
+func newHTMLGuarantee(g Guarantee) htmlGuarantee {
+	hg := htmlGuarantee{Guarantee: g, Open: g.Status == StatusFailed || g.Status == StatusError}
+	for _, s := range g.Scenarios {
+		hg.Scenarios = append(hg.Scenarios, htmlScenario{Scenario: s, Timeline: newTimeline(s.Timeline, s.Sink...)})
+	}
+	if hg.Open {
+		hg.EventTypes = eventTypes(g)
+	}
+	if g.Race != nil {
+		hg.RaceLabel, hg.RaceText, hg.RaceClass = raceLabel(g), raceText(g), "timing"
+		if g.Race.Forced {
+			hg.RaceClass = "forced"
+		} else {
+			hg.Until = untilItFails(g)
+		}
+	}
+	return hg
 }
 
 // Timeline geometry, in SVG user units; the SVG scales to its box via viewBox.

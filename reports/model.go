@@ -288,7 +288,10 @@ type Scenario struct {
 // since the start of the run, so attempts of one scenario share an axis.
 type Attempt struct {
 	EventID string `json:"event_id"`
-	Attempt int    `json:"attempt"`
+	// EventType is the event's type as delivered (absent from results written
+	// before it was recorded).
+	EventType string `json:"event_type,omitempty"`
+	Attempt   int    `json:"attempt"`
 	// Copy numbers concurrent duplicates of the same attempt (0 when there is one).
 	Copy    int   `json:"copy"`
 	StartNS int64 `json:"start_ns"`

@@ -226,8 +226,8 @@ func TestJUnitParsesWithCounts(t *testing.T) {
 	if err := xml.Unmarshal(buf.Bytes(), &j); err != nil {
 		t.Fatalf("junit.xml does not parse: %v", err)
 	}
-	if j.Tests != 5 || j.Failures != 1 || j.Errors != 1 || j.Skipped != 1 {
-		t.Errorf("totals tests=%d failures=%d errors=%d skipped=%d, want 5/1/1/1", j.Tests, j.Failures, j.Errors, j.Skipped)
+	if j.Tests != 6 || j.Failures != 2 || j.Errors != 1 || j.Skipped != 1 {
+		t.Errorf("totals tests=%d failures=%d errors=%d skipped=%d, want 6/2/1/1", j.Tests, j.Failures, j.Errors, j.Skipped)
 	}
 	var names []string
 	for _, s := range j.Suites {
@@ -240,8 +240,8 @@ func TestJUnitParsesWithCounts(t *testing.T) {
 		t.Errorf("suites %v, want %v", names, want)
 	}
 	dedup := j.Suites[0]
-	if dedup.Tests != 2 || dedup.Failures != 1 {
-		t.Errorf("DEDUP suite tests=%d failures=%d, want 2/1", dedup.Tests, dedup.Failures)
+	if dedup.Tests != 3 || dedup.Failures != 2 {
+		t.Errorf("DEDUP suite tests=%d failures=%d, want 3/2", dedup.Tests, dedup.Failures)
 	}
 	f := dedup.Cases[0].Failure
 	if f == nil {
@@ -336,27 +336,30 @@ func TestReadResultsRejectsBadFiles(t *testing.T) {
 func TestMarkdownTableCellsEscaped(t *testing.T) {
 	var buf bytes.Buffer
 	r := fixture()
-	r.Guarantees[1].Promise = "a | b\nc <b>bold</b> `x`"
+	r.Guarantees[1].Title = "a | b\nc <b>bold</b> `x`"
 	if err := WriteMarkdown(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	md := buf.String()
-	rows := 0
+	rows, cells := 0, 0
 	for _, line := range strings.Split(md, "\n") {
-		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| ID ") {
-			continue
-		}
-		rows++
-		// A row has exactly 5 unescaped pipes: borders plus 3 separators.
-		if n := strings.Count(line, "|") - strings.Count(line, `\|`); n != 5 {
-			t.Errorf("row has %d cell separators, want 5: %s", n, line)
+		// Unescaped pipes: borders plus separators, as many as the header's.
+		n := strings.Count(line, "|") - strings.Count(line, `\|`)
+		switch {
+		case strings.HasPrefix(line, "| ID "):
+			cells = n
+		case strings.HasPrefix(line, "| "):
+			rows++
+			if n != cells {
+				t.Errorf("row has %d cell separators, want %d: %s", n, cells, line)
+			}
 		}
 	}
-	if rows != len(r.Guarantees) {
-		t.Errorf("%d table rows, want %d", rows, len(r.Guarantees))
+	if want := len(groupByVerdict(r.Guarantees).Passed); rows != want {
+		t.Errorf("%d table rows, want one per passed guarantee (%d)", rows, want)
 	}
 	if !strings.Contains(md, `a \| b<br>c \<b\>bold\</b\> \`+"`x\\`") {
-		t.Errorf("promise cell not escaped as expected:\n%s", md)
+		t.Errorf("title cell not escaped as expected:\n%s", md)
 	}
 	if _, rest, _ := strings.Cut(md, "\n\n"); !strings.HasPrefix(md, "![hookcert: ") || !strings.HasPrefix(rest, "# hookcert certification: FAILED\n") {
 		t.Errorf("badge and headline: %q", strings.SplitN(md, "\n", 4)[:3])
@@ -394,11 +397,17 @@ func TestHTMLSelfContained(t *testing.T) {
 	if n := strings.Count(page, `<rect class="bar `); n != attempts {
 		t.Errorf("%d bars, want one per attempt (%d)", n, attempts)
 	}
-	if n := strings.Count(page, "<details "); n != len(r.Guarantees) {
-		t.Errorf("%d collapsible sections, want %d", n, len(r.Guarantees))
+	// One section per judged guarantee, the failed and errored ones open; the
+	// not-applicable ones in one folded list.
+	v := groupByVerdict(r.Guarantees)
+	if n, want := strings.Count(page, `<details class="g `), len(r.Guarantees)-len(v.NotApplicable); n != want {
+		t.Errorf("%d collapsible sections, want %d", n, want)
 	}
-	if n := strings.Count(page, " open>"); n != 2 {
-		t.Errorf("%d sections open, want 2 (the failed and the errored one)", n)
+	if n, want := strings.Count(page, " open>"), len(v.Failed)+len(v.Errored); n != want {
+		t.Errorf("%d sections open, want %d (the failed and the errored ones)", n, want)
+	}
+	if n := strings.Count(page, `<details class="na"`); n != 1 || !strings.Contains(page, `not declare capability &#34;inbox&#34;`) {
+		t.Errorf("%d folded lists of not-applicable guarantees, want 1 with the reasons", n)
 	}
 	for _, want := range []string{`class="bar unknown"`, `class="bar unknown open"`, `class="bar fail"`, "lost-ack", "release spread 43µs", "version=3"} {
 		if !strings.Contains(page, want) {

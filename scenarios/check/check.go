@@ -201,7 +201,7 @@ func timeline(as []history.Attempt) []reports.Attempt {
 	out := make([]reports.Attempt, 0, len(as))
 	for _, a := range as {
 		out = append(out, reports.Attempt{
-			EventID: a.Key.EventID, Attempt: a.Attempt, Copy: a.Copy,
+			EventID: a.Key.EventID, EventType: a.EventType, Attempt: a.Attempt, Copy: a.Copy,
 			StartNS: a.StartNS, EndNS: a.EndNS,
 			HTTPStatus: a.Status, Outcome: string(a.Outcome), Faults: a.Faults,
 			ErrorClass: a.ErrorClass, DeliveryID: a.DeliveryID,
