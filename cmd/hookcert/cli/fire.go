@@ -11,13 +11,12 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
 	"github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -466,31 +465,8 @@ func printAnswers(w io.Writer, as []history.Attempt, sc *scrub.Scrubber) {
 		case len(body) >= simulator.ExcerptLimit:
 			fmt.Fprintf(w, ", first %d bytes", simulator.ExcerptLimit)
 		}
-		fmt.Fprintf(w, "): %s\n", visible(strings.TrimRight(sc.String(body), "\r\n")))
+		fmt.Fprintf(w, "): %s\n", reports.OneLine(strings.TrimRight(sc.String(body), "\r\n")))
 	}
-}
-
-// visible writes control, format (zero-width, bidirectional) and invalid
-// characters of a receiver's text as escapes, on one line.
-func visible(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); {
-		r, n := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && n == 1:
-			fmt.Fprintf(&b, "\\x%02x", s[i])
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r < 0x80 && unicode.IsControl(r):
-			fmt.Fprintf(&b, "\\x%02x", r)
-		case unicode.IsControl(r) || unicode.Is(unicode.Cf, r):
-			fmt.Fprintf(&b, "\\u%04x", r)
-		default:
-			b.WriteString(s[i : i+n])
-		}
-		i += n
-	}
-	return b.String()
 }
 
 func dash(s string) string {

@@ -238,14 +238,7 @@ func TestFireObjectAndPadToDeliver(t *testing.T) {
 	if code != ExitOK || valid.Load() != 1 {
 		t.Fatalf("exit %d, %d valid\nstdout:\n%s\nstderr:\n%s", code, valid.Load(), out, errOut)
 	}
-	b, err := os.ReadFile(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := history.ReadJSONL(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := readHistory(t, hist)
 	if a := h.Attempts[0]; a.BodyBytes != 5000 || a.PadTo != 5000 || len(a.Faults) != 0 {
 		t.Fatalf("attempt %+v", a)
 	}
@@ -372,14 +365,7 @@ func TestPlanDocExampleRuns(t *testing.T) {
 	if code != ExitOK {
 		t.Fatalf("fire --plan docs/plans.md's example: exit %d\n%s%s", code, out, errOut)
 	}
-	b, err := os.ReadFile(hist)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h, err := history.ReadJSONL(bytes.NewReader(b))
-	if err != nil {
-		t.Fatal(err)
-	}
+	h := readHistory(t, hist)
 	perStep := map[int]int{}
 	for _, a := range h.Attempts {
 		perStep[a.Step]++
@@ -391,4 +377,18 @@ func TestPlanDocExampleRuns(t *testing.T) {
 		t.Errorf("attempts per step %v (want 16 lost acknowledgements and 16 retries, then one each), %d releases, plan %q",
 			perStep, len(h.Releases), h.Meta.Plan)
 	}
+}
+
+// readHistory reads a history fire wrote with --history.
+func readHistory(t *testing.T, path string) *history.History {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := history.ReadJSONL(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
