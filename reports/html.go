@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,7 +22,10 @@ var htmlTemplate = template.Must(template.New("index.html").Funcs(template.FuncM
 	"add":   func(a, b int) int { return a + b },
 	"sub":   func(a, b int) int { return a - b },
 	"rowh":  func() int { return tlRowH },
-	"barh":  func() int { return tlBarH },
+	// row hands the problem-row template a guarantee and whether the table
+	// has a race column.
+	"row":  func(g htmlGuarantee, race bool) problemRow { return problemRow{G: g, Race: race} },
+	"barh": func() int { return tlBarH },
 }).Parse(htmlTemplateText))
 
 // WriteHTML writes one self-contained page: inline CSS and SVG, no scripts, no
@@ -52,6 +56,9 @@ type htmlPage struct {
 	// Failed, Errored, Passed and NotApplicable are Guarantees grouped as
 	// the overview shows them: what failed first, not applicable folded.
 	Failed, Errored, Passed, NotApplicable []htmlGuarantee
+	// ProblemRace and PassedRace say whether a failed or errored guarantee,
+	// and a passed one, raced: only then has its table a race column.
+	ProblemRace, PassedRace bool
 	// VerdictClass is the CSS class suffix for the verdict banner.
 	VerdictClass string
 	Started      string
@@ -71,9 +78,15 @@ type htmlGuarantee struct {
 	// EventTypes are the event types involved in a failure or an error.
 	EventTypes []string
 	// RaceLabel ("race forced", "race left to timing") is shown beside the
-	// verdict, RaceText in the body; RaceClass styles them; Until is the
-	// command that hunts a race left to timing.
+	// verdict, and in the body with RaceText, how the race ran; RaceClass
+	// styles them; Until is the command that hunts a race left to timing.
 	RaceLabel, RaceText, RaceClass, Until string
+}
+
+// problemRow is one row of the overview's table of what failed.
+type problemRow struct {
+	G    htmlGuarantee
+	Race bool
 }
 
 type htmlScenario struct {
@@ -112,6 +125,9 @@ func newHTMLPage(r *Results) htmlPage {
 			p.Guarantees = append(p.Guarantees, hg)
 		}
 	}
+	raced := func(g htmlGuarantee) bool { return g.Race != nil }
+	p.ProblemRace = slices.ContainsFunc(p.Failed, raced) || slices.ContainsFunc(p.Errored, raced)
+	p.PassedRace = slices.ContainsFunc(p.Passed, raced)
 	return p
 }
 
@@ -123,10 +139,10 @@ func newHTMLGuarantee(g Guarantee) htmlGuarantee {
 		hg.Scenarios = append(hg.Scenarios, htmlScenario{Scenario: s, Timeline: newTimeline(s.Timeline, s.Sink...)})
 	}
 	if hg.Open {
-		hg.EventTypes = eventTypes(g)
+		hg.EventTypes = EventTypes(g)
 	}
 	if g.Race != nil {
-		hg.RaceLabel, hg.RaceText, hg.RaceClass = raceLabel(g), raceText(g), "timing"
+		hg.RaceLabel, hg.RaceText, hg.RaceClass = raceLabel(g), g.Race.How, "timing"
 		if g.Race.Forced {
 			hg.RaceClass = "forced"
 		} else {

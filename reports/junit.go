@@ -198,10 +198,10 @@ func problemText(g Guarantee) string {
 	if len(g.Codes) > 0 {
 		b.WriteString("\nDeviation codes: " + strings.Join(g.Codes, ", ") + "\n")
 	}
-	if ts := eventTypes(g); len(ts) > 0 {
+	if ts := EventTypes(g); len(ts) > 0 {
 		b.WriteString("Event types: " + strings.Join(ts, ", ") + "\n")
 	}
-	if race := raceText(g); race != "" {
+	if race := RaceText(g); race != "" {
 		b.WriteString(sentence(race))
 		if !g.Race.Forced {
 			b.WriteString(" (rerun with: " + untilItFails(g) + ")")

@@ -32,11 +32,11 @@ func groupByVerdict(gs []Guarantee) verdictGroups {
 	return v
 }
 
-// eventTypes are the event types involved in g's failure or error: those of
+// EventTypes are the event types involved in g's failure or error: those of
 // the events its deviations name, else every type its failing scenarios
 // delivered, else every type it delivered. Results written before attempts
 // recorded their type give none.
-func eventTypes(g Guarantee) []string {
+func EventTypes(g Guarantee) []string {
 	var failing, all []Attempt
 	for _, s := range g.Scenarios {
 		all = append(all, s.Timeline...)
@@ -68,11 +68,11 @@ func eventTypes(g Guarantee) []string {
 	return slices.Compact(any)
 }
 
-// raceText says how g's concurrent deliveries met: forced (the failure does
+// RaceText says how g's concurrent deliveries met: forced (the failure does
 // not depend on timing) or left to timing (a pass may have been luck, a
 // failure may not come back on the first rerun). "" when g sends nothing at
 // once.
-func raceText(g Guarantee) string {
+func RaceText(g Guarantee) string {
 	switch {
 	case g.Race == nil:
 		return ""
@@ -82,7 +82,7 @@ func raceText(g Guarantee) string {
 	return joinNonEmpty(": ", "the race was left to timing", g.Race.How)
 }
 
-// raceLabel is raceText in two words, for tables and badges.
+// raceLabel is RaceText in two words, for tables and badges.
 func raceLabel(g Guarantee) string {
 	switch {
 	case g.Race == nil:
@@ -102,7 +102,7 @@ func untilItFails(g Guarantee) string {
 	return "hookcert repro " + g.ID + " --until-it-fails"
 }
 
-// sentence is s with its first letter upper-case (raceText starts a line).
+// sentence is s with its first letter upper-case (RaceText starts a line).
 func sentence(s string) string {
 	if s == "" {
 		return s

@@ -88,7 +88,7 @@ func TestEventTypes(t *testing.T) {
 			{Status: StatusError, Timeline: []Attempt{at("e1", "b"), at("e2", "a")}}}}, []string{"a", "b"}},
 		{"recorded before types were", Guarantee{Scenarios: []Scenario{{Status: StatusFailed, Timeline: []Attempt{at("e1", "")}}}}, nil},
 	} {
-		if got := eventTypes(c.g); !reflect.DeepEqual(got, c.want) {
+		if got := EventTypes(c.g); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("%s: %q, want %q", c.name, got, c.want)
 		}
 	}

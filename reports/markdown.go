@@ -150,10 +150,10 @@ func writeProblemMarkdown(bw *bufio.Writer, g Guarantee) {
 	if len(g.Codes) > 0 {
 		facts = append(facts, "Deviation codes: "+mdCodes(g.Codes))
 	}
-	if ts := eventTypes(g); len(ts) > 0 {
+	if ts := EventTypes(g); len(ts) > 0 {
 		facts = append(facts, "Event types: "+mdCodes(ts))
 	}
-	if race := raceText(g); race != "" {
+	if race := RaceText(g); race != "" {
 		line := mdInline(sentence(race))
 		switch {
 		case g.Race.Forced && g.Status == StatusFailed:
