@@ -153,18 +153,64 @@ func verdictExit(out io.Writer, res *reports.Results, reportDir string, start ti
 	return nil
 }
 
+// printSummary prints the verdicts so that what failed is nearest the
+// verdict line a reader's eye lands on: the passes one a line, the
+// not-applicable guarantees one line per reason, then what could not be
+// judged and what failed, each with its codes, event types, race and repro.
 func printSummary(out io.Writer, res *reports.Results) {
 	p := painterFor(out)
 	fmt.Fprintln(out)
+	var problems []reports.Guarantee
+	var reasons []string
+	naByReason := map[string][]string{}
 	for _, g := range res.Guarantees {
-		line := fmt.Sprintf("  %s %-9s %s", p.status(fmt.Sprintf("%-5s", g.Status.Label())), g.ID, g.Title)
-		if g.Status != reports.StatusPassed && g.Reason != "" {
-			line += " — " + g.Reason
+		switch g.Status {
+		case reports.StatusPassed:
+			fmt.Fprintf(out, "  %s %-9s %s\n", p.status("PASS "), g.ID, g.Title)
+		case reports.StatusNotApplicable:
+			if naByReason[g.Reason] == nil {
+				reasons = append(reasons, g.Reason)
+			}
+			naByReason[g.Reason] = append(naByReason[g.Reason], g.ID)
+		default:
+			problems = append(problems, g)
 		}
-		fmt.Fprintln(out, line)
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(out, "  %s %s: %s\n", p.status("N/A  "), strings.Join(naByReason[r], " "), r)
+	}
+	// Errors before failures: the failures end the list.
+	for _, st := range []reports.Status{reports.StatusError, reports.StatusFailed} {
+		for _, g := range problems {
+			if g.Status == st {
+				printProblem(out, p, g)
+			}
+		}
 	}
 	s := res.Summary
-	fmt.Fprintf(out, "\n%s: %d passed, %d failed, %d not applicable, %d error\n", p.status(reports.VerdictTitle(res.RunVerdict())), s.Passed, s.Failed, s.NotApplicable, s.Error)
+	fmt.Fprintf(out, "\n%s: %d failed, %d error, %d passed, %d not applicable\n", p.status(reports.VerdictTitle(res.RunVerdict())), s.Failed, s.Error, s.Passed, s.NotApplicable)
+}
+
+// printProblem is a failed or errored guarantee: its line, then what a reader
+// needs to act on it.
+func printProblem(out io.Writer, p painter, g reports.Guarantee) {
+	line := fmt.Sprintf("  %s %-9s %s", p.status(fmt.Sprintf("%-5s", g.Status.Label())), g.ID, g.Title)
+	if g.Reason != "" {
+		line += " — " + g.Reason
+	}
+	fmt.Fprintln(out, line)
+	if len(g.Codes) > 0 {
+		fmt.Fprintf(out, "        codes: %s\n", strings.Join(g.Codes, ", "))
+	}
+	if ts := reports.EventTypes(g); len(ts) > 0 {
+		fmt.Fprintf(out, "        event types: %s\n", strings.Join(ts, ", "))
+	}
+	if race := reports.RaceText(g); race != "" {
+		fmt.Fprintf(out, "        %s\n", race)
+	}
+	if g.Repro != "" {
+		fmt.Fprintf(out, "        repro: %s\n", g.Repro)
+	}
 }
 
 // progress prints one line per scenario as it ends (and as it starts, verbose).
