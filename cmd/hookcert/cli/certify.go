@@ -115,6 +115,10 @@ func runCertify(ctx context.Context, out io.Writer, opts certify.Options) error 
 		return &ExitError{Code: ExitUnreachable, Err: err}
 	case errors.Is(err, certify.ErrNothing):
 		return &ExitError{Code: ExitNothing, Err: err}
+	case err != nil && res != nil && res.Outcome == reports.RunUnreachable:
+		// The reports say the target or its database could not be had; the
+		// exit status says the same.
+		return &ExitError{Code: ExitUnreachable, Err: err}
 	case err != nil:
 		// The harness failed before it could judge: nothing failed.
 		return &ExitError{Code: ExitUnjudged, Err: err}
