@@ -12,12 +12,14 @@ func TestBadge(t *testing.T) {
 		want string
 	}{
 		{"passed", Summary{Passed: 23, NotApplicable: 3, Total: 26},
-			"![hookcert: 23/23 passed](https://img.shields.io/badge/hookcert-23%2F23%20passed-brightgreen)"},
+			"![hookcert: 23 passed · 3 not applicable](https://img.shields.io/badge/hookcert-23%20passed%20%C2%B7%203%20not%20applicable-brightgreen)"},
 		{"failed", Summary{Passed: 23, Failed: 1, Error: 1, Total: 25},
-			"![hookcert: 23/25 passed](https://img.shields.io/badge/hookcert-23%2F25%20passed-red)"},
+			"![hookcert: 1 failed · 1 error · 23 passed](https://img.shields.io/badge/hookcert-1%20failed%20%C2%B7%201%20error%20%C2%B7%2023%20passed-red)"},
 		{"error", Summary{Passed: 10, Error: 1, Total: 11},
-			"![hookcert: 10/11 passed](https://img.shields.io/badge/hookcert-10%2F11%20passed-orange)"},
+			"![hookcert: 1 error · 10 passed](https://img.shields.io/badge/hookcert-1%20error%20%C2%B7%2010%20passed-orange)"},
 		{"nothing judged", Summary{NotApplicable: 26, Total: 26},
+			"![hookcert: nothing judged · 26 not applicable](https://img.shields.io/badge/hookcert-nothing%20judged%20%C2%B7%2026%20not%20applicable-lightgrey)"},
+		{"nothing selected", Summary{},
 			"![hookcert: nothing judged](https://img.shields.io/badge/hookcert-nothing%20judged-lightgrey)"},
 	} {
 		if got := Badge(c.s); got != c.want {
@@ -40,7 +42,7 @@ func TestSummaryStartsWithBadge(t *testing.T) {
 	if err := WriteMarkdown(&b, r); err != nil {
 		t.Fatal(err)
 	}
-	want := "![hookcert: 1/2 passed](https://img.shields.io/badge/hookcert-1%2F2%20passed-red)\n\n# hookcert certification: FAILED\n"
+	want := "![hookcert: 1 failed · 1 passed · 1 not applicable](https://img.shields.io/badge/hookcert-1%20failed%20%C2%B7%201%20passed%20%C2%B7%201%20not%20applicable-red)\n\n# hookcert certification: FAILED\n"
 	if !strings.HasPrefix(b.String(), want) {
 		t.Errorf("summary.md starts %q, want %q", strings.SplitN(b.String(), "\n\n#", 2)[0], want)
 	}

@@ -21,8 +21,10 @@ func fixture() *Results {
 				"multi-line evidence\nsecond line | with a pipe",
 				"a ``` fence and <script>alert(1)</script> in evidence",
 			},
+			Codes:      []string{"dedup.effects", "dedup.not_acked"},
 			DurationMS: 1234,
 			Repro:      "hookcert repro DEDUP-1 --seed 42 --config target.yaml",
+			Race:       &Race{Forced: true, How: "lock gate on ledger_entries held 4 of 4 sessions"},
 			Scenarios: []Scenario{{
 				Name:   "4 copies released together behind a lock gate",
 				Status: StatusFailed,
@@ -31,11 +33,11 @@ func fixture() *Results {
 					"copy 3 not acknowledged: 500",
 				},
 				Timeline: []Attempt{
-					{EventID: "evt_1", Attempt: 1, Copy: 1, StartNS: 10 * ms, EndNS: 10*ms + 180*ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"barrier", "lock-gate"}, DeliveryID: "d-0001"},
-					{EventID: "evt_1", Attempt: 1, Copy: 2, StartNS: 10*ms + 12*us, EndNS: 10*ms + 181*ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"barrier", "lock-gate"}, DeliveryID: "d-0002"},
-					{EventID: "evt_1", Attempt: 1, Copy: 3, StartNS: 10*ms + 30*us, EndNS: 10*ms + 182*ms, HTTPStatus: 500, Outcome: OutcomeFailed, Faults: []string{"barrier", "lock-gate"}, DeliveryID: "d-0003"},
-					{EventID: "evt_1", Attempt: 1, Copy: 4, StartNS: 10*ms + 43*us, EndNS: 10*ms + 182*ms + 500*us, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"barrier", "lock-gate"}, DeliveryID: "d-0004"},
-					{EventID: "evt_1", Attempt: 2, Copy: 0, StartNS: 260 * ms, EndNS: 262 * ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"redelivery"}, DeliveryID: "d-0005"},
+					{EventID: "evt_1", EventType: "charge.succeeded", Attempt: 1, Copy: 1, StartNS: 10 * ms, EndNS: 10*ms + 180*ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"barrier", "lock-gate"}, DeliveryID: "d-0001"},
+					{EventID: "evt_1", EventType: "charge.succeeded", Attempt: 1, Copy: 2, StartNS: 10*ms + 12*us, EndNS: 10*ms + 181*ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"barrier", "lock-gate"}, DeliveryID: "d-0002"},
+					{EventID: "evt_1", EventType: "charge.succeeded", Attempt: 1, Copy: 3, StartNS: 10*ms + 30*us, EndNS: 10*ms + 182*ms, HTTPStatus: 500, Outcome: OutcomeFailed, Faults: []string{"barrier", "lock-gate"}, DeliveryID: "d-0003"},
+					{EventID: "evt_1", EventType: "charge.succeeded", Attempt: 1, Copy: 4, StartNS: 10*ms + 43*us, EndNS: 10*ms + 182*ms + 500*us, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"barrier", "lock-gate"}, DeliveryID: "d-0004"},
+					{EventID: "evt_1", EventType: "charge.succeeded", Attempt: 2, Copy: 0, StartNS: 260 * ms, EndNS: 262 * ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"redelivery"}, DeliveryID: "d-0005"},
 				},
 				Observed: []Observation{
 					{Query: "event_rows", Key: "stripe/acct_A/evt_1", Values: []string{"1"}, AtNS: 300 * ms},
@@ -104,6 +106,30 @@ func fixture() *Results {
 			Promise: "an event accepted into the inbox is processed once by competing workers",
 			Status:  StatusNotApplicable,
 			Reason:  `target does not declare capability "inbox"`,
+		},
+		{
+			ID: "DEDUP-3", Family: "DEDUP", Title: "Duplicates under load",
+			Promise:    "concurrent copies among other traffic still leave one row each",
+			Status:     StatusFailed,
+			Reason:     "1 deviation(s) from the promise; first: event rows of evt_4 = 2, want 1",
+			Evidence:   []string{"event rows of evt_4 = 2, want 1"},
+			Codes:      []string{"dedup.rows"},
+			Race:       &Race{How: "no lock gating declared: 2 copies met by timing alone"},
+			DurationMS: 640,
+			Repro:      "hookcert repro DEDUP-3 --seed 42 --config target.yaml",
+			Scenarios: []Scenario{{
+				Name: "2 copies among other events", Status: StatusFailed,
+				Deviations: []string{"event rows of evt_4 = 2, want 1"}, Codes: []string{"dedup.rows"},
+				Timeline: []Attempt{
+					{EventID: "evt_5", EventType: "customer.updated", Attempt: 1, StartNS: 3100 * ms, EndNS: 3103 * ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged},
+					{EventID: "evt_4", EventType: "charge.refunded", Attempt: 1, Copy: 1, StartNS: 3104 * ms, EndNS: 3110 * ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"barrier"}},
+					{EventID: "evt_4", EventType: "charge.refunded", Attempt: 1, Copy: 2, StartNS: 3104*ms + 31*us, EndNS: 3111 * ms, HTTPStatus: 200, Outcome: OutcomeAcknowledged, Faults: []string{"barrier"}},
+				},
+				Observed: []Observation{
+					{Query: "event_rows", Key: "(stripe, acct_A, evt_4)", Values: []string{"2"}, AtNS: 3120 * ms},
+					{Query: "inbox_state", Key: "(stripe, acct_A, evt_4)", Values: []string{`state="done"`, "attempts=1"}, AtNS: 3121 * ms},
+				},
+			}},
 		},
 	}
 	return &Results{

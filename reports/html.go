@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -21,7 +22,10 @@ var htmlTemplate = template.Must(template.New("index.html").Funcs(template.FuncM
 	"add":   func(a, b int) int { return a + b },
 	"sub":   func(a, b int) int { return a - b },
 	"rowh":  func() int { return tlRowH },
-	"barh":  func() int { return tlBarH },
+	// row hands the problem-row template a guarantee and whether the table
+	// has a race column.
+	"row":  func(g htmlGuarantee, race bool) problemRow { return problemRow{G: g, Race: race} },
+	"barh": func() int { return tlBarH },
 }).Parse(htmlTemplateText))
 
 // WriteHTML writes one self-contained page: inline CSS and SVG, no scripts, no
@@ -49,6 +53,12 @@ type htmlPage struct {
 	R       *Results
 	Summary Summary
 	Verdict string
+	// Failed, Errored, Passed and NotApplicable are Guarantees grouped as
+	// the overview shows them: what failed first, not applicable folded.
+	Failed, Errored, Passed, NotApplicable []htmlGuarantee
+	// ProblemRace and PassedRace say whether a failed or errored guarantee,
+	// and a passed one, raced: only then has its table a race column.
+	ProblemRace, PassedRace bool
 	// VerdictClass is the CSS class suffix for the verdict banner.
 	VerdictClass string
 	Started      string
@@ -65,6 +75,18 @@ type htmlGuarantee struct {
 	Guarantee
 	Open      bool
 	Scenarios []htmlScenario
+	// EventTypes are the event types involved in a failure or an error.
+	EventTypes []string
+	// RaceLabel ("race forced", "race left to timing") is shown beside the
+	// verdict, and in the body with RaceText, how the race ran; RaceClass
+	// styles them; Until is the command that hunts a race left to timing.
+	RaceLabel, RaceText, RaceClass, Until string
+}
+
+// problemRow is one row of the overview's table of what failed.
+type problemRow struct {
+	G    htmlGuarantee
+	Race bool
 }
 
 type htmlScenario struct {
@@ -74,7 +96,7 @@ type htmlScenario struct {
 
 func newHTMLPage(r *Results) htmlPage {
 	p := htmlPage{R: r, Summary: Summarize(r.Guarantees), Duration: fmtMS(r.DurationMS)}
-	p.Verdict = p.Summary.Verdict()
+	p.Verdict = VerdictTitle(r.RunVerdict())
 	p.VerdictClass = strings.Fields(p.Verdict)[0]
 	if r.Stopped() {
 		p.Verdict, p.VerdictClass = r.OutcomeTitle(), "ERROR"
@@ -89,15 +111,45 @@ func newHTMLPage(r *Results) htmlPage {
 		p.Env = append(p.Env, [2]string{k, v})
 	}
 	sort.Slice(p.Env, func(i, j int) bool { return p.Env[i][0] < p.Env[j][0] })
-	for _, g := range r.Guarantees {
-		hg := htmlGuarantee{Guarantee: g, Open: g.Status == StatusFailed || g.Status == StatusError}
-		for _, s := range g.Scenarios {
-			hg.Scenarios = append(hg.Scenarios, htmlScenario{Scenario: s, Timeline: newTimeline(s.Timeline, s.Sink...)})
-			p.HasSink = p.HasSink || len(s.Sink) > 0
+	v := groupByVerdict(r.Guarantees)
+	for _, group := range []struct {
+		gs   []Guarantee
+		into *[]htmlGuarantee
+	}{{v.Failed, &p.Failed}, {v.Errored, &p.Errored}, {v.Passed, &p.Passed}, {v.NotApplicable, &p.NotApplicable}} {
+		for _, g := range group.gs {
+			hg := newHTMLGuarantee(g)
+			for _, s := range hg.Scenarios {
+				p.HasSink = p.HasSink || len(s.Sink) > 0
+			}
+			*group.into = append(*group.into, hg)
+			p.Guarantees = append(p.Guarantees, hg)
 		}
-		p.Guarantees = append(p.Guarantees, hg)
 	}
+	raced := func(g htmlGuarantee) bool { return g.Race != nil }
+	p.ProblemRace = slices.ContainsFunc(p.Failed, raced) || slices.ContainsFunc(p.Errored, raced)
+	p.PassedRace = slices.ContainsFunc(p.Passed, raced)
 	return p
+}
+
+// newHTMLGuarantee lays out one guarantee: its timelines, and for one that
+// failed or errored the event types involved; its race for every one.
+func newHTMLGuarantee(g Guarantee) htmlGuarantee {
+	hg := htmlGuarantee{Guarantee: g, Open: g.Status == StatusFailed || g.Status == StatusError}
+	for _, s := range g.Scenarios {
+		hg.Scenarios = append(hg.Scenarios, htmlScenario{Scenario: s, Timeline: newTimeline(s.Timeline, s.Sink...)})
+	}
+	if hg.Open {
+		hg.EventTypes = EventTypes(g)
+	}
+	if g.Race != nil {
+		hg.RaceLabel, hg.RaceText, hg.RaceClass = raceLabel(g), g.Race.How, "timing"
+		if g.Race.Forced {
+			hg.RaceClass = "forced"
+		} else {
+			hg.Until = untilItFails(g)
+		}
+	}
+	return hg
 }
 
 // Timeline geometry, in SVG user units; the SVG scales to its box via viewBox.

@@ -11,12 +11,16 @@ import (
 )
 
 // WriteJSON writes r as indented results.json content, with well-known secret
-// patterns scrubbed.
+// patterns scrubbed and the run's verdict filled in when r has none.
 func WriteJSON(w io.Writer, r *Results) error {
 	if r == nil {
 		return fmt.Errorf("write results.json: results are nil")
 	}
-	return writeJSON(w, Redact(r, nil))
+	clean := Redact(r, nil)
+	if clean.Verdict == "" {
+		clean.Verdict = clean.RunVerdict()
+	}
+	return writeJSON(w, clean)
 }
 
 // writeJSON renders results that are already scrubbed (Write scrubs once for

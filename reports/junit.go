@@ -188,12 +188,26 @@ func testcaseName(g Guarantee) string {
 	return g.ID + ": " + g.Title
 }
 
-// problemText is the body of a failure or error: reason, every piece of evidence,
-// and the command that reproduces it.
+// problemText is the body of a failure or error: reason, deviation codes,
+// the event types involved, how its race ran, every piece of evidence, and the
+// command that reproduces it.
 func problemText(g Guarantee) string {
 	var b strings.Builder
 	b.WriteString(g.Reason)
 	b.WriteString("\n")
+	if len(g.Codes) > 0 {
+		b.WriteString("\nDeviation codes: " + strings.Join(g.Codes, ", ") + "\n")
+	}
+	if ts := EventTypes(g); len(ts) > 0 {
+		b.WriteString("Event types: " + strings.Join(ts, ", ") + "\n")
+	}
+	if race := RaceText(g); race != "" {
+		b.WriteString(sentence(race))
+		if !g.Race.Forced {
+			b.WriteString(" (rerun with: " + untilItFails(g) + ")")
+		}
+		b.WriteString("\n")
+	}
 	if len(g.Evidence) > 0 {
 		b.WriteString("\nEvidence:\n")
 		for _, e := range g.Evidence {

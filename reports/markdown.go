@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/url"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -13,10 +14,13 @@ import (
 // limits a step summary to 1 MiB, and results.json keeps every line anyway.
 const maxMarkdownEvidence = 50
 
-// WriteMarkdown writes a summary fit for a GitHub Actions step summary: a badge
-// line (Badge), a headline with the counts and overall verdict, a table of every
-// guarantee, then a section per failed or errored guarantee with its evidence and
-// the repro command in code blocks. Well-known secret patterns are scrubbed.
+// WriteMarkdown writes a summary fit for a GitHub Actions step summary that
+// leads with what failed: a badge line (Badge), a headline with the counts
+// and overall verdict, then a section per failed guarantee and per guarantee
+// that could not be judged (reason, deviation codes, the event types
+// involved, how its race was run, evidence, the repro command), then the
+// passed guarantees in one compact table, then the not-applicable ones folded
+// into one list with their reasons. Well-known secret patterns are scrubbed.
 func WriteMarkdown(w io.Writer, r *Results) error {
 	if r == nil {
 		return fmt.Errorf("write summary.md: results are nil")
@@ -24,13 +28,21 @@ func WriteMarkdown(w io.Writer, r *Results) error {
 	return writeMarkdown(w, Redact(r, nil))
 }
 
-// Badge is a shields.io static badge for s, as one line of Markdown: "passed of
-// judged" (not-applicable guarantees are not counted, as they are never passes),
-// green only for a PASSED verdict. It is text: rendering it uses no network, the
-// page that shows it fetches the image, and the alt text says the same.
+// Badge is a shields.io static badge for s, as one line of Markdown: the
+// counts that are not zero, failures first ("1 failed · 23 passed · 2 not
+// applicable"; not-applicable guarantees are counted but never passes),
+// green only for a PASSED verdict. It is text: rendering it uses no network,
+// the page that shows it fetches the image, and the alt text says the same.
 func Badge(s Summary) string {
-	judged := s.Passed + s.Failed + s.Error
-	msg := fmt.Sprintf("%d/%d passed", s.Passed, judged)
+	var parts []string
+	for _, c := range []struct {
+		n    int
+		what string
+	}{{s.Failed, "failed"}, {s.Error, "error"}, {s.Passed, "passed"}} {
+		if c.n > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", c.n, c.what))
+		}
+	}
 	color := "lightgrey"
 	switch s.Verdict() {
 	case "PASSED":
@@ -40,9 +52,12 @@ func Badge(s Summary) string {
 	case "ERROR":
 		color = "orange"
 	default:
-		msg = "nothing judged"
+		parts = []string{"nothing judged"}
 	}
-	return badgeLine(msg, color)
+	if s.NotApplicable > 0 {
+		parts = append(parts, fmt.Sprintf("%d not applicable", s.NotApplicable))
+	}
+	return badgeLine(strings.Join(parts, " · "), color)
 }
 
 // runBadge is Badge, or for a run that stopped before it judged anything, why
@@ -82,9 +97,9 @@ func writeMarkdown(w io.Writer, r *Results) error {
 	if r.Stopped() {
 		return writeStoppedMarkdown(bw, r, target)
 	}
-	fmt.Fprintf(bw, "# hookcert certification: %s\n\n", s.Verdict())
-	fmt.Fprintf(bw, "**%d passed, %d failed, %d error, %d not applicable** of %d guarantees",
-		s.Passed, s.Failed, s.Error, s.NotApplicable, s.Total)
+	fmt.Fprintf(bw, "# hookcert certification: %s\n\n", VerdictTitle(r.RunVerdict()))
+	fmt.Fprintf(bw, "**%d failed, %d error, %d passed, %d not applicable** of %d guarantees",
+		s.Failed, s.Error, s.Passed, s.NotApplicable, s.Total)
 	if target != "" {
 		fmt.Fprintf(bw, " for target %s", mdInline(target))
 	}
@@ -96,48 +111,158 @@ func writeMarkdown(w io.Writer, r *Results) error {
 		fmt.Fprintf(bw, ", profiles %s", mdInline(strings.Join(r.Profiles, ", ")))
 	}
 	fmt.Fprintf(bw, ", %s).\n\n", fmtMS(r.DurationMS))
-
-	bw.WriteString("| ID | Status | Promise | Reason |\n|---|---|---|---|\n")
-	for _, g := range r.Guarantees {
-		fmt.Fprintf(bw, "| %s | %s | %s | %s |\n", mdCell(g.ID), g.Status.Label(), mdCell(g.Promise), mdCell(g.Reason))
+	if r.Interrupted {
+		bw.WriteString("The run was interrupted: what it could not judge is an error, never a pass.\n\n")
 	}
-	bw.WriteString("\n")
 
-	for _, g := range r.Guarantees {
-		if g.Status != StatusFailed && g.Status != StatusError {
-			continue
-		}
-		fmt.Fprintf(bw, "## %s %s: %s\n\n", g.Status.Label(), mdInline(g.ID), mdInline(g.Title))
-		if g.Reason != "" {
-			fmt.Fprintf(bw, "%s\n\n", mdPara(mdTruncate(g.Reason)))
-		}
-		if len(g.Evidence) > 0 {
-			shown := g.Evidence
-			if len(shown) > maxMarkdownEvidence {
-				shown = shown[:maxMarkdownEvidence]
-			}
-			fmt.Fprintf(bw, "Evidence (%d):\n\n", len(g.Evidence))
-			// One "- " item per piece of evidence, continuation lines indented, so a
-			// multi-line item cannot pass for two.
-			items := make([]string, len(shown))
-			for i, e := range shown {
-				items[i] = "- " + strings.ReplaceAll(mdTruncate(e), "\n", "\n  ")
-			}
-			text := strings.Join(items, "\n")
-			if more := len(g.Evidence) - len(shown); more > 0 {
-				text += fmt.Sprintf("\n… and %d more in results.json", more)
-			}
-			writeFence(bw, "text", text)
-		}
-		if g.Repro != "" {
-			bw.WriteString("Reproduce:\n\n")
-			writeFence(bw, "sh", mdTruncate(g.Repro))
+	v := groupByVerdict(r.Guarantees)
+	if len(v.Failed) > 0 {
+		fmt.Fprintf(bw, "## Failed (%d)\n\n", len(v.Failed))
+		for _, g := range v.Failed {
+			writeProblemMarkdown(bw, g)
 		}
 	}
+	if len(v.Errored) > 0 {
+		fmt.Fprintf(bw, "## Could not be judged (%d)\n\n", len(v.Errored))
+		for _, g := range v.Errored {
+			writeProblemMarkdown(bw, g)
+		}
+	}
+	writePassedMarkdown(bw, v.Passed)
+	writeNotApplicableMarkdown(bw, v.NotApplicable)
 	if err := bw.Flush(); err != nil {
 		return fmt.Errorf("write summary.md: %w", err)
 	}
 	return nil
+}
+
+// writeProblemMarkdown is one failed or errored guarantee: what went wrong,
+// its codes, the event types involved, its race, evidence and repro command.
+func writeProblemMarkdown(bw *bufio.Writer, g Guarantee) {
+	fmt.Fprintf(bw, "### %s %s: %s\n\n", g.Status.Label(), mdInline(g.ID), mdInline(g.Title))
+	if g.Reason != "" {
+		fmt.Fprintf(bw, "%s\n\n", mdPara(mdTruncate(g.Reason)))
+	}
+	var facts []string
+	if g.Promise != "" {
+		facts = append(facts, "Promise: "+mdInline(g.Promise))
+	}
+	if len(g.Codes) > 0 {
+		facts = append(facts, "Deviation codes: "+mdCodes(g.Codes))
+	}
+	if ts := EventTypes(g); len(ts) > 0 {
+		facts = append(facts, "Event types: "+mdCodes(ts))
+	}
+	if race := RaceText(g); race != "" {
+		line := mdInline(sentence(race))
+		switch {
+		case g.Race.Forced && g.Status == StatusFailed:
+			line += " — the failure does not depend on timing: its repro command fails again"
+		case !g.Race.Forced:
+			line += " — rerun with " + mdCode(untilItFails(g))
+		}
+		facts = append(facts, line)
+	}
+	for _, f := range facts {
+		bw.WriteString("- " + f + "\n")
+	}
+	if len(facts) > 0 {
+		bw.WriteString("\n")
+	}
+	if len(g.Evidence) > 0 {
+		shown := g.Evidence
+		if len(shown) > maxMarkdownEvidence {
+			shown = shown[:maxMarkdownEvidence]
+		}
+		fmt.Fprintf(bw, "Evidence (%d):\n\n", len(g.Evidence))
+		// One "- " item per piece of evidence, continuation lines indented, so a
+		// multi-line item cannot pass for two.
+		items := make([]string, len(shown))
+		for i, e := range shown {
+			items[i] = "- " + strings.ReplaceAll(mdTruncate(e), "\n", "\n  ")
+		}
+		text := strings.Join(items, "\n")
+		if more := len(g.Evidence) - len(shown); more > 0 {
+			text += fmt.Sprintf("\n… and %d more in results.json", more)
+		}
+		writeFence(bw, "text", text)
+	}
+	if g.Repro != "" {
+		bw.WriteString("Reproduce:\n\n")
+		writeFence(bw, "sh", mdTruncate(g.Repro))
+	}
+}
+
+// writePassedMarkdown is the passed guarantees in one compact table; the
+// race column appears when one of them raced, since a pass whose race was
+// left to timing may have been luck.
+func writePassedMarkdown(bw *bufio.Writer, gs []Guarantee) {
+	if len(gs) == 0 {
+		return
+	}
+	races := slices.ContainsFunc(gs, func(g Guarantee) bool { return g.Race != nil })
+	fmt.Fprintf(bw, "## Passed (%d)\n\n", len(gs))
+	if races {
+		bw.WriteString("| ID | Guarantee | Race | Time |\n|---|---|---|---|\n")
+	} else {
+		bw.WriteString("| ID | Guarantee | Time |\n|---|---|---|\n")
+	}
+	for _, g := range gs {
+		race := ""
+		if races {
+			race = " " + mdCell(raceLabel(g)) + " |"
+		}
+		fmt.Fprintf(bw, "| %s | %s |%s %s |\n", mdCell(g.ID), mdCell(g.Title), race, fmtMS(g.DurationMS))
+	}
+	bw.WriteString("\n")
+}
+
+// writeNotApplicableMarkdown is the not-applicable guarantees folded into
+// one list with their reasons: what the target would have to declare.
+func writeNotApplicableMarkdown(bw *bufio.Writer, gs []Guarantee) {
+	if len(gs) == 0 {
+		return
+	}
+	fmt.Fprintf(bw, "## Not applicable (%d)\n\n", len(gs))
+	fmt.Fprintf(bw, "<details>\n<summary>%d %s what the target does not declare — never counted as passed</summary>\n\n",
+		len(gs), plural(len(gs), "guarantee needs", "guarantees need"))
+	for _, g := range gs {
+		line := "- **" + mdInline(g.ID) + "** " + mdInline(g.Title)
+		if g.Reason != "" {
+			line += ": " + mdInline(mdTruncate(g.Reason))
+		}
+		bw.WriteString(line + "\n")
+	}
+	bw.WriteString("\n</details>\n")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// mdCode is s as an inline code span: control characters escaped, newlines
+// folded, and a fence longer than any backtick run inside it.
+func mdCode(s string) string {
+	s = strings.NewReplacer("\r", " ", "\n", " ").Replace(escapeControls(s, true))
+	fence := "`"
+	for strings.Contains(s, fence) {
+		fence += "`"
+	}
+	if strings.HasPrefix(s, "`") || strings.HasSuffix(s, "`") {
+		s = " " + s + " "
+	}
+	return fence + s + fence
+}
+
+func mdCodes(ss []string) string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = mdCode(s)
+	}
+	return strings.Join(out, ", ")
 }
 
 // writeFence writes text in a fenced code block whose fence is longer than any
@@ -235,6 +360,12 @@ func escapeControls(s string, keepLines bool) string {
 	}
 	return b.String()
 }
+
+// OneLine is s with its control, invisible and bidirectional characters and
+// invalid bytes written as visible escapes, newlines included: text a
+// receiver sent, printed on one line of a terminal, can neither drive it nor
+// read differently from what it is.
+func OneLine(s string) string { return escapeControls(s, false) }
 
 // mdInline escapes text for use inside a paragraph or heading, folding newlines and
 // writing other control characters as escapes.

@@ -71,6 +71,11 @@ type Results struct {
 	// Interrupted is set when the run was stopped (a signal, a deadline) before
 	// every selected guarantee was judged; those left are errors.
 	Interrupted bool `json:"interrupted,omitempty"`
+	// Verdict is the outcome of a run that judged: VerdictPassed,
+	// VerdictFailed, VerdictError or VerdictNone (RunVerdict), the same
+	// answer as the exit status. Write fills it in; it is optional, so every
+	// earlier hookcert.results/v1 file stays valid, and empty when Outcome is set.
+	Verdict string `json:"verdict,omitempty"`
 	// Outcome is set when the run stopped before it judged anything (then
 	// Guarantees is empty): RunConfigError, RunUnreachable or
 	// RunNothingSelected; Error says what, secrets removed. A run that judged
@@ -79,6 +84,62 @@ type Results struct {
 	Outcome string `json:"outcome,omitempty"`
 	Error   string `json:"error,omitempty"`
 	Soak    *Soak  `json:"soak,omitempty"`
+}
+
+// Verdicts of a run that judged (Results.Verdict), one per exit status of
+// the commands that judge: 0, 1, 5 and 4.
+const (
+	// VerdictPassed: something passed, nothing failed, nothing was left unjudged.
+	VerdictPassed = "passed"
+	// VerdictFailed: some guarantee failed (or a soak lost or duplicated a
+	// key), whatever else happened.
+	VerdictFailed = "failed"
+	// VerdictError: nothing failed, but something could not be judged (an
+	// error verdict, an interrupted run, a soak that could not read every key).
+	VerdictError = "error"
+	// VerdictNone: nothing was judged, every selected guarantee not applicable.
+	VerdictNone = "no_verdict"
+)
+
+// VerdictTitle is a run verdict as headlines write it: PASSED, FAILED, ERROR,
+// NO VERDICT (Summary.Verdict's words).
+func VerdictTitle(v string) string {
+	switch v {
+	case VerdictPassed:
+		return "PASSED"
+	case VerdictFailed:
+		return "FAILED"
+	case VerdictError:
+		return "ERROR"
+	}
+	return "NO VERDICT"
+}
+
+// RunVerdict is the verdict of a run that judged, computed from its
+// guarantees (or its soak section); "" for a run that stopped before judging.
+func (r *Results) RunVerdict() string {
+	switch {
+	case r.Stopped():
+		return ""
+	case r.Soak != nil && len(r.Guarantees) == 0:
+		switch {
+		case r.Soak.Lost > 0 || r.Soak.Duplicated > 0:
+			return VerdictFailed
+		case !r.Soak.Passed || r.Soak.Unjudged > 0 || r.Interrupted:
+			return VerdictError
+		}
+		return VerdictPassed
+	}
+	s := Summarize(r.Guarantees)
+	switch {
+	case s.Failed > 0:
+		return VerdictFailed
+	case s.Error > 0 || r.Interrupted:
+		return VerdictError
+	case s.Passed > 0:
+		return VerdictPassed
+	}
+	return VerdictNone
 }
 
 // Outcomes of a run that stopped before it judged anything (Results.Outcome),
@@ -227,7 +288,10 @@ type Scenario struct {
 // since the start of the run, so attempts of one scenario share an axis.
 type Attempt struct {
 	EventID string `json:"event_id"`
-	Attempt int    `json:"attempt"`
+	// EventType is the event's type as delivered (absent from results written
+	// before it was recorded).
+	EventType string `json:"event_type,omitempty"`
+	Attempt   int    `json:"attempt"`
 	// Copy numbers concurrent duplicates of the same attempt (0 when there is one).
 	Copy    int   `json:"copy"`
 	StartNS int64 `json:"start_ns"`
@@ -289,6 +353,9 @@ func (r *Results) Validate() error {
 		if len(r.Guarantees) > 0 {
 			return fmt.Errorf("field outcome: %q says the run judged nothing, but it has %d guarantee(s)", r.Outcome, len(r.Guarantees))
 		}
+		if r.Verdict != "" {
+			return fmt.Errorf("field verdict: must be empty when outcome is set (the run judged nothing), got %q", r.Verdict)
+		}
 	default:
 		return fmt.Errorf("field outcome: expected one of %s, %s, %s, got %q", RunConfigError, RunUnreachable, RunNothingSelected, r.Outcome)
 	}
@@ -319,6 +386,11 @@ func (r *Results) Validate() error {
 	}
 	if want := Summarize(r.Guarantees); r.Summary != want {
 		return fmt.Errorf("field summary: counts %+v do not match the guarantees (%+v)", r.Summary, want)
+	}
+	if r.Verdict != "" && r.Outcome == "" {
+		if want := r.RunVerdict(); r.Verdict != want {
+			return fmt.Errorf("field verdict: the guarantees say %q, got %q (one of %s, %s, %s, %s)", want, r.Verdict, VerdictPassed, VerdictFailed, VerdictError, VerdictNone)
+		}
 	}
 	return nil
 }

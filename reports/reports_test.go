@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"flag"
+	"fmt"
 	"html"
 	"math"
 	"os"
@@ -145,6 +146,13 @@ func fixtureJSON(t *testing.T, r *Results) string {
 	return b.String()
 }
 
+// withVerdict is the fixture's JSON with its verdict set to v.
+func withVerdict(t *testing.T, v string) string {
+	r := fixture()
+	r.Verdict = v
+	return fixtureJSON(t, r)
+}
+
 func xmlEscape(s string) string {
 	var b bytes.Buffer
 	_ = xml.EscapeText(&b, []byte(s))
@@ -218,8 +226,8 @@ func TestJUnitParsesWithCounts(t *testing.T) {
 	if err := xml.Unmarshal(buf.Bytes(), &j); err != nil {
 		t.Fatalf("junit.xml does not parse: %v", err)
 	}
-	if j.Tests != 5 || j.Failures != 1 || j.Errors != 1 || j.Skipped != 1 {
-		t.Errorf("totals tests=%d failures=%d errors=%d skipped=%d, want 5/1/1/1", j.Tests, j.Failures, j.Errors, j.Skipped)
+	if j.Tests != 6 || j.Failures != 2 || j.Errors != 1 || j.Skipped != 1 {
+		t.Errorf("totals tests=%d failures=%d errors=%d skipped=%d, want 6/2/1/1", j.Tests, j.Failures, j.Errors, j.Skipped)
 	}
 	var names []string
 	for _, s := range j.Suites {
@@ -232,8 +240,8 @@ func TestJUnitParsesWithCounts(t *testing.T) {
 		t.Errorf("suites %v, want %v", names, want)
 	}
 	dedup := j.Suites[0]
-	if dedup.Tests != 2 || dedup.Failures != 1 {
-		t.Errorf("DEDUP suite tests=%d failures=%d, want 2/1", dedup.Tests, dedup.Failures)
+	if dedup.Tests != 3 || dedup.Failures != 2 {
+		t.Errorf("DEDUP suite tests=%d failures=%d, want 3/2", dedup.Tests, dedup.Failures)
 	}
 	f := dedup.Cases[0].Failure
 	if f == nil {
@@ -276,7 +284,9 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := fixture(); !reflect.DeepEqual(got, want) {
+	want := fixture()
+	want.Verdict = VerdictFailed // Write fills it in
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("round trip changed the results:\ngot  %+v\nwant %+v", got, want)
 	}
 }
@@ -293,6 +303,8 @@ func TestReadResultsRejectsBadFiles(t *testing.T) {
 		{"bad status", strings.Replace(good, `"status": "passed"`, `"status": "ok"`, 1), []string{"guarantees[1].status", "DEDUP-2", `"ok"`}},
 		{"bad outcome", strings.Replace(good, `"outcome": "unknown"`, `"outcome": "lost"`, 1), []string{"timeline[0].outcome", `"lost"`}},
 		{"summary mismatch", strings.Replace(good, `"passed": 2`, `"passed": 3`, 1), []string{"summary"}},
+		{"verdict mismatch", withVerdict(t, VerdictPassed), []string{"field verdict", `the guarantees say "failed"`, `"passed"`}},
+		{"verdict of a stopped run", `{"schema": "` + Schema + `", "outcome": "unreachable", "verdict": "error", "guarantees": []}`, []string{"field verdict", "must be empty when outcome is set"}},
 		{"unknown field", strings.Replace(good, `"seed"`, `"sede"`, 1), []string{"sede"}},
 		{"empty id", strings.Replace(good, `"id": "ORDER-1"`, `"id": ""`, 1), []string{"guarantees[3].id", "empty"}},
 	}
@@ -324,27 +336,30 @@ func TestReadResultsRejectsBadFiles(t *testing.T) {
 func TestMarkdownTableCellsEscaped(t *testing.T) {
 	var buf bytes.Buffer
 	r := fixture()
-	r.Guarantees[1].Promise = "a | b\nc <b>bold</b> `x`"
+	r.Guarantees[1].Title = "a | b\nc <b>bold</b> `x`"
 	if err := WriteMarkdown(&buf, r); err != nil {
 		t.Fatal(err)
 	}
 	md := buf.String()
-	rows := 0
+	rows, cells := 0, 0
 	for _, line := range strings.Split(md, "\n") {
-		if !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| ID ") {
-			continue
-		}
-		rows++
-		// A row has exactly 5 unescaped pipes: borders plus 3 separators.
-		if n := strings.Count(line, "|") - strings.Count(line, `\|`); n != 5 {
-			t.Errorf("row has %d cell separators, want 5: %s", n, line)
+		// Unescaped pipes: borders plus separators, as many as the header's.
+		n := strings.Count(line, "|") - strings.Count(line, `\|`)
+		switch {
+		case strings.HasPrefix(line, "| ID "):
+			cells = n
+		case strings.HasPrefix(line, "| "):
+			rows++
+			if n != cells {
+				t.Errorf("row has %d cell separators, want %d: %s", n, cells, line)
+			}
 		}
 	}
-	if rows != len(r.Guarantees) {
-		t.Errorf("%d table rows, want %d", rows, len(r.Guarantees))
+	if want := len(groupByVerdict(r.Guarantees).Passed); rows != want {
+		t.Errorf("%d table rows, want one per passed guarantee (%d)", rows, want)
 	}
 	if !strings.Contains(md, `a \| b<br>c \<b\>bold\</b\> \`+"`x\\`") {
-		t.Errorf("promise cell not escaped as expected:\n%s", md)
+		t.Errorf("title cell not escaped as expected:\n%s", md)
 	}
 	if _, rest, _ := strings.Cut(md, "\n\n"); !strings.HasPrefix(md, "![hookcert: ") || !strings.HasPrefix(rest, "# hookcert certification: FAILED\n") {
 		t.Errorf("badge and headline: %q", strings.SplitN(md, "\n", 4)[:3])
@@ -382,11 +397,17 @@ func TestHTMLSelfContained(t *testing.T) {
 	if n := strings.Count(page, `<rect class="bar `); n != attempts {
 		t.Errorf("%d bars, want one per attempt (%d)", n, attempts)
 	}
-	if n := strings.Count(page, "<details "); n != len(r.Guarantees) {
-		t.Errorf("%d collapsible sections, want %d", n, len(r.Guarantees))
+	// One section per judged guarantee, the failed and errored ones open; the
+	// not-applicable ones in one folded list.
+	v := groupByVerdict(r.Guarantees)
+	if n, want := strings.Count(page, `<details class="g `), len(r.Guarantees)-len(v.NotApplicable); n != want {
+		t.Errorf("%d collapsible sections, want %d", n, want)
 	}
-	if n := strings.Count(page, " open>"); n != 2 {
-		t.Errorf("%d sections open, want 2 (the failed and the errored one)", n)
+	if n, want := strings.Count(page, " open>"), len(v.Failed)+len(v.Errored); n != want {
+		t.Errorf("%d sections open, want %d (the failed and the errored ones)", n, want)
+	}
+	if n := strings.Count(page, `<details class="na"`); n != 1 || !strings.Contains(page, `not declare capability &#34;inbox&#34;`) {
+		t.Errorf("%d folded lists of not-applicable guarantees, want 1 with the reasons", n)
 	}
 	for _, want := range []string{`class="bar unknown"`, `class="bar unknown open"`, `class="bar fail"`, "lost-ack", "release spread 43µs", "version=3"} {
 		if !strings.Contains(page, want) {
@@ -486,5 +507,50 @@ func TestTimelineDrawsSinkCalls(t *testing.T) {
 	b.Reset()
 	if err := WriteHTML(&b, fixture()); err != nil || strings.Contains(b.String(), "downstream call to the harness") {
 		t.Errorf("a page without calls explains sink marks (err %v)", err)
+	}
+}
+
+// The run's verdict is the exit status in words: a failure wins over an
+// error, an error (or an interruption) over a pass, and a run with nothing
+// judged has no verdict. A soak is judged by its keys.
+func TestRunVerdict(t *testing.T) {
+	gs := func(ss ...Status) []Guarantee {
+		var out []Guarantee
+		for i, s := range ss {
+			out = append(out, Guarantee{ID: fmt.Sprint("G-", i), Status: s})
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name string
+		r    Results
+		want string
+	}{
+		{"passed", Results{Guarantees: gs(StatusPassed, StatusNotApplicable)}, VerdictPassed},
+		{"failed and errored", Results{Guarantees: gs(StatusPassed, StatusError, StatusFailed)}, VerdictFailed},
+		{"errored", Results{Guarantees: gs(StatusPassed, StatusError)}, VerdictError},
+		{"interrupted", Results{Guarantees: gs(StatusPassed), Interrupted: true}, VerdictError},
+		{"interrupted with a failure", Results{Guarantees: gs(StatusFailed), Interrupted: true}, VerdictFailed},
+		{"nothing applicable", Results{Guarantees: gs(StatusNotApplicable)}, VerdictNone},
+		{"stopped", Results{Outcome: RunUnreachable}, ""},
+		{"soak passed", Results{Soak: &Soak{Passed: true, Keys: 3}}, VerdictPassed},
+		{"soak lost a key", Results{Soak: &Soak{Keys: 3, Lost: 1, Unjudged: 1}}, VerdictFailed},
+		{"soak could not read", Results{Soak: &Soak{Keys: 3, Unjudged: 1}}, VerdictError},
+		{"soak could not judge", Results{Soak: &Soak{Keys: 3}}, VerdictError},
+	} {
+		if got := c.r.RunVerdict(); got != c.want {
+			t.Errorf("%s: RunVerdict = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// A results.json written before the verdict field existed still reads.
+func TestResultsWithoutVerdictStillRead(t *testing.T) {
+	r, err := DecodeResults(strings.NewReader(fixtureJSON(t, fixture())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Verdict != "" || r.RunVerdict() != VerdictFailed {
+		t.Errorf("verdict %q, RunVerdict %q", r.Verdict, r.RunVerdict())
 	}
 }

@@ -271,8 +271,8 @@ func TestMarkdownLongTextCut(t *testing.T) {
 	if strings.Contains(md, long) {
 		t.Error("a 6000-byte reason is written whole")
 	}
-	if n := strings.Count(md, "… (4000 more bytes in results.json)"); n != 3 {
-		t.Errorf("%d cut marks, want 3 (table cell, reason, evidence):\n%s", n, md)
+	if n := strings.Count(md, "… (4000 more bytes in results.json)"); n != 2 {
+		t.Errorf("%d cut marks, want 2 (reason, evidence):\n%s", n, md)
 	}
 	if strings.ContainsRune(md, '\uFFFD') {
 		t.Error("a cut split a character")

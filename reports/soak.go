@@ -108,11 +108,8 @@ func WriteSoak(dir string, r *Results, opts Options) ([]string, error) {
 	if r == nil || r.Soak == nil {
 		return nil, fmt.Errorf("write soak report: no soak results")
 	}
-	clean := Redact(r, opts.Secrets)
-	if clean.Schema == "" {
-		clean.Schema = Schema
-	}
-	if err := clean.Validate(); err != nil {
+	clean, err := prepare(r, opts)
+	if err != nil {
 		return nil, fmt.Errorf("write soak report: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {

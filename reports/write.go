@@ -26,17 +26,15 @@ type Options struct {
 // Write renders r into dir (created if needed) as results.json, junit.xml,
 // summary.md and index.html, and returns the paths written. Every string is scrubbed
 // of opts.Secrets and of well-known secret patterns first. An empty r.Schema is taken
-// to mean Schema; any other content must pass Results.Validate. Each file is written
+// to mean Schema and an empty r.Verdict the run's (RunVerdict); any other content
+// must pass Results.Validate. Each file is written
 // to a temporary name and renamed, so a reader never sees half a report.
 func Write(dir string, r *Results, opts Options) ([]string, error) {
 	if r == nil {
 		return nil, fmt.Errorf("write reports: results are nil")
 	}
-	clean := Redact(r, opts.Secrets)
-	if clean.Schema == "" {
-		clean.Schema = Schema
-	}
-	if err := clean.Validate(); err != nil {
+	clean, err := prepare(r, opts)
+	if err != nil {
 		return nil, fmt.Errorf("write reports: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -64,6 +62,23 @@ func Write(dir string, r *Results, opts Options) ([]string, error) {
 		paths = append(paths, p)
 	}
 	return paths, nil
+}
+
+// prepare is what every writer of a report directory does first: scrub r,
+// take an empty schema to mean Schema, fill in the run's verdict, and check
+// the result.
+func prepare(r *Results, opts Options) (*Results, error) {
+	clean := Redact(r, opts.Secrets)
+	if clean.Schema == "" {
+		clean.Schema = Schema
+	}
+	if clean.Verdict == "" {
+		clean.Verdict = clean.RunVerdict()
+	}
+	if err := clean.Validate(); err != nil {
+		return nil, err
+	}
+	return clean, nil
 }
 
 func writeFileAtomic(path string, data []byte) error {

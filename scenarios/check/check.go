@@ -90,7 +90,7 @@ func Judge(h *history.History) (*reports.Results, error) {
 				codes[d.Code] = true
 			}
 			for _, o := range part.obs {
-				rs.Observed = append(rs.Observed, reports.Observation{Query: o.Query, Key: paramsText(o.Params), Values: []string{ObservationValue(o)}, AtNS: o.AtNS})
+				rs.Observed = append(rs.Observed, reports.Observation{Query: o.Query, Key: paramsText(o.Params), Values: ObservationValues(o), AtNS: o.AtNS})
 			}
 			rg.DurationMS += (sc.EndNS - sc.StartNS) / 1e6
 			switch v.Status {
@@ -206,7 +206,7 @@ func timeline(as []history.Attempt) []reports.Attempt {
 	out := make([]reports.Attempt, 0, len(as))
 	for _, a := range as {
 		out = append(out, reports.Attempt{
-			EventID: a.Key.EventID, Attempt: a.Attempt, Copy: a.Copy,
+			EventID: a.Key.EventID, EventType: a.EventType, Attempt: a.Attempt, Copy: a.Copy,
 			StartNS: a.StartNS, EndNS: a.EndNS,
 			HTTPStatus: a.Status, Outcome: string(a.Outcome), Faults: a.Faults,
 			ErrorClass: a.ErrorClass, DeliveryID: a.DeliveryID,
@@ -225,20 +225,56 @@ func paramsText(ps []string) string {
 	return "(" + strings.Join(keep, ", ") + ")"
 }
 
-// ObservationValue renders what a read returned.
-func ObservationValue(o history.Observation) string {
+// ObservationValue renders what a read returned: every column the query
+// returned, named (ObservationValues), on one line.
+func ObservationValue(o history.Observation) string { return strings.Join(ObservationValues(o), " ") }
+
+// ObservationValues are what a read returned, one value per column the query
+// returned, named where a number alone would not say what it is: a count, an
+// object's version and status, a lifecycle state, an inbox or outbox message's
+// state and attempts, the sink's calls and applied operations. A failed read
+// is its error, a read that found no row says so.
+func ObservationValues(o history.Observation) []string {
 	if o.Error != "" {
-		return "error: " + o.Error
+		return []string{"error: " + o.Error}
 	}
 	switch o.Query {
 	case "event_rows", "effects", "object_effects":
-		return fmt.Sprint(o.Count)
-	case "object":
-		return fmt.Sprintf("found=%v version=%d status=%q", o.Found, o.Version, o.Status)
-	case "payment":
-		return fmt.Sprintf("found=%v status=%q", o.Found, o.Status)
-	case "payload_present":
-		return fmt.Sprintf("row=%v payload_present=%v", o.Found, o.Present)
+		return []string{fmt.Sprint(o.Count)}
+	case "sink_calls":
+		// Not a query of the receiver: the harness's sink, always read.
+		return []string{fmt.Sprintf("calls=%d", o.Count), fmt.Sprintf("applied=%d", o.Version)}
 	}
-	return fmt.Sprintf("found=%v", o.Found)
+	if !o.Found {
+		return []string{"no row"}
+	}
+	switch o.Query {
+	case "object":
+		vs := []string{fmt.Sprintf("version=%d", o.Version)}
+		if o.Status != "" { // a one-column query reads the ordering key alone
+			vs = append(vs, fmt.Sprintf("status=%q", o.Status))
+		}
+		return vs
+	case "state", "payment":
+		return []string{fmt.Sprintf("state=%q", o.Status)}
+	case "payload_present":
+		return []string{fmt.Sprintf("payload_present=%v", o.Present)}
+	case "inbox_state", "outbox_state":
+		return []string{fmt.Sprintf("state=%q", o.Status), fmt.Sprintf("attempts=%d", o.Count)}
+	}
+	// A query this version does not know (a newer history): every column kept.
+	vs := []string{"found=true"}
+	if o.Count != 0 {
+		vs = append(vs, fmt.Sprintf("count=%d", o.Count))
+	}
+	if o.Version != 0 {
+		vs = append(vs, fmt.Sprintf("version=%d", o.Version))
+	}
+	if o.Status != "" {
+		vs = append(vs, fmt.Sprintf("status=%q", o.Status))
+	}
+	if o.Present {
+		vs = append(vs, "present=true")
+	}
+	return vs
 }

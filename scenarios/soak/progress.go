@@ -9,8 +9,13 @@ type Progress struct {
 	Elapsed  time.Duration
 	Duration time.Duration
 	// Rate is the deliveries that ended in the last second.
-	Rate                           int64
-	Attempts, Acknowledged, Errors int64
+	Rate                   int64
+	Attempts, Acknowledged int64
+	// LostAcks are attempts whose acknowledgement the soak lost on purpose
+	// (Options.LostAckRate): their outcome is unknown by design. Errors are
+	// the other attempts that were not acknowledged: failed, or unknown
+	// because the receiver or the network lost the answer.
+	LostAcks, Errors int64
 	// Faults counts the faults applied, Down is true while one is applied.
 	Faults int64
 	Down   string
@@ -51,7 +56,7 @@ func (s *soak) progress(phase string) {
 	}
 	s.mu.Unlock()
 	p := Progress{Phase: phase, Elapsed: time.Duration(now), Duration: s.o.Duration, Rate: rate,
-		Attempts: s.nAttempts.Load(), Acknowledged: s.nAcked.Load(), Errors: s.nErr.Load(), Faults: s.nFlt.Load()}
+		Attempts: s.nAttempts.Load(), Acknowledged: s.nAcked.Load(), LostAcks: s.nLostAck.Load(), Errors: s.nErr.Load(), Faults: s.nFlt.Load()}
 	if d := s.down.Load(); d != nil {
 		p.Down = *d
 	}

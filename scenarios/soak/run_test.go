@@ -73,9 +73,10 @@ func TestRunReferenceInProcess(t *testing.T) {
 		return pgfault.TerminateBackends(ctx, pool, database, pgfault.Filter{})
 	}}
 	var progress int
+	var last Progress
 	res, err := Run(ctx, env, hooks, Options{Duration: 2 * time.Second, Concurrency: 4, Rate: 150, DupRate: 0.2, LostAckRate: 0.2,
 		Nemesis: []Nemesis{{KindPGTerminate, 600 * time.Millisecond}}, Seed: 1, SettleBound: 10 * time.Second,
-		Progress: func(Progress) { progress++ }})
+		Progress: func(p Progress) { progress, last = progress+1, p }})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +95,10 @@ func TestRunReferenceInProcess(t *testing.T) {
 	}
 	if progress < 2 {
 		t.Errorf("progress heard %d times", progress)
+	}
+	// The acknowledgements the soak lost on purpose are counted apart from
+	// errors, and each is an unknown outcome in the history.
+	if last.LostAcks == 0 || last.LostAcks > int64(s.AttemptOutcomes["unknown"]) || last.LostAcks+last.Errors+last.Acknowledged != last.Attempts {
+		t.Errorf("last progress %+v; attempt outcomes %v", last, s.AttemptOutcomes)
 	}
 }

@@ -127,11 +127,11 @@ type soak struct {
 	queue    []job
 	closed   bool
 
-	n                             atomic.Int64
-	nAttempts, nAcked, nErr, nFlt atomic.Int64
-	down                          atomic.Pointer[string]
-	killArmed                     atomic.Bool
-	killNow                       chan killed
+	n                                       atomic.Int64
+	nAttempts, nAcked, nErr, nLostAck, nFlt atomic.Int64
+	down                                    atomic.Pointer[string]
+	killArmed                               atomic.Bool
+	killNow                                 chan killed
 }
 
 // Run soaks the receiver env describes.

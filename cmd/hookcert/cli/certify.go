@@ -78,11 +78,12 @@ func newCertifyCmd() *cobra.Command {
 		Short: "Certify a receiver described by a target file",
 		Long: `Certify runs the guarantee suite against the receiver described by a target file
 (docs/target.md) and writes the reports. Exit status: 0 every applicable guarantee
-passed, 1 some failed or could not be judged (or the run was interrupted), 2 usage or
-configuration error (the file, a query that does not prepare, a failing setup hook),
-3 the target could not be reached or its receiver started, 4 nothing was judged (no
-guarantee selected, or every selected one is not applicable). Once the target file is
-read, every run writes results.json and summary.md, saying why when it stopped early.`,
+passed, 1 some guarantee failed, 2 usage or configuration error (the file, a query
+that does not prepare, a failing setup hook), 3 the target could not be reached or
+its receiver started, 4 nothing was judged (no guarantee selected, or every selected
+one is not applicable), 5 none failed but some could not be judged (or the run was
+interrupted). Once the target file is read, every run writes results.json and
+summary.md, saying why when it stopped early.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if config == "" {
@@ -124,8 +125,13 @@ func runCertify(ctx context.Context, out io.Writer, opts certify.Options) error 
 		return &ExitError{Code: ExitUnreachable, Err: err}
 	case errors.Is(err, certify.ErrNothing):
 		return &ExitError{Code: ExitNothing, Err: err}
+	case err != nil && res != nil && res.Outcome == reports.RunUnreachable:
+		// The reports say the target or its database could not be had; the
+		// exit status says the same.
+		return &ExitError{Code: ExitUnreachable, Err: err}
 	case err != nil:
-		return &ExitError{Code: ExitFailed, Err: err}
+		// The harness failed before it could judge: nothing failed.
+		return &ExitError{Code: ExitUnjudged, Err: err}
 	}
 	if res.Summary.Total == 0 {
 		return &ExitError{Code: ExitNothing, Err: fmt.Errorf("no scenario selected: --label-filter %q and --focus %q match none (labels: guarantee IDs, families, needs:<capability>; see hookcert guarantees)",
@@ -134,8 +140,9 @@ func runCertify(ctx context.Context, out io.Writer, opts certify.Options) error 
 	return verdictExit(out, res, opts.ReportDir, start)
 }
 
-// verdictExit prints the verdicts and maps them to an exit status. An
-// interrupted run never exits 0.
+// verdictExit prints the verdicts and maps the run's verdict to an exit
+// status: 1 only when a guarantee failed, 5 when nothing failed but something
+// could not be judged (an interrupted run never exits 0), 4 when nothing was.
 func verdictExit(out io.Writer, res *reports.Results, reportDir string, start time.Time) error {
 	printSummary(out, res)
 	if reportDir != "" {
@@ -144,31 +151,80 @@ func verdictExit(out io.Writer, res *reports.Results, reportDir string, start ti
 	if !start.IsZero() {
 		fmt.Fprintf(out, "wall time %s\n", time.Since(start).Round(100*time.Millisecond))
 	}
-	if res.Interrupted {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the run was interrupted; %d guarantee(s) could not be judged", res.Summary.Error)}
-	}
-	if res.Summary.Failed > 0 || res.Summary.Error > 0 {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d guarantee(s) failed, %d could not be judged", res.Summary.Failed, res.Summary.Error)}
-	}
-	if res.Summary.Passed == 0 {
+	s := res.Summary
+	switch res.RunVerdict() {
+	case reports.VerdictFailed:
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("%d guarantee(s) failed, %d could not be judged", s.Failed, s.Error)}
+	case reports.VerdictError:
+		if res.Interrupted {
+			return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the run was interrupted; %d guarantee(s) could not be judged, none failed", s.Error)}
+		}
+		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("%d guarantee(s) could not be judged, none failed", s.Error)}
+	case reports.VerdictNone:
 		// Nothing certified: a CI step must not read this as a pass.
-		return &ExitError{Code: ExitNothing, Err: fmt.Errorf("nothing was judged: all %d selected guarantee(s) are not applicable to this target", res.Summary.NotApplicable)}
+		return &ExitError{Code: ExitNothing, Err: fmt.Errorf("nothing was judged: all %d selected guarantee(s) are not applicable to this target", s.NotApplicable)}
 	}
 	return nil
 }
 
+// printSummary prints the verdicts so that what failed is nearest the
+// verdict line a reader's eye lands on: the passes one a line, the
+// not-applicable guarantees one line per reason, then what could not be
+// judged and what failed, each with its codes, event types, race and repro.
 func printSummary(out io.Writer, res *reports.Results) {
 	p := painterFor(out)
 	fmt.Fprintln(out)
+	var problems []reports.Guarantee
+	var reasons []string
+	naByReason := map[string][]string{}
 	for _, g := range res.Guarantees {
-		line := fmt.Sprintf("  %s %-9s %s", p.status(fmt.Sprintf("%-5s", g.Status.Label())), g.ID, g.Title)
-		if g.Status != reports.StatusPassed && g.Reason != "" {
-			line += " — " + g.Reason
+		switch g.Status {
+		case reports.StatusPassed:
+			fmt.Fprintf(out, "  %s %-9s %s\n", p.status("PASS "), g.ID, g.Title)
+		case reports.StatusNotApplicable:
+			if naByReason[g.Reason] == nil {
+				reasons = append(reasons, g.Reason)
+			}
+			naByReason[g.Reason] = append(naByReason[g.Reason], g.ID)
+		default:
+			problems = append(problems, g)
 		}
-		fmt.Fprintln(out, line)
+	}
+	for _, r := range reasons {
+		fmt.Fprintf(out, "  %s %s: %s\n", p.status("N/A  "), strings.Join(naByReason[r], " "), r)
+	}
+	// Errors before failures: the failures end the list.
+	for _, st := range []reports.Status{reports.StatusError, reports.StatusFailed} {
+		for _, g := range problems {
+			if g.Status == st {
+				printProblem(out, p, g)
+			}
+		}
 	}
 	s := res.Summary
-	fmt.Fprintf(out, "\n%s: %d passed, %d failed, %d not applicable, %d error\n", p.status(s.Verdict()), s.Passed, s.Failed, s.NotApplicable, s.Error)
+	fmt.Fprintf(out, "\n%s: %d failed, %d error, %d passed, %d not applicable\n", p.status(reports.VerdictTitle(res.RunVerdict())), s.Failed, s.Error, s.Passed, s.NotApplicable)
+}
+
+// printProblem is a failed or errored guarantee: its line, then what a reader
+// needs to act on it.
+func printProblem(out io.Writer, p painter, g reports.Guarantee) {
+	line := fmt.Sprintf("  %s %-9s %s", p.status(fmt.Sprintf("%-5s", g.Status.Label())), g.ID, g.Title)
+	if g.Reason != "" {
+		line += " — " + g.Reason
+	}
+	fmt.Fprintln(out, line)
+	if len(g.Codes) > 0 {
+		fmt.Fprintf(out, "        codes: %s\n", strings.Join(g.Codes, ", "))
+	}
+	if ts := reports.EventTypes(g); len(ts) > 0 {
+		fmt.Fprintf(out, "        event types: %s\n", strings.Join(ts, ", "))
+	}
+	if race := reports.RaceText(g); race != "" {
+		fmt.Fprintf(out, "        %s\n", race)
+	}
+	if g.Repro != "" {
+		fmt.Fprintf(out, "        repro: %s\n", g.Repro)
+	}
 }
 
 // progress prints one line per scenario as it ends (and as it starts, verbose).

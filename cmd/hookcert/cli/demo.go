@@ -36,8 +36,10 @@ and the INBOX and OUTBOX guarantees apply. --worker-processes N runs those worke
 N "hookcert reference worker" processes instead, declared as lifecycle.worker, so
 the INBOX crash checks kill the workers alone. --mode both runs sync, then inbox, with
 reports in <report-dir>/sync and <report-dir>/inbox and a summary.md over both.
-Defects belong to one design (hookcert reference serve --help). Exit status as
-for certify; with both, the worse of the two.`,
+Defects belong to one design (hookcert reference defects lists them). Exit status as
+for certify; with both, the one that says most: a failure in either mode (1), else a
+run that could not start (2, 3), else one that could not judge everything (5), else
+nothing judged (4), else 0.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := validDemoMode(mode, defects); err != nil {
@@ -57,7 +59,7 @@ for certify; with both, the worse of the two.`,
 			}
 			exe, err := os.Executable()
 			if err != nil {
-				return &ExitError{Code: ExitFailed, Err: fmt.Errorf("locating the hookcert binary: %w", err)}
+				return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("locating the hookcert binary: %w", err)}
 			}
 			if err := validDemoCapabilities(caps); err != nil {
 				return usageErr("--capabilities: %v", err)
@@ -96,7 +98,7 @@ for certify; with both, the worse of the two.`,
 			}
 			if base != "" {
 				if err := writeBothSummary(base, lines); err != nil {
-					return worseExit(worst, &ExitError{Code: ExitFailed, Err: err})
+					return worseExit(worst, &ExitError{Code: ExitUnjudged, Err: err})
 				}
 			}
 			return worst
@@ -106,7 +108,7 @@ for certify; with both, the worse of the two.`,
 	cmd.Flags().IntVar(&workerProcs, "worker-processes", 0, "inbox mode: run the workers in this many separate worker processes (0: inside the receiver)")
 	cmd.Flags().StringSliceVar(&caps, "capabilities", demoCapabilities,
 		"capabilities the demo target declares (a subset, to see the verdicts a receiver without test hooks gets; \"none\" for none)")
-	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with this defect (repeatable; see `hookcert reference serve --help`)")
+	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with defect `NAME` (repeatable; hookcert reference defects lists them)")
 	f.add(cmd)
 	return cmd
 }
@@ -155,12 +157,12 @@ func runDemo(ctx context.Context, out io.Writer, exe, mode string, workerProcs i
 	// run's context); after SIGKILL its pid file lets the next demo remove it.
 	dir, err := newDemoDir()
 	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
+		return &ExitError{Code: ExitUnjudged, Err: err}
 	}
 	defer os.RemoveAll(dir)
 	targetYAML, secrets, err := demoTarget(exe, dir, mode, demoShape{workerProcs: workerProcs, maxConns: demoMaxConns}, defects, caps)
 	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
+		return &ExitError{Code: ExitUnjudged, Err: err}
 	}
 	// The database password is a secret of the run too: a driver error
 	// or the receiver's output may quote it without its URL.
@@ -209,26 +211,40 @@ func demoOutcome(err error, reportDir string) string {
 		return "every guarantee judged passed or not applicable" + where
 	case errors.As(err, &ee) && ee.Code == ExitFailed:
 		return "FAILED" + where
+	case errors.As(err, &ee) && ee.Code == ExitNothing:
+		return "NO VERDICT: " + err.Error() + where
 	default:
 		return "ERROR: " + err.Error() + where
 	}
 }
 
-// worseExit keeps the more serious of two outcomes: a harness or usage error
-// over a failed verdict, a failed verdict over a pass.
-func worseExit(a, b error) error {
-	code := func(err error) int {
-		var ee *ExitError
-		switch {
-		case err == nil:
-			return 0
-		case errors.As(err, &ee) && ee.Code == ExitFailed:
-			return 1
-		default:
-			return 2
-		}
+// exitRank orders outcomes by how much they must be heard: a failed
+// guarantee above all (it is a fact about the receiver, whatever else went
+// wrong), then a run that could not start, then one that could not judge
+// everything, then one that judged nothing, then a pass.
+func exitRank(err error) int {
+	if err == nil {
+		return 0
 	}
-	if code(b) > code(a) {
+	var ee *ExitError
+	if !errors.As(err, &ee) {
+		return 3
+	}
+	switch ee.Code {
+	case ExitFailed:
+		return 4
+	case ExitUnjudged:
+		return 2
+	case ExitNothing:
+		return 1
+	}
+	return 3
+}
+
+// worseExit keeps the outcome that ranks higher (exitRank); the first of two
+// equals.
+func worseExit(a, b error) error {
+	if exitRank(b) > exitRank(a) {
 		return b
 	}
 	return a

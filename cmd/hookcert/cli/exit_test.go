@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
 )
 
@@ -234,6 +235,12 @@ func TestCertifyExitStatuses(t *testing.T) {
 			if r.res.Outcome != c.outcome {
 				t.Errorf("outcome %q, want %q", r.res.Outcome, c.outcome)
 			}
+			// A judged run's verdict says what its exit status says.
+			if want := map[int]string{0: reports.VerdictPassed, 1: reports.VerdictFailed, 4: reports.VerdictNone}[c.code]; c.outcome == "" && r.res.Verdict != want {
+				t.Errorf("verdict %q, want %q", r.res.Verdict, want)
+			} else if c.outcome != "" && r.res.Verdict != "" {
+				t.Errorf("a stopped run has verdict %q", r.res.Verdict)
+			}
 			if c.outcome != "" {
 				if len(r.res.Guarantees) != 0 || !strings.Contains(r.res.Error, c.want) {
 					t.Errorf("results.json error %q, want it to contain %q", r.res.Error, c.want)
@@ -255,6 +262,7 @@ func TestCertifyExitStatuses(t *testing.T) {
 				if len(r.res.Guarantees) != 1 || r.res.Guarantees[0].Status != reports.StatusPassed {
 					t.Errorf("guarantees: %+v", r.res.Guarantees)
 				}
+				checkExitStatuses(t, f, r.reportDir)
 			case "failed":
 				if r.res.Summary.Failed != 1 {
 					t.Errorf("summary %+v", r.res.Summary)
@@ -265,6 +273,77 @@ func TestCertifyExitStatuses(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkExitStatuses re-judges the stored history of a run that passed, as
+// stored (exit 0), with the reads of the receiver's state taken out (the
+// checker cannot judge: error, exit 5, not 1) and with the receiver's effects
+// read as none (a failure: exit 1).
+func checkExitStatuses(t *testing.T, f *exitFixture, reportDir string) {
+	t.Helper()
+	stored, err := os.ReadFile(filepath.Join(reportDir, "history.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	edited := func(edit func(h *history.History)) string {
+		h, err := history.ReadJSONL(bytes.NewReader(stored))
+		if err != nil {
+			t.Fatal(err)
+		}
+		edit(h)
+		dir := t.TempDir()
+		var b bytes.Buffer
+		if err := h.WriteJSONL(&b); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "history.jsonl"), b.Bytes(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	for _, c := range []struct {
+		name    string
+		edit    func(h *history.History)
+		code    int
+		verdict string
+		status  reports.Status
+		stderr  string
+	}{
+		{"as stored", func(*history.History) {}, ExitOK, reports.VerdictPassed, reports.StatusPassed, ""},
+		{"reads missing", func(h *history.History) { h.Observations = nil }, ExitUnjudged, reports.VerdictError, reports.StatusError,
+			"hookcert: 1 guarantee(s) could not be judged, none failed\n"},
+		{"no effect applied", func(h *history.History) {
+			for i := range h.Observations {
+				if h.Observations[i].Query == "effects" {
+					h.Observations[i].Count = 0
+				}
+			}
+		}, ExitFailed, reports.VerdictFailed, reports.StatusFailed, "hookcert: 1 guarantee(s) failed, 0 could not be judged\n"},
+	} {
+		from := edited(c.edit)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, f.bin, "check", "--from", from)
+		cmd.Env = exitEnv()
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		cancel()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		res, rerr := reports.ReadResults(filepath.Join(from, reports.FileJSON))
+		switch {
+		case code != c.code || stderr.String() != c.stderr:
+			t.Errorf("check, %s: exit %d, want %d; stderr %q, want %q\n%s", c.name, code, c.code, stderr.String(), c.stderr, stdout.String())
+		case rerr != nil:
+			t.Errorf("check, %s: %v", c.name, rerr)
+		case res.Verdict != c.verdict || len(res.Guarantees) != 1 || res.Guarantees[0].Status != c.status:
+			t.Errorf("check, %s: verdict %q, guarantees %+v; want %q, %s", c.name, res.Verdict, res.Guarantees, c.verdict, c.status)
+		}
 	}
 }
 

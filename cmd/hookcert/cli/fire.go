@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +14,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -27,7 +31,7 @@ type fireFlags struct {
 	copies, maxAttempts, oversize, padTo           int
 	lostAck, history, plan, object, created        string
 	retry, tamper, wrongSecret, missingSig         bool
-	missingID, malformed, dryRun                   bool
+	missingID, malformed, dryRun, deterministicIDs bool
 	timeScale                                      float64
 	timeout, stale, ahead                          time.Duration
 	retryDelays                                    []time.Duration
@@ -55,15 +59,25 @@ optionally followed through the provider's retry schedule on a compressed clock
 (--time-scale 3600 = one provider hour per real second; signatures always carry
 the real send time).
 
---plan FILE runs a YAML plan (see the simulator package documentation) instead
-of the one event the flags describe; the plan then says everything about events,
-steps and faults, and only --profile, --url, --secret, --account, --seed,
---history and --dry-run combine with it. --object gives the target's own
-business object (JSON, or @file), placed where the profile's envelope carries the
-object; --pad-to pads the legitimate body to an exact size.
+--plan FILE runs a YAML plan (its format: docs/plans.md) instead of the one
+event the flags describe; the plan then says everything about events, steps and
+faults, and only --profile, --url, --secret, --account, --seed,
+--deterministic-ids, --history and --dry-run combine with it. --object gives the
+target's own business object (JSON, or @file), placed where the profile's
+envelope carries the object; --pad-to pads the legitimate body to an exact size.
 
 --dry-run prints, for each step, the request its first attempt would send
 (method, URL, every header, body) and sends nothing.
+
+Event and object IDs the flags or the plan leave empty are new on every
+invocation: a fresh nonce is mixed into them, so two runs with one --seed (or
+one plan file) never deliver the same event twice by accident. --seed still
+fixes every other choice (copies, jitter, order); --deterministic-ids derives
+the IDs from the seed alone, as the plan with that seed would, to resend the
+same events on purpose (a dry run then shows the IDs a later run sends).
+
+The body of every answer that is not 2xx is printed (its first 512 bytes, with
+the secret and well-known secret patterns removed) below the attempt table.
 
 The secret comes from --secret or the HOOKCERT_SECRET environment variable (so
 it stays out of shell history); it is never printed.
@@ -82,13 +96,13 @@ otherwise, 2 on usage errors, 3 when the receiver could not be reached at all.`,
 	fl.StringVar(&f.secret, "secret", "", "signing secret (default: env HOOKCERT_SECRET)")
 	fl.StringVar(&f.account, "account", "acct_A", "account scope of the endpoint")
 	fl.StringVar(&f.eventType, "event-type", "payment_intent.succeeded", "event type")
-	fl.StringVar(&f.eventID, "event-id", "", "event ID (default: generated from --seed in the provider's format)")
-	fl.StringVar(&f.objectID, "object-id", "", "business object ID (default: generated from --seed)")
+	fl.StringVar(&f.eventID, "event-id", "", "event ID (default: a fresh one in the provider's format; from --seed with --deterministic-ids)")
+	fl.StringVar(&f.objectID, "object-id", "", "business object ID (default: a fresh one; from --seed with --deterministic-ids)")
 	fl.Int64Var(&f.amount, "amount", 1000, "object amount in minor units")
 	fl.StringVar(&f.currency, "currency", "usd", "object currency")
 	fl.StringVar(&f.status, "status", "", "object status")
 	fl.Int64Var(&f.version, "version", 0, "object version (versioned updates)")
-	fl.Int64Var(&f.seed, "seed", 0, "seed for IDs and jitter (default: from the clock, printed)")
+	fl.Int64Var(&f.seed, "seed", 0, "seed for retry jitter and, with --deterministic-ids, the IDs (default: from the clock, printed)")
 	fl.IntVar(&f.copies, "copies", 1, "concurrent copies released together over pre-opened connections (1-1024)")
 	fl.StringVar(&f.lostAck, "lost-ack", "", "lose the acknowledgement: close (default when given bare) or discard")
 	fl.Lookup("lost-ack").NoOptDefVal = simulator.LostAckClose
@@ -96,6 +110,8 @@ otherwise, 2 on usage errors, 3 when the receiver could not be reached at all.`,
 	fl.Float64Var(&f.timeScale, "time-scale", 3600, "provider seconds per real second for retry waits")
 	fl.DurationVar(&f.timeout, "timeout", 0, "per-attempt response timeout (default: the profile's, else 15s)")
 	fl.DurationSliceVar(&f.retryDelays, "retry-delays", nil, "retry delays in provider time, e.g. 5s,5m,30m (default: the profile's)")
+	// pflag would add "(default [])" after the usage's own default.
+	fl.Lookup("retry-delays").DefValue = ""
 	fl.IntVar(&f.maxAttempts, "max-attempts", 0, "cap on attempts per delivery, first included (default: the schedule's)")
 	fl.StringVar(&f.history, "history", "", "write the history as JSON Lines to this file")
 	fl.BoolVar(&f.tamper, "tamper", false, "send a body that differs from the signed one")
@@ -111,6 +127,7 @@ otherwise, 2 on usage errors, 3 when the receiver could not be reached at all.`,
 	fl.StringVar(&f.created, "created", "", "event creation time, RFC 3339 (default: now)")
 	fl.StringVar(&f.plan, "plan", "", "run this YAML plan instead of the one event the flags describe")
 	fl.BoolVar(&f.dryRun, "dry-run", false, "print each step's first request (method, URL, headers, body) and send nothing")
+	fl.BoolVar(&f.deterministicIDs, "deterministic-ids", false, "derive event and object IDs from --seed alone (default: fresh IDs on every invocation)")
 	return cmd
 }
 
@@ -164,6 +181,11 @@ func runFire(cmd *cobra.Command, f *fireFlags) error {
 	if err != nil {
 		return err
 	}
+	if !f.deterministicIDs {
+		if err := freshIDs(plan, p.ID(), f.account); err != nil {
+			return usageErr("%v", err)
+		}
+	}
 	r, err := simulator.NewRunner(simulator.Target{URL: f.url, Profile: p, Secrets: []string{f.secret}, Account: f.account},
 		simulator.Options{})
 	if err != nil {
@@ -182,9 +204,9 @@ func runFire(cmd *cobra.Command, f *fireFlags) error {
 	if h == nil {
 		return usageErr("%v", runErr)
 	}
-	printFire(cmd.OutOrStdout(), h)
+	printFire(cmd.OutOrStdout(), h, scrub.New(f.secret))
 	if f.history != "" {
-		if err := writeHistory(f.history, h); err != nil {
+		if err := writeHistory(f.history, h, scrub.New(f.secret)); err != nil {
 			return &ExitError{Code: ExitFailed, Err: err}
 		}
 		fmt.Fprintf(cmd.OutOrStdout(), "history: %s\n", f.history)
@@ -322,22 +344,46 @@ func unreachable(h *history.History) bool {
 	return len(h.Attempts) > 0
 }
 
-func writeHistory(path string, h *history.History) error {
-	f, err := os.Create(path)
-	if err != nil {
+// writeHistory writes h to path, scrubbed: a receiver's answer, which the
+// history keeps an excerpt of, may quote the secret.
+func writeHistory(path string, h *history.History, sc *scrub.Scrubber) error {
+	var b strings.Builder
+	if err := h.WriteJSONL(&b); err != nil {
 		return fmt.Errorf("--history: %w", err)
 	}
-	if err := h.WriteJSONL(f); err != nil {
-		f.Close()
-		return fmt.Errorf("--history: %w", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(path, []byte(sc.String(b.String())), 0o644); err != nil {
 		return fmt.Errorf("--history: %w", err)
 	}
 	return nil
 }
 
-func printFire(w io.Writer, h *history.History) {
+// freshIDs fills the event and object IDs plan leaves empty from a random
+// nonce instead of the plan's seed, in the provider's formats (Resolve's), so
+// that no two invocations send the same event. A provider whose receivers
+// derive the event key (no event ID sent) keeps an empty ID.
+func freshIDs(plan *simulator.Plan, profile, account string) error {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Errorf("a nonce for fresh event IDs: %w", err)
+	}
+	nonced := *plan
+	nonced.Seed = int64(binary.LittleEndian.Uint64(b[:]) >> 1)
+	rp, err := nonced.Resolve(profile, account, time.Now())
+	if err != nil {
+		return err
+	}
+	for i, e := range plan.Events {
+		if e.ID == "" {
+			plan.Events[i].ID = rp.Events[e.Name].ID
+		}
+		if e.ObjectID == "" {
+			plan.Events[i].ObjectID = rp.Events[e.Name].ObjectID
+		}
+	}
+	return nil
+}
+
+func printFire(w io.Writer, h *history.History, sc *scrub.Scrubber) {
 	key := ""
 	if len(h.Attempts) > 0 {
 		key = h.Attempts[0].Key.EventID + " (" + h.Attempts[0].EventType + ")"
@@ -371,6 +417,55 @@ func printFire(w io.Writer, h *history.History) {
 	fmt.Fprintf(w, "deliveries %d: %d ended acknowledged\n", len(h.Deliveries()), acked)
 	for _, rel := range h.Releases {
 		fmt.Fprintf(w, "release: %d of %d copies released, send spread %v\n", rel.Released, rel.Copies, time.Duration(rel.SpreadNS))
+	}
+	printAnswers(w, h.Attempts, sc)
+}
+
+// fireMaxBodies bounds the distinct non-2xx answers printed; a receiver
+// usually answers every refused delivery alike.
+const fireMaxBodies = 5
+
+// printAnswers prints the body of each distinct non-2xx answer: why the
+// receiver refused a delivery is usually in it. Bodies are the excerpts the
+// history keeps (simulator.ExcerptLimit bytes), scrubbed, with control and
+// invisible characters escaped so an answer cannot drive the terminal.
+func printAnswers(w io.Writer, as []history.Attempt, sc *scrub.Scrubber) {
+	type answer struct {
+		first history.Attempt
+		n     int
+	}
+	var order []string
+	seen := map[string]*answer{}
+	for _, a := range as {
+		if a.Status == 0 || a.Status/100 == 2 {
+			continue
+		}
+		k := fmt.Sprintf("%d\x00%s", a.Status, a.ResponseExcerpt)
+		if seen[k] == nil {
+			seen[k] = &answer{first: a}
+			order = append(order, k)
+		}
+		seen[k].n++
+	}
+	for i, k := range order {
+		if i == fireMaxBodies {
+			fmt.Fprintf(w, "… %d more distinct answers (see --history)\n", len(order)-fireMaxBodies)
+			break
+		}
+		a := seen[k]
+		fmt.Fprintf(w, "answer %d (copy %d, attempt %d", a.first.Status, a.first.Copy, a.first.Attempt)
+		if a.n > 1 {
+			fmt.Fprintf(w, ", and %d more alike", a.n-1)
+		}
+		body := a.first.ResponseExcerpt
+		switch {
+		case body == "":
+			fmt.Fprintln(w, "): empty body")
+			continue
+		case len(body) >= simulator.ExcerptLimit:
+			fmt.Fprintf(w, ", first %d bytes", simulator.ExcerptLimit)
+		}
+		fmt.Fprintf(w, "): %s\n", reports.OneLine(strings.TrimRight(sc.String(body), "\r\n")))
 	}
 }
 

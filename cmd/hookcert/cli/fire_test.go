@@ -8,11 +8,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/simulator"
 	"github.com/stripe/stripe-go/v85/webhook"
 )
 
@@ -235,7 +238,151 @@ func TestFireObjectAndPadToDeliver(t *testing.T) {
 	if code != ExitOK || valid.Load() != 1 {
 		t.Fatalf("exit %d, %d valid\nstdout:\n%s\nstderr:\n%s", code, valid.Load(), out, errOut)
 	}
-	b, err := os.ReadFile(hist)
+	h := readHistory(t, hist)
+	if a := h.Attempts[0]; a.BodyBytes != 5000 || a.PadTo != 5000 || len(a.Faults) != 0 {
+		t.Fatalf("attempt %+v", a)
+	}
+}
+
+// dryRunKey is the event ID of --dry-run's first step.
+func dryRunKey(t *testing.T, args ...string) string {
+	t.Helper()
+	code, out, errOut := fire(append([]string{"--profile", "stripe", "--url", "http://127.0.0.1:1/", "--secret", fireSecret, "--dry-run"}, args...)...)
+	if code != ExitOK {
+		t.Fatalf("%v: exit %d\n%s%s", args, code, out, errOut)
+	}
+	_, rest, ok := strings.Cut(out, " key ")
+	key, _, _ := strings.Cut(rest, ",")
+	if !ok || !strings.HasPrefix(key, "evt_") {
+		t.Fatalf("no event key in:\n%s", out)
+	}
+	return key
+}
+
+// Two invocations with one --seed deliver two events, not one event twice;
+// --deterministic-ids derives the IDs a plan with that seed would.
+func TestFireEventIDsFreshUnlessDeterministic(t *testing.T) {
+	a, b := dryRunKey(t, "--seed", "7"), dryRunKey(t, "--seed", "7")
+	if a == b {
+		t.Errorf("two invocations with --seed 7 made the same event ID %s", a)
+	}
+	want := simulator.NewEventID(7, "stripe", 0)
+	for i := 0; i < 2; i++ {
+		if got := dryRunKey(t, "--seed", "7", "--deterministic-ids"); got != want {
+			t.Errorf("--deterministic-ids: event ID %s, want the plan's %s", got, want)
+		}
+	}
+	if got := dryRunKey(t, "--seed", "7", "--event-id", "evt_given"); got != "evt_given" {
+		t.Errorf("--event-id: %s", got)
+	}
+	plan := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(plan, []byte("seed: 7\nevents: [{name: e, type: charge.succeeded}]\nsteps: [{event: e}]\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := dryRunKey(t, "--plan", plan), dryRunKey(t, "--plan", plan); a == b || a == want {
+		t.Errorf("a plan file run twice: event IDs %s and %s (seeded: %s)", a, b, want)
+	}
+	if got := dryRunKey(t, "--plan", plan, "--deterministic-ids"); got != want {
+		t.Errorf("a plan file with --deterministic-ids: %s, want %s", got, want)
+	}
+}
+
+// The body of a non-2xx answer is printed, once per distinct answer,
+// without the secret or anything that would drive the terminal.
+func TestFirePrintsRefusals(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusUnprocessableEntity)
+		io.WriteString(w, `{"error":"unknown account acct_A","secret_tried":"`+fireSecret+"\"}\x1b[31m\u202e\n")
+	}))
+	defer srv.Close()
+	code, out, _ := fire("--profile", "stripe", "--url", srv.URL, "--secret", fireSecret, "--copies", "3")
+	// Which copy was answered first is the scheduler's choice.
+	want := regexp.MustCompile(`\nanswer 422 \(copy [0-2], attempt 1, and 2 more alike\): \{"error":"unknown account acct_A","secret_tried":"\[REDACTED\]"\}\\x1b\[31m\\u202e\n`)
+	if code != ExitFailed || !want.MatchString(out) || strings.Contains(out, fireSecret) || strings.ContainsRune(out, 0x1b) {
+		t.Errorf("exit %d, stdout:\n%s\nwant it to contain:\n%s", code, out, want)
+	}
+}
+
+// docPlan is the complete example of docs/plans.md: the yaml block after its
+// "plan: complete" marker.
+func docPlan(t *testing.T) (doc, plan string) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "docs", "plans.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc = string(b)
+	_, after, ok := strings.Cut(doc, "<!-- plan: complete")
+	_, block, ok2 := strings.Cut(after, "```yaml\n")
+	plan, _, ok3 := strings.Cut(block, "```")
+	if !ok || !ok2 || !ok3 {
+		t.Fatal(`docs/plans.md has no yaml block after its "plan: complete" marker`)
+	}
+	return doc, plan
+}
+
+// yamlFields are the YAML names of t's fields, inline structs followed.
+func yamlFields(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		switch {
+		case opts == "inline":
+			out = append(out, yamlFields(f.Type)...)
+		case name != "" && name != "-":
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// docs/plans.md cannot rot: its complete example is a plan fire runs, every
+// step as written, and every field of the format is documented.
+func TestPlanDocExampleRuns(t *testing.T) {
+	doc, src := docPlan(t)
+	p, err := simulator.ParsePlan([]byte(src))
+	if err != nil {
+		t.Fatalf("the example in docs/plans.md does not parse: %v", err)
+	}
+	fields := append(yamlFields(reflect.TypeFor[simulator.Plan]()), yamlFields(reflect.TypeFor[simulator.Step]())...)
+	fields = append(fields, yamlFields(reflect.TypeFor[simulator.Faults]())...)
+	fields = append(fields, yamlFields(reflect.TypeFor[simulator.Replay]())...)
+	fields = append(fields, yamlFields(reflect.TypeFor[simulator.EventSpec]())...)
+	fields = append(fields, "object", "created") // EventSpec's, read by its own UnmarshalYAML
+	for _, f := range fields {
+		if !strings.Contains(doc, "`"+f+"`") && !strings.Contains(doc, "`"+f+":") {
+			t.Errorf("docs/plans.md does not document the plan field %s", f)
+		}
+	}
+	file := filepath.Join(t.TempDir(), "plan.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	srv, _ := stripeReceiver(t)
+	hist := filepath.Join(t.TempDir(), "h.jsonl")
+	code, out, errOut := fire("--profile", "stripe", "--url", srv.URL, "--secret", fireSecret, "--plan", file, "--history", hist)
+	if code != ExitOK {
+		t.Fatalf("fire --plan docs/plans.md's example: exit %d\n%s%s", code, out, errOut)
+	}
+	h := readHistory(t, hist)
+	perStep := map[int]int{}
+	for _, a := range h.Attempts {
+		perStep[a.Step]++
+		if a.Step == 3 && a.Attempt != 2 {
+			t.Errorf("step 3 sent as attempt %d, want 2", a.Attempt)
+		}
+	}
+	if len(perStep) != len(p.Steps) || perStep[0] != 32 || perStep[1] != 1 || len(h.Releases) != 1 || h.Meta.Plan != p.Name {
+		t.Errorf("attempts per step %v (want 16 lost acknowledgements and 16 retries, then one each), %d releases, plan %q",
+			perStep, len(h.Releases), h.Meta.Plan)
+	}
+}
+
+// readHistory reads a history fire wrote with --history.
+func readHistory(t *testing.T, path string) *history.History {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,7 +390,5 @@ func TestFireObjectAndPadToDeliver(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if a := h.Attempts[0]; a.BodyBytes != 5000 || a.PadTo != 5000 || len(a.Faults) != 0 {
-		t.Fatalf("attempt %+v", a)
-	}
+	return h
 }

@@ -62,8 +62,9 @@ func newReferenceServeCmd() *cobra.Command {
 default set, printed with its public TEST secrets), /healthz, /metrics and, with
 --enable-failpoints, /_hookcert/failpoints. PostgreSQL comes from --database-url,
 else $HOOKCERT_DATABASE_URL (use it for a URL with a password: a command line is
-visible to every user of the machine), else is provisioned automatically (a container where a
-Docker engine answers, else local PostgreSQL binaries) and dropped on exit.
+visible to every user of the machine), else is provisioned automatically (a
+container where a Docker engine answers, else local PostgreSQL binaries) and dropped
+on exit.
 
 Defects (--defect, repeatable) break the receiver on purpose; see
 "hookcert reference defects". Most run in --mode sync only; the inbox defects need

@@ -25,9 +25,13 @@ func newReportCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "report",
 		Short: "Re-render junit.xml, summary.md and index.html from a stored results.json",
-		Long: "report reads a results.json written by a certification run, checks its schema (" +
-			reports.Schema + "), and writes results.json, junit.xml, summary.md and index.html " +
-			"into --out. Exit 2 when the file cannot be read or is not valid results.",
+		Long: `Report reads a results.json written by a certification run, checks it against
+its schema (` + reports.Schema + `), and writes results.json, junit.xml, summary.md
+and index.html into --out: the page of a CI run that kept only the JSON, or the
+reports of an older run as this version of hookcert renders them.
+
+Exit status: 0 the reports were written, 2 the file cannot be read or is not valid
+results, or --out cannot be written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" {
@@ -62,12 +66,15 @@ func newCheckCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check --from REPORT_DIR",
 		Short: "Re-judge a stored run from its history.jsonl and write the reports",
-		Long: "check reads REPORT_DIR/" + certify.HistoryFile + " (schema " + history.Schema + "), " +
-			"judges every scenario from the attempts and observations it holds, and writes results.json, " +
-			"junit.xml, summary.md and index.html into --out (default: REPORT_DIR). A soak's history " +
-			"(hookcert soak) is reconciled per event key as the soak does, into results.json and soak.html. " +
-			"The receiver is not contacted. Exit status as for certify (or soak); 2 when the history " +
-			"cannot be read.",
+		Long: `Check reads REPORT_DIR/` + certify.HistoryFile + ` (schema ` + history.Schema + `), judges every
+scenario from the attempts and observations it holds, and writes results.json,
+junit.xml, summary.md and index.html into --out (default: REPORT_DIR). A soak's
+history (hookcert soak) is reconciled per event key as the soak does, into
+results.json and soak.html. The receiver is not contacted.
+
+Exit status as for certify (or soak): 0 passed, 1 a guarantee failed, 4 nothing
+judged, 5 none failed but some could not be judged (a read the history lacks, an
+interrupted run); 2 when the history cannot be read or the reports not written.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if from == "" {

@@ -56,9 +56,10 @@ the history: lost (acknowledged, never stored), duplicated (more than one row or
 effect), unknown and recovered (unknown outcome, then stored once), never applied.
 
 Writes results.json (its soak section), soak.html and history.jsonl to --report-dir.
-Exit status: 0 no key lost or duplicated, 1 some were (their keys and the seed are
-printed) or the soak could not judge, 2 usage or configuration error, 3 the target
-could not be reached or started.`,
+Exit status: 0 no key lost or duplicated and every key read, 1 some were lost or
+duplicated (their keys and the seed are printed), 2 usage or configuration error,
+3 the target could not be reached or started, 5 none lost or duplicated but the soak
+could not judge (interrupted, keys left unread).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f.settleBoundSet = cmd.Flags().Changed("settle-bound")
@@ -68,7 +69,7 @@ could not be reached or started.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.config, "config", "", "target file (YAML, see docs/target.md)")
 	fl.BoolVar(&f.demo, "demo", false, "soak the reference receiver on a throwaway PostgreSQL instead of a target file")
-	fl.StringArrayVar(&f.defects, "defect", nil, "with --demo: start the reference with this defect (repeatable)")
+	fl.StringArrayVar(&f.defects, "defect", nil, "with --demo: start the reference with defect `NAME` (repeatable; hookcert reference defects lists them)")
 	fl.StringVar(&f.mode, "mode", reference.ModeSync, "with --demo: reference receiver design, sync or inbox (store, 202, workers apply)")
 	fl.IntVar(&f.workerProcs, "worker-processes", 0, "with --demo --mode inbox: run the workers in this many separate worker processes (0: inside the receiver); kills take them with the receiver")
 	fl.DurationVar(&f.duration, "duration", 30*time.Second, "how long to send traffic")
@@ -132,19 +133,19 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 	if f.demo {
 		exe, err := os.Executable()
 		if err != nil {
-			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("locating the hookcert binary: %w", err)}
+			return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("locating the hookcert binary: %w", err)}
 		}
 		if n := removeStaleDemoDirs(os.TempDir()); n > 0 {
 			fmt.Fprintf(out, "removed %d stale demo %s left by a killed run\n", n, plural(n, "directory", "directories"))
 		}
 		dir, err := newDemoDir()
 		if err != nil {
-			return &ExitError{Code: ExitFailed, Err: err}
+			return &ExitError{Code: ExitUnjudged, Err: err}
 		}
 		defer os.RemoveAll(dir)
 		targetYAML, secrets, err := demoTarget(exe, dir, f.mode, demoShape{workerProcs: f.workerProcs}, f.defects, demoCapabilities)
 		if err != nil {
-			return &ExitError{Code: ExitFailed, Err: err}
+			return &ExitError{Code: ExitUnjudged, Err: err}
 		}
 		dbURL := f.databaseURL
 		if dbURL == "" {
@@ -224,7 +225,7 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 	}
 	if res == nil {
 		if errors.Is(runErr, context.Canceled) || ctx.Err() != nil {
-			return &ExitError{Code: ExitFailed, Err: runErr}
+			return &ExitError{Code: ExitUnjudged, Err: runErr}
 		}
 		return usageErr("%v", runErr)
 	}
@@ -248,32 +249,40 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		info.Error = runErr.Error()
 	}
 	if res.History.Meta.Run, err = json.Marshal(info); err != nil {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("recording the soak: %w", err)}
+		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("recording the soak: %w", err)}
 	}
 	results, err := soak.Results(res.History)
 	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
+		return &ExitError{Code: ExitUnjudged, Err: err}
 	}
 	sk := results.Soak
 	printSoak(out, p, sk)
 	if opts.ReportDir != "" {
 		if err := writeSoakReports(opts.ReportDir, results, res, hs.Secrets()); err != nil {
-			return &ExitError{Code: ExitFailed, Err: err}
+			return &ExitError{Code: ExitUnjudged, Err: err}
 		}
 		fmt.Fprintf(out, "reports: %s/{results.json,soak.html,history.jsonl,receiver.log}\n", strings.TrimRight(opts.ReportDir, "/"))
 	}
 	return soakExit(sk, info.Error, so.Seed)
 }
 
-// soakExit is the soak's exit status: 1 when it could not judge (runErr) or
-// some key was lost, duplicated or not read.
+// soakExit is the soak's exit status: 1 when some key was lost or
+// duplicated (whatever else happened), 5 when none was but the soak could not
+// judge (runErr) or read every key.
 func soakExit(sk *reports.Soak, runErr string, seed int64) error {
-	if runErr != "" {
-		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the soak could not judge: %s", runErr)}
-	}
-	if !sk.Passed {
+	if sk.Lost > 0 || sk.Duplicated > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("soak failed: %d lost, %d duplicated, %d unjudged of %d events (seed %d; rerun: %s)",
 			sk.Lost, sk.Duplicated, sk.Unjudged, sk.Keys, seed, sk.Repro)}
+	}
+	if runErr != "" {
+		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the soak could not judge: %s", runErr)}
+	}
+	if sk.Keys == 0 {
+		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the soak sent no event: nothing to judge (seed %d)", seed)}
+	}
+	if !sk.Passed {
+		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the soak could not judge every event: %d of %d unread, none lost or duplicated (seed %d; rerun: %s)",
+			sk.Unjudged, sk.Keys, seed, sk.Repro)}
 	}
 	return nil
 }
@@ -315,11 +324,13 @@ func soakProgressLine(p painter, pr soak.Progress, tty bool) string {
 	if pr.Phase != "traffic" {
 		when = elapsed.String()
 	}
+	// Lost acknowledgements the soak injects are its own doing, not errors.
 	errs := fmt.Sprintf("errors %d", pr.Errors)
 	if pr.Errors > 0 {
 		errs = p.paint(ansiYellow, errs)
 	}
-	line := fmt.Sprintf("[%s] %-7s %5d deliveries/s  acknowledged %d  %s  faults %d", when, pr.Phase, pr.Rate, pr.Acknowledged, errs, pr.Faults)
+	line := fmt.Sprintf("[%s] %-7s %5d deliveries/s  acknowledged %d  acks lost on purpose %d  %s  faults %d",
+		when, pr.Phase, pr.Rate, pr.Acknowledged, pr.LostAcks, errs, pr.Faults)
 	if pr.Down != "" {
 		line += "  " + p.paint(ansiYellow, pr.Down+" now")
 	}

@@ -1,15 +1,18 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
 	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios/soak"
 )
 
 // soakDemo runs `hookcert soak --demo` against the test server and returns its
@@ -181,5 +184,17 @@ func TestSoakUsage(t *testing.T) {
 		if code, out := runChild(t, args...); code != ExitUsage {
 			t.Errorf("%v: exit %d, want %d:\n%s", args, code, ExitUsage, out)
 		}
+	}
+}
+
+// The progress line names the acknowledgements the soak loses on purpose
+// apart from real errors.
+func TestSoakProgressLine(t *testing.T) {
+	var b bytes.Buffer
+	got := soakProgressLine(painterFor(&b), soak.Progress{Phase: "traffic", Elapsed: 3500 * time.Millisecond, Duration: 10 * time.Second,
+		Rate: 120, Attempts: 50, Acknowledged: 40, LostAcks: 7, Errors: 3, Faults: 2}, false)
+	want := "[3s/10s] traffic   120 deliveries/s  acknowledged 40  acks lost on purpose 7  errors 3  faults 2\n"
+	if got != want {
+		t.Errorf("progress line %q\nwant          %q", got, want)
 	}
 }
