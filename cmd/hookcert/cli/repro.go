@@ -147,7 +147,7 @@ func reproUntilFails(cmd *cobra.Command, id string, base []string, seed int64, m
 	out := cmd.OutOrStdout()
 	exe, err := os.Executable()
 	if err != nil {
-		return &ExitError{Code: ExitFailed, Err: err}
+		return &ExitError{Code: ExitUnjudged, Err: err}
 	}
 	for i := 0; i < maxRuns; i++ {
 		s := seed + int64(i)
@@ -165,7 +165,8 @@ func reproUntilFails(cmd *cobra.Command, id string, base []string, seed int64, m
 		case errors.As(err, &ee):
 			return &ExitError{Code: ee.ExitCode(), Err: fmt.Errorf("run %d: %w", i+1, err)}
 		default:
-			return &ExitError{Code: ExitFailed, Err: err}
+			// The run could not start: nothing was judged.
+			return &ExitError{Code: ExitUnjudged, Err: err}
 		}
 	}
 	fmt.Fprintf(out, "%s passed %d run(s) in a row\n", id, maxRuns)
@@ -175,7 +176,7 @@ func reproUntilFails(cmd *cobra.Command, id string, base []string, seed int64, m
 // failingSchedule reads the schedule of guarantee id and the seed from the
 // history in dir.
 func failingSchedule(dir, id string) (check.Schedule, int64, error) {
-	h, err := readHistory(dir)
+	h, err := readRunHistory(dir)
 	if err != nil {
 		return check.Schedule{}, 0, err
 	}
@@ -183,8 +184,8 @@ func failingSchedule(dir, id string) (check.Schedule, int64, error) {
 	return sc, h.Meta.Seed, err
 }
 
-// readHistory reads dir/history.jsonl.
-func readHistory(dir string) (*history.History, error) {
+// readRunHistory reads dir/history.jsonl.
+func readRunHistory(dir string) (*history.History, error) {
 	f, err := os.Open(filepath.Join(dir, "history.jsonl"))
 	if err != nil {
 		return nil, err
@@ -198,7 +199,7 @@ func readHistory(dir string) (*history.History, error) {
 // unless the rerun departed from the schedule and passed: that judged
 // nothing (exit 5).
 func compareReplay(out io.Writer, failing check.Schedule, reportDir string, runErr error) error {
-	h, err := readHistory(reportDir)
+	h, err := readRunHistory(reportDir)
 	if err != nil {
 		return errors.Join(runErr, fmt.Errorf("reading the rerun's history to compare its schedule: %w", err))
 	}
@@ -222,9 +223,5 @@ func compareReplay(out io.Writer, failing check.Schedule, reportDir string, runE
 	if runErr != nil {
 		return runErr
 	}
-	return &ExitError{Code: exitNoReplay, Err: fmt.Errorf("%s passed, but not on the failing run's schedule: this rerun judges nothing of the failure", failing.Guarantee)}
+	return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("%s passed, but not on the failing run's schedule: this rerun judges nothing of the failure", failing.Guarantee)}
 }
-
-// exitNoReplay is the exit status of a repro that could not replay the failing
-// run's schedule: nothing failed, and the failure could not be judged.
-const exitNoReplay = 5
