@@ -28,10 +28,11 @@ tmp=$(mktemp -d)
 trap 'chmod -R u+w "$tmp" 2>/dev/null; rm -rf "$tmp"' EXIT
 
 # An empty GOPATH and module cache; the build cache (content-addressed) is kept,
-# so this measures fetching, not compiling the dependencies again. GOFLAGS is a
-# user's (none): the machine's may turn off the commit stamping. The local Go is
-# the one documented (go.mod).
-export GOPATH=$tmp/gopath GOMODCACHE=$tmp/gopath/pkg/mod GOBIN=$tmp/bin GOFLAGS= GOTOOLCHAIN=local
+# so this measures fetching, not compiling the dependencies again. No go env
+# file (GOENV=off) and no GOFLAGS, as for a new user: a machine's may turn off
+# the commit stamping. The local Go is the one documented (go.mod).
+unset GOFLAGS
+export GOENV=off GOPATH=$tmp/gopath GOMODCACHE=$tmp/gopath/pkg/mod GOBIN=$tmp/bin GOTOOLCHAIN=local
 export PATH=$GOBIN:$PATH
 gover=$(go env GOVERSION)
 commit=$(git -C "$repo" rev-parse HEAD)
