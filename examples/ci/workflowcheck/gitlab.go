@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -338,21 +337,7 @@ func gitlabScript(ctx context.Context, file, ws string, env map[string]string, i
 	if err := os.WriteFile(file, []byte(b.String()), 0o644); err != nil {
 		return 0, err
 	}
-	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-eo", "pipefail", file)
-	cmd.Dir = ws
-	cmd.Env = envList(env)
-	cmd.Stdout = io.MultiWriter(os.Stdout, log)
-	cmd.Stderr = io.MultiWriter(os.Stderr, log)
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		return 0, fmt.Errorf("timed out: %w", ctx.Err())
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), nil
-	}
-	return 0, err
+	return runBash(ctx, file, ws, env, io.MultiWriter(os.Stdout, log), io.MultiWriter(os.Stderr, log))
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -327,28 +328,35 @@ func (r *runner) runStep(sc *scope, s step, i int, label string, env map[string]
 		}
 		dir = filepath.Join(r.ws, wd)
 	}
-	// GitHub's default shell for run steps on Linux, and what shell: bash runs.
-	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-eo", "pipefail", file+".sh")
-	cmd.Dir = dir
-	cmd.Env = envList(stepProcessEnv(r.base, env, r.extraPath))
 	stdout, stderr := r.masks.writer(os.Stdout), r.masks.writer(os.Stderr)
-	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.WaitDelay = 5 * time.Second
-	err = cmd.Run()
+	code, err := runBash(ctx, file+".sh", dir, stepProcessEnv(r.base, env, r.extraPath), stdout, stderr)
 	stdout.flush()
 	stderr.flush()
-	if ctx.Err() != nil {
-		return 0, nil, fmt.Errorf("timed out: %w", ctx.Err())
-	}
-	code := 0
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		code = ee.ExitCode()
-	} else if err != nil {
+	if err != nil {
 		return 0, nil, err
 	}
 	outputs, err := readEnvFile(file + ".output")
 	return code, outputs, err
+}
+
+// runBash runs a script as GitHub runs a run step on Linux (and what shell:
+// bash means), and as GitLab's runner runs a job's script, and returns its
+// exit status; an error is the check's own.
+func runBash(ctx context.Context, script, dir string, env map[string]string, stdout, stderr io.Writer) (int, error) {
+	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+	cmd.Dir = dir
+	cmd.Env = envList(env)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return 0, fmt.Errorf("timed out: %w", ctx.Err())
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, err
 }
 
 // parseWantExits reads the -want-exit STEP=CODE flags.
