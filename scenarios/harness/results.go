@@ -131,10 +131,23 @@ func buildVersion() string {
 	return v
 }
 
-// BuildInfo reads hookcert's module version — the main module's, or the
-// dependency's when hookcert is imported by a Go test — and the commit the
-// binary was built from (empty when the build recorded none).
+// releaseVersion is stamped by make release (-ldflags -X): the release's own
+// name wins over what the build's module information says.
+var releaseVersion string
+
+// BuildInfo reads hookcert's module version — the release's stamped version,
+// the main module's, or the dependency's when hookcert is imported by a Go
+// test — and the commit the binary was built from (empty when the build
+// recorded none).
 func BuildInfo() (version, commit string, modified bool) {
+	version, commit, modified = moduleBuildInfo()
+	if releaseVersion != "" {
+		version = releaseVersion
+	}
+	return version, commit, modified
+}
+
+func moduleBuildInfo() (version, commit string, modified bool) {
 	version = "devel"
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"os"
+	"runtime"
 	"sort"
 	"strings"
 )
@@ -83,7 +84,7 @@ func runnerEnv(ws, runnerTemp string, files map[string]string) map[string]string
 	base := envMap(os.Environ())
 	for k, v := range map[string]string{
 		"CI": "true", "GITHUB_ACTIONS": "true", "GITHUB_WORKSPACE": ws, "RUNNER_TEMP": runnerTemp,
-		"RUNNER_OS": "Linux",
+		"RUNNER_OS": "Linux", "RUNNER_ARCH": map[string]string{"amd64": "X64", "arm64": "ARM64"}[runtime.GOARCH],
 	} {
 		base[k] = v
 	}
@@ -93,21 +94,15 @@ func runnerEnv(ws, runnerTemp string, files map[string]string) map[string]string
 	return base
 }
 
-// stepEnv is one step's environment: the runner's, then layers in order (the
-// workflow's, the job's, what earlier steps added to GITHUB_ENV, the step's),
-// then the check's -set overrides, with GITHUB_PATH's directories before PATH.
-func stepEnv(base map[string]string, layers []map[string]string, overrides map[string]string, extraPath []string) map[string]string {
-	env := copyMap(base)
-	for _, m := range layers {
-		for k, v := range m {
-			env[k] = v
-		}
-	}
-	for k, v := range overrides {
-		env[k] = v
+// stepProcessEnv is what a step's process gets: the runner's environment,
+// the step's env on top, and GITHUB_PATH's directories before PATH.
+func stepProcessEnv(base, env map[string]string, extraPath []string) map[string]string {
+	out := copyMap(base)
+	for k, v := range env {
+		out[k] = v
 	}
 	if len(extraPath) > 0 {
-		env["PATH"] = strings.Join(extraPath, string(os.PathListSeparator)) + string(os.PathListSeparator) + env["PATH"]
+		out["PATH"] = strings.Join(extraPath, string(os.PathListSeparator)) + string(os.PathListSeparator) + out["PATH"]
 	}
-	return env
+	return out
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -71,48 +70,13 @@ func checkJob(j job, services multiFlag) error {
 			return fmt.Errorf("service %s: options has no --health-cmd", name)
 		}
 	}
-	for k, v := range j.Env {
-		if strings.Contains(v, "${{") {
-			return fmt.Errorf("env %s: expressions are not emulated (%s)", k, v)
-		}
-	}
 	for i, s := range j.Steps {
 		if (s.Run == "") == (s.Uses == "") {
 			return fmt.Errorf("step %d: exactly one of run and uses", i+1)
-		}
-		if strings.Contains(s.Run, "${{") {
-			return fmt.Errorf("step %q: run has an expression; pass values through env", s.label(i))
-		}
-		for k, v := range s.Env {
-			if strings.Contains(v, "${{") {
-				return fmt.Errorf("step %q: env %s: expressions are not emulated", s.label(i), k)
-			}
 		}
 		if s.Shell != "" && s.Shell != "bash" {
 			return fmt.Errorf("step %q: shell %q: only bash is emulated", s.label(i), s.Shell)
 		}
 	}
 	return nil
-}
-
-var ifRe = regexp.MustCompile(`^\s*(\$\{\{\s*)?(always|success|failure|cancelled)\(\)(\s*\}\})?\s*$`)
-
-// shouldRun evaluates the status functions an if can be; anything else is refused.
-func shouldRun(cond string, failed bool) (bool, error) {
-	if strings.TrimSpace(cond) == "" {
-		return !failed, nil
-	}
-	m := ifRe.FindStringSubmatch(cond)
-	if m == nil {
-		return false, fmt.Errorf("if %q: only always(), success(), failure() and cancelled() are emulated", cond)
-	}
-	switch m[2] {
-	case "always":
-		return true, nil
-	case "success":
-		return !failed, nil
-	case "failure":
-		return failed, nil
-	}
-	return false, nil // the check never cancels a job
 }

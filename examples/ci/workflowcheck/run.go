@@ -4,105 +4,359 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
 )
 
-func run(path, jobName string, sets, services multiFlag, wantJob string, wantExits multiFlag, wantSummary, keep string, timeout time.Duration) error {
-	if wantJob != "success" && wantJob != "failure" {
-		return fmt.Errorf("-want-job %q: success or failure", wantJob)
+// runner is one GitHub job being run: its workspace, the runner's files and
+// environment, and what the check substitutes and expects.
+type runner struct {
+	ctx                  context.Context
+	root, ws, runnerTemp string
+	files                map[string]string // GITHUB_STEP_SUMMARY, GITHUB_PATH, GITHUB_ENV
+	base                 map[string]string // the runner's own environment
+	jobEnv               []map[string]string
+	overrides            map[string]string            // -set
+	withs                map[string]map[string]string // -with, by step id
+	actions              map[string]string            // -action OWNER/REPO → directory
+	artifacts            map[string][]string          // -want-artifact
+	uploaded             map[string]bool
+	exits                map[string]int // -want-exit still unmet
+	keep, jobName        string
+	added                map[string]string // GITHUB_ENV so far
+	extraPath            []string          // GITHUB_PATH so far, newest first
+	masks                *masks
+	nFiles               int
+}
+
+// scope is a list of steps being run: the job's, or a composite action's.
+type scope struct {
+	label                 string         // "" for the job; the action step's label
+	steps                 map[string]any // the steps context
+	inputs                map[string]any // a composite action's inputs
+	actionPath, actionRef string
+	env                   []map[string]string // env of the enclosing action step
+	failed                bool
+	firstFailure          int
+}
+
+func run(o options) error {
+	if o.wantJob != "success" && o.wantJob != "failure" {
+		return fmt.Errorf("-want-job %q: success or failure", o.wantJob)
 	}
 	root, err := gitRoot()
 	if err != nil {
 		return err
 	}
-	wf, name, j, err := loadJob(root, path, jobName)
+	wf, name, j, err := loadJob(root, o.workflow, o.job)
 	if err != nil {
 		return err
 	}
-	if err := checkJob(j, services); err != nil {
-		return fmt.Errorf("%s: job %s: %w", path, name, err)
+	if err := checkJob(j, o.services); err != nil {
+		return fmt.Errorf("%s: job %s: %w", o.workflow, name, err)
 	}
-	exits, err := parseWantExits(wantExits)
-	if err != nil {
+	if o.lint {
+		if err := lintWorkflow(root, o.workflow); err != nil {
+			return err
+		}
+	}
+	r := &runner{root: root, keep: o.keep, jobName: name, uploaded: map[string]bool{}, added: map[string]string{}, masks: &masks{}}
+	if err := r.parseFlags(o); err != nil {
 		return err
 	}
-	overrides, err := parseSets(sets)
-	if err != nil {
-		return err
-	}
-
 	tmp, err := os.MkdirTemp("", "workflowcheck-")
 	if err != nil {
 		return err
 	}
 	defer os.RemoveAll(tmp)
-	ws, runnerTemp, files, err := layWorkspace(root, tmp)
-	if err != nil {
+	if r.ws, r.runnerTemp, r.files, err = layWorkspace(root, tmp); err != nil {
 		return err
 	}
-
+	timeout := o.timeout
 	if j.TimeoutMinutes > 0 && time.Duration(j.TimeoutMinutes*float64(time.Minute)) < timeout {
 		timeout = time.Duration(j.TimeoutMinutes * float64(time.Minute))
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	var cancel context.CancelFunc
+	r.ctx, cancel = context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	r.base = runnerEnv(r.ws, r.runnerTemp, r.files)
 
-	base := runnerEnv(ws, runnerTemp, files)
-	var extraPath []string // GITHUB_PATH lines, newest first
-	added := map[string]string{}
-	failed := false
+	job := &scope{steps: map[string]any{}}
+	for _, layer := range []map[string]string{wf.Env, j.Env} {
+		ev, err := r.evalEnv(job, layer, nil)
+		if err != nil {
+			return err
+		}
+		r.jobEnv = append(r.jobEnv, ev)
+	}
 	start := time.Now()
-	fmt.Printf("workflowcheck: %s, job %s (%d steps) in %s\n", path, name, len(j.Steps), ws)
-	for i, s := range j.Steps {
-		label := s.label(i)
-		runIt, err := shouldRun(s.If, failed)
+	fmt.Printf("workflowcheck: %s, job %s (%d steps) in %s\n", o.workflow, name, len(j.Steps), r.ws)
+	if err := r.runSteps(job, j.Steps); err != nil {
+		return err
+	}
+	if err := r.checkWants(job, o.wantOutputs); err != nil {
+		return err
+	}
+	return checkResult(name, job.failed, time.Since(start), r.files["GITHUB_STEP_SUMMARY"], o.wantJob, o.wantSummary)
+}
+
+// parseFlags reads the substitutions and expectations of the command line.
+func (r *runner) parseFlags(o options) error {
+	var err error
+	if r.exits, err = parseWantExits(o.wantExits); err != nil {
+		return err
+	}
+	if r.overrides, err = parsePairs("-set", o.sets); err != nil {
+		return err
+	}
+	if r.actions, err = parsePairs("-action", o.actions); err != nil {
+		return err
+	}
+	for k, dir := range r.actions {
+		if r.actions[k], err = filepath.Abs(dir); err != nil {
+			return err
+		}
+	}
+	withs, err := parsePairs("-with", o.withs)
+	if err != nil {
+		return err
+	}
+	r.withs = map[string]map[string]string{}
+	for k, v := range withs {
+		id, input, ok := strings.Cut(k, ".")
+		if !ok {
+			return fmt.Errorf("-with %s: STEP_ID.INPUT=VALUE", k)
+		}
+		if r.withs[id] == nil {
+			r.withs[id] = map[string]string{}
+		}
+		r.withs[id][input] = v
+	}
+	arts, err := parsePairs("-want-artifact", o.wantArtifacts)
+	if err != nil {
+		return err
+	}
+	r.artifacts = map[string][]string{}
+	for k, v := range arts {
+		r.artifacts[k] = strings.Split(v, ",")
+	}
+	return nil
+}
+
+// runSteps runs steps in order in sc, as a runner does: after a failed step
+// only those whose if: says so.
+func (r *runner) runSteps(sc *scope, steps []step) error {
+	for i, s := range steps {
+		label := r.stepLabel(sc, s, i)
+		env, err := r.stepEnv(sc, s)
 		if err != nil {
 			return fmt.Errorf("step %q: %w", label, err)
 		}
-		if !runIt {
+		ok, err := r.exprs(sc, env).cond(s.If)
+		if err != nil {
+			return fmt.Errorf("step %q: %w", label, err)
+		}
+		if !ok {
 			fmt.Printf("-- skipped: %s (if: %s)\n", label, orDefault(s.If, "success()"))
+			sc.record(s.ID, nil, "skipped", false)
 			continue
 		}
-		env := stepEnv(base, []map[string]string{wf.Env, j.Env, added, s.Env}, overrides, extraPath)
-		fmt.Printf("-- step %d: %s\n", i+1, label)
+		fmt.Printf("-- step: %s\n", label)
 		t0 := time.Now()
-		code, err := runStep(ctx, s, i, ws, env, files, keep)
+		code, outputs, err := r.runStep(sc, s, i, label, env)
 		if err != nil {
 			return fmt.Errorf("step %q: %w", label, err)
 		}
-		fmt.Printf("-- step %d: %s: exit %d (%s)\n", i+1, label, code, time.Since(t0).Round(100*time.Millisecond))
-		if want, ok := exits[label]; ok {
+		fmt.Printf("-- step: %s: exit %d (%s)\n", label, code, time.Since(t0).Round(100*time.Millisecond))
+		if want, ok := r.exits[label]; ok {
 			if code != want {
 				return fmt.Errorf("step %q exited %d, want %d", label, code, want)
 			}
-			delete(exits, label)
+			delete(r.exits, label)
 		}
-		if code != 0 && !s.ContinueOnError {
-			failed = true
+		outcome := "success"
+		if code != 0 {
+			outcome = "failure"
+			if !s.ContinueOnError && !sc.failed {
+				sc.failed, sc.firstFailure = true, code
+			}
 		}
+		sc.record(s.ID, outputs, outcome, s.ContinueOnError)
 		// What the step appended to GITHUB_PATH and GITHUB_ENV reaches the later steps.
-		if extraPath, err = readPath(files["GITHUB_PATH"]); err != nil {
+		if r.extraPath, err = readPath(r.files["GITHUB_PATH"]); err != nil {
 			return err
 		}
-		if added, err = readEnvFile(files["GITHUB_ENV"]); err != nil {
+		if r.added, err = readEnvFile(r.files["GITHUB_ENV"]); err != nil {
 			return err
 		}
 	}
-	if len(exits) > 0 {
-		var names []string
-		for k := range exits {
-			names = append(names, k)
-		}
-		sort.Strings(names)
-		return fmt.Errorf("-want-exit names steps that did not run: %s", strings.Join(names, ", "))
+	return nil
+}
+
+// record puts a step's result into the steps context.
+func (sc *scope) record(id string, outputs map[string]string, outcome string, continueOnError bool) {
+	if id == "" {
+		return
 	}
-	return checkResult(name, failed, time.Since(start), files["GITHUB_STEP_SUMMARY"], wantJob, wantSummary)
+	out := map[string]any{}
+	for k, v := range outputs {
+		out[strings.ToLower(k)] = v
+	}
+	conclusion := outcome
+	if outcome == "failure" && continueOnError {
+		conclusion = "success"
+	}
+	sc.steps[strings.ToLower(id)] = map[string]any{"outputs": out, "outcome": outcome, "conclusion": conclusion}
+}
+
+func (r *runner) stepLabel(sc *scope, s step, i int) string {
+	label := s.label(i)
+	if v, err := r.exprs(sc, nil).interpolate(label); err == nil {
+		label = v
+	}
+	if sc.label != "" {
+		return sc.label + "/" + label
+	}
+	return label
+}
+
+// stepEnv is one step's environment: the job's layers, what earlier steps
+// added to GITHUB_ENV, the enclosing action step's env, the step's own (its
+// expressions evaluated), then the check's -set overrides.
+func (r *runner) stepEnv(sc *scope, s step) (map[string]string, error) {
+	env := map[string]string{}
+	for _, layer := range append(append(append([]map[string]string{}, r.jobEnv...), r.added), sc.env...) {
+		for k, v := range layer {
+			env[k] = v
+		}
+	}
+	own, err := r.evalEnv(sc, s.Env, env)
+	if err != nil {
+		return nil, err
+	}
+	for k, v := range own {
+		env[k] = v
+	}
+	for k, v := range r.overrides {
+		env[k] = v
+	}
+	return env, nil
+}
+
+func (r *runner) evalEnv(sc *scope, layer, env map[string]string) (map[string]string, error) {
+	out := map[string]string{}
+	for k, v := range layer {
+		ev, err := r.exprs(sc, env).interpolate(v)
+		if err != nil {
+			return nil, fmt.Errorf("env %s: %w", k, err)
+		}
+		out[k] = ev
+	}
+	return out, nil
+}
+
+// exprs gives the contexts a runner gives a step of sc.
+func (r *runner) exprs(sc *scope, env map[string]string) *exprCtx {
+	envCtx := map[string]any{}
+	for k, v := range env {
+		envCtx[k] = v
+	}
+	arch := map[string]string{"amd64": "X64", "arm64": "ARM64"}[runtime.GOARCH]
+	c := &exprCtx{
+		contexts: map[string]any{
+			"github": map[string]any{
+				"workspace": r.ws, "job": r.jobName, "event_name": "push",
+				"action_path": sc.actionPath, "action_ref": sc.actionRef,
+			},
+			"runner": map[string]any{"os": "Linux", "arch": arch, "temp": r.runnerTemp},
+			"env":    envCtx,
+			"steps":  sc.steps,
+		},
+		strict: map[string]bool{"github": true, "runner": true},
+		failed: sc.failed,
+	}
+	if sc.inputs != nil {
+		c.contexts["inputs"] = sc.inputs
+	}
+	return c
+}
+
+// runStep runs one step and returns its exit status and outputs; an error is
+// the check's own.
+func (r *runner) runStep(sc *scope, s step, i int, label string, env map[string]string) (int, map[string]string, error) {
+	if s.Uses != "" {
+		return r.useAction(sc, s, label, env)
+	}
+	if sc.label != "" && s.Shell == "" {
+		return 0, nil, errors.New("a composite action's run step must name its shell")
+	}
+	script, err := r.exprs(sc, env).interpolate(s.Run)
+	if err != nil {
+		return 0, nil, err
+	}
+	ctx := r.ctx
+	if s.TimeoutMinutes > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Duration(s.TimeoutMinutes*float64(time.Minute)))
+		defer cancel()
+	}
+	r.nFiles++
+	file := filepath.Join(r.runnerTemp, fmt.Sprintf("step-%d", r.nFiles))
+	if err := os.WriteFile(file+".sh", []byte(script), 0o644); err != nil {
+		return 0, nil, err
+	}
+	if err := os.WriteFile(file+".output", nil, 0o644); err != nil {
+		return 0, nil, err
+	}
+	env["GITHUB_OUTPUT"] = file + ".output"
+	if sc.actionPath != "" {
+		env["GITHUB_ACTION_PATH"] = sc.actionPath
+	}
+	dir := r.ws
+	if s.WorkingDirectory != "" {
+		wd, err := r.exprs(sc, env).interpolate(s.WorkingDirectory)
+		if err != nil {
+			return 0, nil, err
+		}
+		dir = filepath.Join(r.ws, wd)
+	}
+	stdout, stderr := r.masks.writer(os.Stdout), r.masks.writer(os.Stderr)
+	code, err := runBash(ctx, file+".sh", dir, stepProcessEnv(r.base, env, r.extraPath), stdout, stderr)
+	stdout.flush()
+	stderr.flush()
+	if err != nil {
+		return 0, nil, err
+	}
+	outputs, err := readEnvFile(file + ".output")
+	return code, outputs, err
+}
+
+// runBash runs a script as GitHub runs a run step on Linux (and what shell:
+// bash means), and as GitLab's runner runs a job's script, and returns its
+// exit status; an error is the check's own.
+func runBash(ctx context.Context, script, dir string, env map[string]string, stdout, stderr io.Writer) (int, error) {
+	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-eo", "pipefail", script)
+	cmd.Dir = dir
+	cmd.Env = envList(env)
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	if ctx.Err() != nil {
+		return 0, fmt.Errorf("timed out: %w", ctx.Err())
+	}
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode(), nil
+	}
+	return 0, err
 }
 
 // parseWantExits reads the -want-exit STEP=CODE flags.
@@ -119,17 +373,54 @@ func parseWantExits(wantExits multiFlag) (map[string]int, error) {
 	return exits, nil
 }
 
-// parseSets reads the -set KEY=VALUE flags.
-func parseSets(sets multiFlag) (map[string]string, error) {
-	overrides := map[string]string{}
-	for _, s := range sets {
+// parsePairs reads KEY=VALUE flags.
+func parsePairs(flagName string, pairs multiFlag) (map[string]string, error) {
+	out := map[string]string{}
+	for _, s := range pairs {
 		k, v, ok := strings.Cut(s, "=")
 		if !ok || k == "" {
-			return nil, fmt.Errorf("-set %q: KEY=VALUE", s)
+			return nil, fmt.Errorf("%s %q: KEY=VALUE", flagName, s)
 		}
-		overrides[k] = v
+		out[k] = v
 	}
-	return overrides, nil
+	return out, nil
+}
+
+// checkWants checks that every -want-exit step ran and every -want-output
+// has the value wanted.
+func (r *runner) checkWants(job *scope, wantOutputs multiFlag) error {
+	if len(r.exits) > 0 {
+		var names []string
+		for k := range r.exits {
+			names = append(names, k)
+		}
+		sort.Strings(names)
+		return fmt.Errorf("-want-exit names steps that did not run: %s", strings.Join(names, ", "))
+	}
+	for _, w := range wantOutputs {
+		sep := strings.IndexAny(w, "=~")
+		if sep < 0 {
+			return fmt.Errorf("-want-output %q: STEP_ID.OUTPUT=VALUE or STEP_ID.OUTPUT~REGEXP", w)
+		}
+		id, name, _ := strings.Cut(w[:sep], ".")
+		st, _ := job.steps[strings.ToLower(id)].(map[string]any)
+		outs, _ := st["outputs"].(map[string]any)
+		got, _ := outs[strings.ToLower(name)].(string)
+		fmt.Printf("workflowcheck: output %s.%s = %q\n", id, name, got)
+		if w[sep] == '=' && got != w[sep+1:] {
+			return fmt.Errorf("output %s.%s is %q, want %q", id, name, got, w[sep+1:])
+		}
+		if w[sep] == '~' {
+			re, err := regexp.Compile(w[sep+1:])
+			if err != nil {
+				return fmt.Errorf("-want-output %q: %w", w, err)
+			}
+			if !re.MatchString(got) {
+				return fmt.Errorf("output %s.%s is %q, want a match of %s", id, name, got, re)
+			}
+		}
+	}
+	return nil
 }
 
 // checkResult prints how the job ended and the start of its step summary, and
@@ -151,91 +442,6 @@ func checkResult(name string, failed bool, took time.Duration, summaryFile, want
 		return fmt.Errorf("the step summary does not contain %q", wantSummary)
 	}
 	return nil
-}
-
-// runStep runs one step and returns its exit status; an error is the check's own.
-func runStep(ctx context.Context, s step, i int, ws string, env, files map[string]string, keep string) (int, error) {
-	if s.Uses != "" {
-		return useAction(s, ws, keep)
-	}
-	if s.TimeoutMinutes > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, time.Duration(s.TimeoutMinutes*float64(time.Minute)))
-		defer cancel()
-	}
-	script := filepath.Join(filepath.Dir(files["GITHUB_PATH"]), fmt.Sprintf("step-%d.sh", i+1))
-	if err := os.WriteFile(script, []byte(s.Run), 0o644); err != nil {
-		return 0, err
-	}
-	dir := ws
-	if s.WorkingDirectory != "" {
-		dir = filepath.Join(ws, s.WorkingDirectory)
-	}
-	// GitHub's default shell for run steps on Linux.
-	cmd := exec.CommandContext(ctx, "bash", "--noprofile", "--norc", "-eo", "pipefail", script)
-	cmd.Dir = dir
-	cmd.Env = envList(env)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
-	if ctx.Err() != nil {
-		return 0, fmt.Errorf("timed out: %w", ctx.Err())
-	}
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode(), nil
-	}
-	return 0, err
-}
-
-// useAction emulates the actions the check knows; 1 is a failed step.
-func useAction(s step, ws, keep string) (int, error) {
-	action, _, _ := strings.Cut(s.Uses, "@")
-	switch action {
-	case "actions/checkout":
-		fmt.Println("   (the workspace is a copy of the working tree)")
-		return 0, nil
-	case "actions/setup-go":
-		want := s.With["go-version"]
-		if want == "" {
-			return 0, errors.New("actions/setup-go: the check needs with.go-version")
-		}
-		out, err := exec.Command("go", "env", "GOVERSION").Output()
-		if err != nil {
-			return 0, fmt.Errorf("go env GOVERSION: %w", err)
-		}
-		have := strings.TrimSpace(string(out))
-		if have != "go"+want && !strings.HasPrefix(have, "go"+want+".") {
-			fmt.Printf("   setup-go wants Go %s, this machine has %s\n", want, have)
-			return 1, nil
-		}
-		fmt.Printf("   Go %s wanted, %s here\n", want, have)
-		return 0, nil
-	case "actions/upload-artifact":
-		var missing []string
-		for _, p := range strings.Fields(s.With["path"]) {
-			st, err := os.Stat(filepath.Join(ws, p))
-			if err != nil || st.Size() == 0 {
-				missing = append(missing, p)
-				continue
-			}
-			fmt.Printf("   artifact %s: %s (%d bytes)\n", s.With["name"], p, st.Size())
-			if keep != "" {
-				if err := copyFile(filepath.Join(ws, p), filepath.Join(keep, p), 0o644); err != nil {
-					return 0, err
-				}
-			}
-		}
-		if len(missing) > 0 && s.With["if-no-files-found"] == "error" {
-			fmt.Printf("   upload-artifact: no file at %s\n", strings.Join(missing, ", "))
-			return 1, nil
-		}
-		if len(missing) > 0 {
-			return 0, fmt.Errorf("upload-artifact: no file at %s (and if-no-files-found is not error, so GitHub would not say)", strings.Join(missing, ", "))
-		}
-		return 0, nil
-	}
-	return 0, fmt.Errorf("uses %s: the check does not emulate this action", s.Uses)
 }
 
 func orDefault(s, d string) string {
