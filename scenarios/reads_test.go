@@ -3,7 +3,7 @@ package scenarios
 import "testing"
 
 // Every guarantee declares what it reads (docs/guarantees.md prints it; the
-// self-test's TestReadsAreDeclared holds it to a clean run's history).
+// self-test's TestDefects holds it to its clean runs' histories).
 func TestEveryGuaranteeDeclaresItsReads(t *testing.T) {
 	for _, g := range Catalogue() {
 		if g.Reads == nil {

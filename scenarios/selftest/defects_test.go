@@ -404,6 +404,10 @@ func TestDefects(t *testing.T) {
 		mu    sync.Mutex
 		ran   []*run
 		fired = map[string]bool{}
+		// reads gathers the reads of the clean runs of both designs, between
+		// which every guarantee runs, to hold them to the declared Reads.
+		reads     = newReadsSeen()
+		readsFrom []string
 	)
 	// Cleanup runs once every subtest, parallel ones included, has finished.
 	t.Cleanup(func() {
@@ -417,6 +421,11 @@ func TestDefects(t *testing.T) {
 					t.Errorf("deviation code %s fired against no defect: its check is not shown to work", c)
 				}
 			}
+		}
+		if len(readsFrom) == 2 {
+			reads.complete(t)
+		} else {
+			t.Logf("the clean runs of both designs did not both run: not checking that every declared read was made")
 		}
 		if len(ran) > 0 {
 			t.Log("\n" + killMatrix(ran, scenarios.Catalogue()))
@@ -441,7 +450,16 @@ func TestDefects(t *testing.T) {
 			}()
 			codes := judge(t, r)
 			if r.defect == "" && r.target == nil {
-				auditRaces(t, readHistory(t, dir))
+				h := readHistory(t, dir)
+				auditRaces(t, h)
+				if r.procs == 0 && r.filter == "" {
+					// The reads of each design's full clean run, held to the
+					// declared Reads (reads_test.go, docs/guarantees.md).
+					mu.Lock()
+					reads.add(t, r.name, h)
+					readsFrom = append(readsFrom, r.name)
+					mu.Unlock()
+				}
 			}
 			mu.Lock()
 			for _, c := range codes {
