@@ -17,16 +17,25 @@ build: ## Build bin/hookcert
 	$(GO) build -o bin/hookcert ./cmd/hookcert
 
 # make test runs every package once: the ones whose goroutines meet
-# (RACE_PKGS) under the race detector, then the rest without it, the self-test
-# (the longest) first. With PKGS set, just those packages, without -race.
+# (RACE_PKGS) under the race detector, beside the rest without it, the
+# self-test (the longest) first. With PKGS set, just those packages, without
+# -race.
 .PHONY: test
 test: ## Run every test against real PostgreSQL (HOOKCERT_TEST_DATABASE_URL), RACE_PKGS under -race
 ifeq ($(PKGS),./...)
-	$(GO) test -race -count=1 $(RACE_PKGS)
-	$(GO) test -count=1 $(filter %/selftest,$(REST_PKGS)) $(filter-out %/selftest,$(REST_PKGS))
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-race-pkgs test-rest-pkgs
 else
 	$(GO) test -count=1 $(PKGS)
 endif
+
+# The two halves of make test run side by side: the self-test mostly waits
+# (settle periods, restarts, lock gates), the race detector mostly computes.
+# Each half's output is printed whole when it ends.
+.PHONY: test-race-pkgs test-rest-pkgs
+test-race-pkgs:
+	$(GO) test -race -count=1 $(RACE_PKGS)
+test-rest-pkgs:
+	$(GO) test -count=1 $(filter %/selftest,$(REST_PKGS)) $(filter-out %/selftest,$(REST_PKGS))
 
 .PHONY: test-race
 test-race: ## Run every test with the race detector
