@@ -32,6 +32,8 @@ type pconn struct {
 	fresh bool
 	// tries is how many connection tries it took to open (0: from the pool).
 	tries int
+	// idleSince is when it went back to the pool.
+	idleSince time.Time
 	// ackedBase is tcpi_bytes_acked once the connection was set up (the TLS
 	// handshake's bytes), so acked - ackedBase counts request bytes.
 	ackedBase int64
@@ -61,6 +63,13 @@ func (pc *pconn) untouched() bool {
 	return ok && n == 0
 }
 
+// maxIdleReuse is how long a connection may sit idle and still be reused:
+// below every common server's keep-alive timeout (gunicorn 2 s; Node, uvicorn
+// and Apache 5 s), so the receiver never closes one just as a request on it
+// arrives — a race that would look like a request written in full and reset,
+// its answer lost, where the receiver did nothing wrong.
+const maxIdleReuse = time.Second
+
 // connPool keeps idle keep-alive connections to the target, most recent first.
 type connPool struct {
 	mu   sync.Mutex
@@ -84,7 +93,7 @@ func (p *connPool) get(deadline time.Time) *pconn {
 		p.mu.Unlock()
 		// A receiver that closed or crashed leaves a half-closed socket: writing
 		// to it would look like a request "written in full" with its answer lost.
-		if pc.c.SetDeadline(deadline) == nil && connAlive(pc) {
+		if time.Since(pc.idleSince) < maxIdleReuse && pc.c.SetDeadline(deadline) == nil && connAlive(pc) {
 			return pc
 		}
 		pc.c.Close()
@@ -92,6 +101,7 @@ func (p *connPool) get(deadline time.Time) *pconn {
 }
 
 func (p *connPool) put(pc *pconn) {
+	pc.idleSince = time.Now()
 	p.mu.Lock()
 	if len(p.idle) < p.max {
 		p.idle = append(p.idle, pc)

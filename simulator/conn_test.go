@@ -50,6 +50,31 @@ func TestKeepAliveReusesConnection(t *testing.T) {
 	}
 }
 
+// A connection idle longer than maxIdleReuse is not reused: a receiver whose
+// keep-alive timeout is about to close it (gunicorn's 2 s) would reset the
+// request written on it.
+func TestLongIdleConnectionIsNotReused(t *testing.T) {
+	var conns atomic.Int64
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
+	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.Start()
+	defer srv.Close()
+	r := newTestRunner(t, srv.URL, testProfile{})
+	for i, wait := range []time.Duration{0, 0, maxIdleReuse + 100*time.Millisecond} {
+		time.Sleep(wait)
+		if a, _ := r.Send(context.Background(), testEvent(), SendOptions{}); a.Outcome != history.OutcomeAcknowledged {
+			t.Fatalf("send %d: %+v", i, a)
+		}
+	}
+	if n := conns.Load(); n != 2 {
+		t.Fatalf("three sends, the last after %s idle, opened %d connections; want 2 (one reused at once, a fresh one after the idle)", maxIdleReuse, n)
+	}
+}
+
 func TestTLSTarget(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	defer srv.Close()

@@ -50,8 +50,9 @@
 // # Wire behaviour
 //
 // The simulator speaks HTTP/1.1 (TLS for https URLs) over its own connections:
-// keep-alive for single attempts, with a liveness probe before reusing an idle
-// connection so a receiver that closed or crashed never turns into a spurious
+// keep-alive for single attempts, reusing a connection idle for at most a
+// second (below common servers' keep-alive timeouts) and only after a liveness
+// probe, so a receiver that closed or crashed never turns into a spurious
 // "unknown"; a connection refused, never accepted (connect tries have their own
 // growing timeout) or reset before the receiver acknowledged any byte of the
 // request is opened again for the same attempt, a bounded number of times, and
