@@ -29,8 +29,10 @@ func TestClosedIdleConnectionIsNotReused(t *testing.T) {
 	}
 }
 
-func TestKeepAliveReusesConnection(t *testing.T) {
-	var conns atomic.Int64
+// countingServer answers 200 "ok" and counts the connections it accepted.
+func countingServer(t *testing.T) (*httptest.Server, *atomic.Int64) {
+	t.Helper()
+	conns := new(atomic.Int64)
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
 	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
 		if s == http.StateNew {
@@ -38,7 +40,12 @@ func TestKeepAliveReusesConnection(t *testing.T) {
 		}
 	}
 	srv.Start()
-	defer srv.Close()
+	t.Cleanup(srv.Close)
+	return srv, conns
+}
+
+func TestKeepAliveReusesConnection(t *testing.T) {
+	srv, conns := countingServer(t)
 	r := newTestRunner(t, srv.URL, testProfile{})
 	for i := 0; i < 20; i++ {
 		if a, _ := r.Send(context.Background(), testEvent(), SendOptions{}); a.Outcome != history.OutcomeAcknowledged {
@@ -54,15 +61,7 @@ func TestKeepAliveReusesConnection(t *testing.T) {
 // keep-alive timeout is about to close it (gunicorn's 2 s) would reset the
 // request written on it.
 func TestLongIdleConnectionIsNotReused(t *testing.T) {
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	srv, conns := countingServer(t)
 	r := newTestRunner(t, srv.URL, testProfile{})
 	for i, wait := range []time.Duration{0, 0, maxIdleReuse + 100*time.Millisecond} {
 		time.Sleep(wait)

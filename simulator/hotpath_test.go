@@ -7,14 +7,10 @@ import (
 	"fmt"
 	"hash/fnv"
 	"io"
-	"net"
-	"net/http"
-	"net/http/httptest"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -190,15 +186,7 @@ func compareResponses(t *testing.T, got response, gotReuse bool, want response, 
 // still reuse it (its own deadline is set before the liveness probe, which a
 // passed deadline would fail).
 func TestIdleConnectionReusedAfterItsDeadlinePassed(t *testing.T) {
-	var conns atomic.Int64
-	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) }))
-	srv.Config.ConnState = func(c net.Conn, s http.ConnState) {
-		if s == http.StateNew {
-			conns.Add(1)
-		}
-	}
-	srv.Start()
-	defer srv.Close()
+	srv, conns := countingServer(t)
 	r := newTestRunner(t, srv.URL, testProfile{})
 	for i := 0; i < 3; i++ {
 		a, _ := r.Send(context.Background(), testEvent(), SendOptions{Shape: Shape{Timeout: Duration(30 * time.Millisecond)}})
