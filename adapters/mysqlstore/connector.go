@@ -182,15 +182,15 @@ type conn struct {
 }
 
 var (
-	_ driver.ConnBeginTx         = (*conn)(nil)
-	_ driver.ConnPrepareContext  = (*conn)(nil)
-	_ driver.ExecerContext       = (*conn)(nil)
-	_ driver.QueryerContext      = (*conn)(nil)
-	_ driver.Pinger              = (*conn)(nil)
-	_ driver.SessionResetter     = (*conn)(nil)
-	_ driver.Validator           = (*conn)(nil)
-	_ driver.NamedValueChecker   = (*conn)(nil)
-	_ driver.Connector           = (*connector)(nil)
+	_ driver.ConnBeginTx          = (*conn)(nil)
+	_ driver.ConnPrepareContext   = (*conn)(nil)
+	_ driver.ExecerContext        = (*conn)(nil)
+	_ driver.QueryerContext       = (*conn)(nil)
+	_ driver.Pinger               = (*conn)(nil)
+	_ driver.SessionResetter      = (*conn)(nil)
+	_ driver.Validator            = (*conn)(nil)
+	_ driver.NamedValueChecker    = (*conn)(nil)
+	_ driver.Connector            = (*connector)(nil)
 	_ interface{ ConnID() int64 } = (*conn)(nil)
 )
 

@@ -115,7 +115,9 @@ func executableComment(s string) bool {
 
 func isDigit(c byte) bool { return c >= '0' && c <= '9' }
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v' }
+func isSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'
+}
 
 // isIdentByte: the bytes of an unquoted MySQL name (any non-ASCII byte is part
 // of a UTF-8 letter).
