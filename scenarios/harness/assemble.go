@@ -14,8 +14,8 @@ import (
 	"github.com/hookcert/hookcert/adapters/pgsession"
 	"github.com/hookcert/hookcert/adapters/process"
 	"github.com/hookcert/hookcert/adapters/purge"
-	"github.com/hookcert/hookcert/adapters/sqlstore"
 	secretscrub "github.com/hookcert/hookcert/adapters/scrub"
+	"github.com/hookcert/hookcert/adapters/sqlstore"
 	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
