@@ -238,17 +238,19 @@ func (r *Reader) count(ctx context.Context, q *query, pattern string) (any, erro
 	}
 }
 
-// readError classifies a failed read. ctx is the caller's: its own deadline
-// or cancellation is not the Reader's timeout.
+// readError classifies a failed read. ctx is the caller's: its cancellation
+// is not the Reader's failure.
 func (r *Reader) readError(ctx context.Context, q *query, err error) error {
 	var rerr redis.Error
 	switch {
 	case errors.Is(err, errTooMany):
 		return classed(fmt.Sprintf("observe: %s: %s matches more than %d keys; hookcert counts at most %d (bounded): narrow the pattern with $n",
 			q.field, q.template, MaxCountKeys, MaxCountKeys), observe.ErrInvalidQuery)
-	case ctx.Err() != nil:
+	case errors.Is(ctx.Err(), context.Canceled):
 		return fmt.Errorf("observe: query %s: %w", q.name, ctx.Err())
 	case isTimeout(err):
+		// The caller's deadline counts too: the observer bounds a read by the
+		// same timeouts.
 		return classed(fmt.Sprintf("observe: query %s: no answer from Redis at %s within %s (read timeout %s + connect timeout %s)",
 			q.name, r.where, r.to.Read+r.to.Connect, r.to.Read, r.to.Connect), observe.ErrTimeout, err)
 	case errors.As(err, &rerr) && redis.HasErrorPrefix(err, "WRONGTYPE"):
