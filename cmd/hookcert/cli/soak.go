@@ -208,7 +208,11 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		return &ExitError{Code: ExitUnreachable, Err: err}
 	}
 	defer hs.Close()
-	hooks := soak.Hooks{Terminate: hs.TerminateReceiverSessions}
+	var hooks soak.Hooks
+	if hs.Target().Store.SQL() {
+		// Only a SQL store has sessions the harness can end.
+		hooks.Terminate = hs.TerminateReceiverSessions
+	}
 	if c := hs.Env.Controller; c != nil && hs.Env.CrashUnavailable == "" {
 		hooks.Controller = c
 		hooks.Pause = soak.PauseGroup(hs.ReceiverPID)
