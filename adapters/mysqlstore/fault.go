@@ -67,9 +67,8 @@ type Gate struct {
 	table        string
 	schema, name string
 	id           int64 // the gate's own session
-	// since is when the lock was granted, on the server's clock; granted on
-	// this process's.
-	since, granted time.Time
+	// since is when the lock was granted, on the server's clock.
+	since time.Time
 	// open holds, by session, when the InnoDB transactions open at the moment
 	// the lock was granted began. INNODB_TRX.trx_started has a resolution of
 	// one second, too coarse to tell a transaction that began just before the
@@ -154,19 +153,32 @@ func (d *DB) Hold(ctx context.Context, table string) (*Gate, error) {
 	if g.since, err = unixTime(since); err != nil {
 		return fail(fmt.Errorf("mysqlstore: gate on %s: read the clock: %w", table, err))
 	}
-	g.granted = time.Now()
-	st, err := d.innodb(ctx, g.granted)
-	if err != nil {
-		return fail(fmt.Errorf("mysqlstore: gate on %s: %w", table, err))
-	}
-	for id, started := range st.trx {
-		// Read a moment after the grant: a transaction that began in a later
-		// second than the grant began after it.
-		if id != g.id && !started.IsZero() && started.Unix() <= g.since.Unix() {
-			g.open[id] = started
-		}
+	if err := g.readOpen(ctx); err != nil {
+		return fail(fmt.Errorf("mysqlstore: gate on %s: open transactions: %w", table, err))
 	}
 	return g, nil
+}
+
+// readOpen notes the InnoDB transactions open now, on the gate's session.
+func (g *Gate) readOpen(ctx context.Context) error {
+	rows, err := g.conn.QueryContext(ctx, "SELECT trx_mysql_thread_id, UNIX_TIMESTAMP(trx_started) FROM information_schema.INNODB_TRX")
+	if err != nil {
+		return g.d.classify(ctx, err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id int64
+		var started string
+		if err := rows.Scan(&id, &started); err != nil {
+			return err
+		}
+		t, err := unixTime(started)
+		if err != nil {
+			return err
+		}
+		g.open[id] = t
+	}
+	return g.d.classify(ctx, rows.Err())
 }
 
 // nameRE matches a statement naming s as a whole name, backquoted or not.
@@ -206,53 +218,39 @@ func (g *Gate) foreign(id int64, started time.Time) bool {
 // statement names the table (in the gate's database, or naming it).
 // MariaDB has no per-table view of metadata lock waits without its
 // METADATA_LOCK_INFO plugin, nor MySQL without performance_schema, so the
-// statement is what ties a waiter to the table. Their transactions are read
-// as InnoDB saw them at most 100 ms ago.
+// statement is what ties a waiter to the table.
 func (g *Gate) Waiters(ctx context.Context) ([]Waiter, error) {
-	ws, _, err := g.read(ctx, time.Now().Add(-100*time.Millisecond))
-	return ws, err
-}
-
-// read lists the waiters, with InnoDB's transactions as of notBefore or
-// later (never before the grant).
-func (g *Gate) read(ctx context.Context, notBefore time.Time) ([]Waiter, *innodbState, error) {
 	rows, err := g.d.db.QueryContext(ctx, `
-		SELECT ID, USER, HOST, COALESCE(DB, ''), COALESCE(INFO, '')
-		FROM information_schema.PROCESSLIST
-		WHERE STATE = ? AND ID <> ?
-		ORDER BY ID`, mdlWait, g.id)
+		SELECT p.ID, p.USER, p.HOST, COALESCE(p.DB, ''), COALESCE(p.INFO, ''), COALESCE(UNIX_TIMESTAMP(t.trx_started), '')
+		FROM information_schema.PROCESSLIST p
+		LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
+		WHERE p.STATE = ? AND p.ID <> ?
+		ORDER BY p.ID`, mdlWait, g.id)
 	if err != nil {
-		return nil, nil, fmt.Errorf("mysqlstore: waiters on %s: %w", g.table, g.d.classify(ctx, err))
+		return nil, fmt.Errorf("mysqlstore: waiters on %s: %w", g.table, g.d.classify(ctx, err))
 	}
 	defer rows.Close()
 	var ws []Waiter
 	for rows.Next() {
 		var w Waiter
-		var host, db string
-		if err := rows.Scan(&w.ID, &w.User, &host, &db, &w.Query); err != nil {
-			return nil, nil, fmt.Errorf("mysqlstore: waiters on %s: %w", g.table, err)
+		var host, db, started string
+		if err := rows.Scan(&w.ID, &w.User, &host, &db, &w.Query, &started); err != nil {
+			return nil, fmt.Errorf("mysqlstore: waiters on %s: %w", g.table, err)
 		}
 		if ours(g.d.server, w.ID) || !g.mentions.MatchString(w.Query) || (db != g.schema && !g.mentionsSchema.MatchString(w.Query)) {
 			continue
 		}
 		w.ClientPort = clientPort(host)
+		if started != "" {
+			w.TrxStarted, _ = unixTime(started)
+		}
+		w.Foreign = g.foreign(w.ID, w.TrxStarted)
 		ws = append(ws, w)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, nil, fmt.Errorf("mysqlstore: waiters on %s: %w", g.table, g.d.classify(ctx, err))
+		return nil, fmt.Errorf("mysqlstore: waiters on %s: %w", g.table, g.d.classify(ctx, err))
 	}
-	if notBefore.Before(g.granted) {
-		notBefore = g.granted
-	}
-	st, err := g.d.innodb(ctx, notBefore)
-	if err != nil {
-		return nil, nil, fmt.Errorf("mysqlstore: waiters on %s: %w", g.table, err)
-	}
-	for i := range ws {
-		ws[i].TrxStarted = st.trx[ws[i].ID]
-		ws[i].Foreign = g.foreign(ws[i].ID, ws[i].TrxStarted)
-	}
-	return ws, st, nil
+	return ws, nil
 }
 
 // clientPort is the port of PROCESSLIST's HOST ("127.0.0.1:54321"; 0 for
@@ -272,7 +270,7 @@ func clientPort(host string) int {
 // performance_schema.data_lock_waits on MySQL 8). This process's own sessions
 // are not counted.
 func (g *Gate) Held(ctx context.Context) (Held, error) {
-	ws, st, err := g.read(ctx, time.Now().Add(-100*time.Millisecond))
+	ws, err := g.Waiters(ctx)
 	if err != nil {
 		return Held{}, err
 	}
@@ -288,12 +286,19 @@ func (g *Gate) Held(ctx context.Context) (Held, error) {
 		h.AtGate++
 		frontier[w.ID] = true
 	}
+	if len(frontier) == 0 {
+		return h, nil
+	}
+	edges, err := g.d.lockWaits(ctx)
+	if err != nil {
+		return Held{}, fmt.Errorf("mysqlstore: sessions held by the gate on %s: %w", g.table, err)
+	}
 	behind := map[int64]bool{}
 	for depth := 0; depth < 4 && len(frontier) > 0; depth++ {
 		next := map[int64]bool{}
-		for _, e := range st.waits {
+		for _, e := range edges {
 			if !frontier[e.blocker] || atGate[e.waiter] || behind[e.waiter] || e.waiter == g.id ||
-				ours(g.d.server, e.waiter) || g.foreign(e.waiter, st.trx[e.waiter]) {
+				ours(g.d.server, e.waiter) || g.foreign(e.waiter, e.started) {
 				continue
 			}
 			behind[e.waiter] = true
@@ -303,6 +308,48 @@ func (g *Gate) Held(ctx context.Context) (Held, error) {
 	}
 	h.Behind = len(behind)
 	return h, nil
+}
+
+// lockWait is one session waiting on an InnoDB lock another holds.
+type lockWait struct {
+	waiter, blocker int64
+	started         time.Time // the waiter's transaction
+}
+
+// lockWaits reads who waits on whose InnoDB locks now.
+func (d *DB) lockWaits(ctx context.Context) ([]lockWait, error) {
+	q := `
+		SELECT r.trx_mysql_thread_id, b.trx_mysql_thread_id, UNIX_TIMESTAMP(r.trx_started)
+		FROM information_schema.INNODB_LOCK_WAITS w
+		JOIN information_schema.INNODB_TRX r ON r.trx_id = w.requesting_trx_id
+		JOIN information_schema.INNODB_TRX b ON b.trx_id = w.blocking_trx_id`
+	if !d.mariaDB {
+		// MySQL 8 dropped INNODB_LOCK_WAITS for performance_schema.
+		q = `
+		SELECT r.trx_mysql_thread_id, b.trx_mysql_thread_id, UNIX_TIMESTAMP(r.trx_started)
+		FROM performance_schema.data_lock_waits w
+		JOIN information_schema.INNODB_TRX r ON r.trx_id = w.REQUESTING_ENGINE_TRANSACTION_ID
+		JOIN information_schema.INNODB_TRX b ON b.trx_id = w.BLOCKING_ENGINE_TRANSACTION_ID`
+	}
+	rows, err := d.db.QueryContext(ctx, q)
+	if err != nil {
+		return nil, d.classify(ctx, err)
+	}
+	defer rows.Close()
+	var out []lockWait
+	for rows.Next() {
+		var e lockWait
+		var started string
+		if err := rows.Scan(&e.waiter, &e.blocker, &started); err != nil {
+			return nil, err
+		}
+		e.started, _ = unixTime(started)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, d.classify(ctx, err)
+	}
+	return out, nil
 }
 
 // WaitForWaiters polls until at least n sessions wait on the gate, and
@@ -355,8 +402,7 @@ func (g *Gate) Release(ctx context.Context) error {
 // taken (another scenario's work) — waits until they are gone and returns
 // their IDs. The killed sessions' transactions roll back.
 func (d *DB) TerminateWaiters(ctx context.Context, g *Gate, ownOnly bool) ([]int, error) {
-	// Whose transaction is whose, as of now: a cut must not hit the wrong one.
-	ws, _, err := g.read(ctx, time.Now())
+	ws, err := g.Waiters(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -456,10 +502,12 @@ type receiverSession struct {
 // connected to it but this process's own and the server's threads.
 func (d *DB) sessions(ctx context.Context, database string) ([]receiverSession, error) {
 	rows, err := d.db.QueryContext(ctx, `
-		SELECT ID, USER, COMMAND, COALESCE(STATE, ''), COALESCE(INFO, '')
-		FROM information_schema.PROCESSLIST
-		WHERE DB = ? AND ID <> CONNECTION_ID()
-		ORDER BY ID`, database)
+		SELECT p.ID, p.USER, p.COMMAND, COALESCE(p.STATE, ''), COALESCE(p.INFO, ''), COUNT(t.trx_mysql_thread_id)
+		FROM information_schema.PROCESSLIST p
+		LEFT JOIN information_schema.INNODB_TRX t ON t.trx_mysql_thread_id = p.ID
+		WHERE p.DB = ? AND p.ID <> CONNECTION_ID()
+		GROUP BY p.ID, p.USER, p.COMMAND, p.STATE, p.INFO
+		ORDER BY p.ID`, database)
 	if err != nil {
 		return nil, fmt.Errorf("mysqlstore: sessions in %s: %w", d.where, d.classify(ctx, err))
 	}
@@ -468,9 +516,11 @@ func (d *DB) sessions(ctx context.Context, database string) ([]receiverSession, 
 	for rows.Next() {
 		var s receiverSession
 		var user string
-		if err := rows.Scan(&s.id, &user, &s.command, &s.state, &s.info); err != nil {
+		var trx int
+		if err := rows.Scan(&s.id, &user, &s.command, &s.state, &s.info, &trx); err != nil {
 			return nil, fmt.Errorf("mysqlstore: sessions in %s: %w", d.where, err)
 		}
+		s.inTrx = trx > 0
 		if ours(d.server, s.id) || systemThread(user, s.command) {
 			continue
 		}
@@ -504,19 +554,9 @@ func (d *DB) Busy(ctx context.Context) (int, string, error) {
 	if d.cfg.DBName == "" {
 		return 0, "", errors.New("mysqlstore: busy: the database URL names no database")
 	}
-	asOf := time.Now()
 	ss, err := d.sessions(ctx, d.cfg.DBName)
 	if err != nil {
 		return 0, "", err
-	}
-	// Transactions as of this call: an older picture could still show one
-	// that has ended, or miss one that has begun.
-	st, err := d.innodb(ctx, asOf)
-	if err != nil {
-		return 0, "", err
-	}
-	for i := range ss {
-		_, ss[i].inTrx = st.trx[ss[i].id]
 	}
 	var parts []string
 	n := 0

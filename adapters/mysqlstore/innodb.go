@@ -26,23 +26,28 @@ const (
 	innodbStaleLimit = 5 * time.Second
 )
 
-// innodbState is InnoDB's transactions at one moment.
-type innodbState struct {
-	// at is when the reading transaction began (this process's clock): the
+// InnoDBState is InnoDB's transactions at one moment.
+type InnoDBState struct {
+	// At is when the reading transaction began (this process's clock): the
 	// picture is no older.
-	at time.Time
-	// trx is when each session's open transaction began (second resolution).
-	trx map[int64]time.Time
-	// waits are the sessions waiting on a lock another holds.
-	waits []lockWait
+	At time.Time
+	// Trx is when each session's open transaction began (by connection ID;
+	// INNODB_TRX.trx_started, whole seconds). A session is listed from its
+	// first read or write of an InnoDB table (or START TRANSACTION WITH
+	// CONSISTENT SNAPSHOT), not from its BEGIN.
+	Trx map[int64]time.Time
+	// Waits are the sessions waiting on an InnoDB lock another holds
+	// (INNODB_LOCK_WAITS on MariaDB, performance_schema.data_lock_waits on
+	// MySQL 8).
+	Waits []LockWait
 }
 
-// lockWait is one session waiting on an InnoDB lock another holds.
-type lockWait struct{ waiter, blocker int64 }
+// LockWait is one session waiting on an InnoDB lock another holds.
+type LockWait struct{ Waiter, Blocker int64 }
 
 type innodbReader struct {
 	mu       sync.Mutex
-	last     *innodbState
+	last     *InnoDBState
 	lastRead time.Time
 }
 
@@ -62,12 +67,18 @@ func readerFor(server string) *innodbReader {
 	return r
 }
 
-// innodb returns InnoDB's transactions as of notBefore or later.
-func (d *DB) innodb(ctx context.Context, notBefore time.Time) (*innodbState, error) {
+// InnoDB returns InnoDB's transactions and lock waits as of notBefore or
+// later (this process's clock). The fault tools read them through it, never
+// information_schema.INNODB_TRX directly: polled faster than every 100 ms,
+// the tables stop changing. A picture not older than notBefore is shared;
+// a fresh one takes up to 110 ms (see above), longer when other clients
+// read the tables too; past 5 s of stale pictures it gives up with an error
+// that says why.
+func (d *DB) InnoDB(ctx context.Context, notBefore time.Time) (*InnoDBState, error) {
 	r := readerFor(d.server)
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.last != nil && !r.last.at.Before(notBefore) {
+	if r.last != nil && !r.last.At.Before(notBefore) {
 		return r.last, nil
 	}
 	deadline := time.Now().Add(innodbStaleLimit)
@@ -95,7 +106,7 @@ func (d *DB) innodb(ctx context.Context, notBefore time.Time) (*innodbState, err
 // readInnoDB reads the transactions and lock waits, not before readAt,
 // inside a transaction of its own on a new session; fresh says the picture
 // lists that transaction.
-func (d *DB) readInnoDB(ctx context.Context, readAt time.Time) (*innodbState, bool, error) {
+func (d *DB) readInnoDB(ctx context.Context, readAt time.Time) (*InnoDBState, bool, error) {
 	c, err := d.canary.Conn(ctx)
 	if err != nil {
 		return nil, false, d.classify(ctx, err)
@@ -105,7 +116,7 @@ func (d *DB) readInnoDB(ctx context.Context, readAt time.Time) (*innodbState, bo
 	if err := c.Raw(func(dc any) error { self = dc.(*conn).ConnID(); return nil }); err != nil {
 		return nil, false, err
 	}
-	s := &innodbState{at: time.Now(), trx: map[int64]time.Time{}}
+	s := &InnoDBState{At: time.Now(), Trx: map[int64]time.Time{}}
 	if _, err := c.ExecContext(ctx, "START TRANSACTION WITH CONSISTENT SNAPSHOT"); err != nil {
 		return nil, false, d.classify(ctx, err)
 	}
@@ -129,7 +140,7 @@ func (d *DB) readInnoDB(ctx context.Context, readAt time.Time) (*innodbState, bo
 			rows.Close()
 			return nil, false, err
 		}
-		s.trx[id], _ = unixTime(started)
+		s.Trx[id], _ = unixTime(started)
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
@@ -156,15 +167,15 @@ func (d *DB) readInnoDB(ctx context.Context, readAt time.Time) (*innodbState, bo
 	}
 	defer rows.Close()
 	for rows.Next() {
-		var w lockWait
-		if err := rows.Scan(&w.waiter, &w.blocker); err != nil {
+		var w LockWait
+		if err := rows.Scan(&w.Waiter, &w.Blocker); err != nil {
 			return nil, false, err
 		}
-		s.waits = append(s.waits, w)
+		s.Waits = append(s.Waits, w)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, d.classify(ctx, err)
 	}
-	_, fresh := s.trx[self]
+	_, fresh := s.Trx[self]
 	return s, fresh, nil
 }
