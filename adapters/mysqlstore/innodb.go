@@ -2,6 +2,7 @@ package mysqlstore
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -67,13 +68,19 @@ func readerFor(server string) *innodbReader {
 	return r
 }
 
+// ErrInnoDBStale is wrapped by InnoDB's error when every picture it read for
+// 5 s was older than asked: another client keeps InnoDB's cache from being
+// refilled.
+var ErrInnoDBStale = errors.New("stayed stale")
+
 // InnoDB returns InnoDB's transactions and lock waits as of notBefore or
 // later (this process's clock). The fault tools read them through it, never
 // information_schema.INNODB_TRX directly: polled faster than every 100 ms,
 // the tables stop changing. A picture not older than notBefore is shared;
 // a fresh one takes up to 110 ms (see above), longer when other clients
-// read the tables too; past 5 s of stale pictures it gives up with an error
-// that says why.
+// read the tables too. Past 5 s of stale pictures it gives up with an error
+// wrapping ErrInnoDBStale, and the last picture it read (of an unknown age:
+// its At is zero) for a caller that would rather count from it than stop.
 func (d *DB) InnoDB(ctx context.Context, notBefore time.Time) (*InnoDBState, error) {
 	r := readerFor(d.server)
 	r.mu.Lock()
@@ -93,12 +100,13 @@ func (d *DB) InnoDB(ctx context.Context, notBefore time.Time) (*InnoDBState, err
 			r.last = s
 			return s, nil
 		}
+		s.At = time.Time{}
 		// Stale: others read too. A random pause breaks a rhythm in which
 		// their reads and this one's never leave the cache 100 ms alone.
 		idle = innodbCacheIdle + time.Duration(rand.Int64N(int64(100*time.Millisecond)))
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("mysqlstore: InnoDB's transaction tables on %s stayed stale for %s: another client reads information_schema.INNODB_TRX more often than every 100 ms",
-				d.where, innodbStaleLimit)
+			return s, fmt.Errorf("mysqlstore: InnoDB's transaction tables on %s %w for %s: another client reads information_schema.INNODB_TRX more often than every 100 ms",
+				d.where, ErrInnoDBStale, innodbStaleLimit)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package mysqlstore_test
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -112,11 +113,15 @@ func TestInnoDBStalePictureIsRefused(t *testing.T) {
 	}()
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
-	_, err := d.InnoDB(ctx, time.Now())
+	st, err := d.InnoDB(ctx, time.Now())
 	close(stop)
 	<-polled
-	if err == nil || !strings.Contains(err.Error(), "stayed stale for 5s: another client reads information_schema.INNODB_TRX more often than every 100 ms") {
+	if !errors.Is(err, mysqlstore.ErrInnoDBStale) || !strings.Contains(err.Error(), "stayed stale for 5s: another client reads information_schema.INNODB_TRX more often than every 100 ms") {
 		t.Errorf("InnoDB under a fast poller = %v", err)
+	}
+	// The last picture read comes with the error, its age unknown.
+	if st == nil || !st.At.IsZero() || st.Trx == nil {
+		t.Errorf("the stale picture: %+v", st)
 	}
 	if e := time.Since(start); e < 5*time.Second || e > 8*time.Second {
 		t.Errorf("gave up after %s, want about 5s", e)
