@@ -17,7 +17,8 @@ import (
 
 // HTTPConfig is target.observe.http, rendered.
 type HTTPConfig struct {
-	// BaseURL resolves relative query URLs (an absolute http or https URL).
+	// BaseURL resolves relative query URLs (an absolute http or https URL;
+	// "" when every query is absolute).
 	BaseURL string
 	// Timeout bounds one request, body included (DefaultTimeout when zero).
 	Timeout time.Duration
@@ -74,11 +75,13 @@ func OpenHTTP(ctx context.Context, cfg HTTPConfig) (*HTTP, error) {
 	if h.cfg.Client == nil {
 		h.cfg.Client, h.own = &http.Client{}, true
 	}
-	base, err := url.Parse(cfg.BaseURL)
-	if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
-		return nil, h.scrub.Error(classed(fmt.Sprintf("observe: %s.base_url: %q is not an absolute http or https URL", httpField, cfg.BaseURL), observe.ErrInvalidQuery))
+	if cfg.BaseURL != "" {
+		base, err := url.Parse(cfg.BaseURL)
+		if err != nil || (base.Scheme != "http" && base.Scheme != "https") || base.Host == "" {
+			return nil, h.scrub.Error(classed(fmt.Sprintf("observe: %s.base_url: %q is not an absolute http or https URL", httpField, cfg.BaseURL), observe.ErrInvalidQuery))
+		}
+		h.base = base
 	}
-	h.base = base
 	var errs []error
 	for _, name := range sortedNames(cfg.Queries) {
 		q, err := h.parse(name, cfg.FieldPath(name), cfg.Queries[name])
@@ -157,7 +160,12 @@ func (h *HTTP) url(q *httpQuery, k observe.Key) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("not a URL: %v", err)
 	}
-	u := h.base.ResolveReference(ref)
+	u := ref
+	if h.base != nil {
+		u = h.base.ResolveReference(ref)
+	} else if !ref.IsAbs() {
+		return "", fmt.Errorf("%q is relative, and there is no %s.base_url to resolve it against", ref.Redacted(), httpField)
+	}
 	if u.Scheme != "http" && u.Scheme != "https" {
 		return "", fmt.Errorf("%q is not an http or https URL", u.Redacted())
 	}

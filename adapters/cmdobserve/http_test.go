@@ -174,6 +174,7 @@ func TestHTTPOpenChecks(t *testing.T) {
 		{"http://127.0.0.1:1", "ftp://elsewhere/$3", "target.observe.http.queries.effects", `"ftp://elsewhere/e" is not an http or https URL`},
 		{"http://127.0.0.1:1", "/x/%zz/$3", "target.observe.http.queries.effects", "not a URL"},
 		{"http://127.0.0.1:1", " ", "target.observe.http.queries.effects", "empty: a query is a URL"},
+		{"", "/x/$3", "target.observe.http.queries.effects", `"/x/e" is relative, and there is no target.observe.http.base_url to resolve it against`},
 	}
 	for _, c := range cases {
 		_, err := OpenHTTP(context.Background(), HTTPConfig{BaseURL: c.base, Queries: map[string]string{"effects": c.query}})
@@ -218,5 +219,21 @@ func TestHTTPCapabilities(t *testing.T) {
 	if _, err := OpenHTTP(context.Background(), HTTPConfig{BaseURL: srv.URL, Capabilities: "/caps", Queries: queries}); !errors.Is(err, observe.ErrInvalidQuery) ||
 		!strings.Contains(err.Error(), `target.observe.http.capabilities: no "queries" array`) {
 		t.Errorf("bad capabilities: %v", err)
+	}
+}
+
+// TestHTTPWithoutBase: with no base URL every query is an absolute URL.
+func TestHTTPWithoutBase(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = w.Write([]byte(`{"count": 1}`))
+	}))
+	defer srv.Close()
+	r, err := OpenHTTP(context.Background(), HTTPConfig{Queries: map[string]string{"event_rows": srv.URL + "/rows/$3"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if rows, err := r.Read(context.Background(), "event_rows", observe.Key{EventID: "evt_1"}); err != nil || rows.Values[0][0] != int64(1) {
+		t.Errorf("Read = %v, %v", rows, err)
 	}
 }
