@@ -19,7 +19,7 @@ var sqliteExample = example{
 	needs: sqliteReady,
 	env: []string{"STRIPE_WEBHOOK_SECRET_LIVE=whsec_c2VsZnRlc3Qtc3FsaXRlLWxpdmUtMDAwMDAx", "STRIPE_WEBHOOK_SECRET_TEST=whsec_c2VsZnRlc3Qtc3FsaXRlLXRlc3QtMDAwMDAx",
 		// Every observer call is a python3 process: found through a pyenv
-		// shim it costs 0.2 s more, which would triple the run. Debian's
+		// shim it costs 0.2 s more, which would double the run. Debian's
 		// interpreter first (the target file's .python-version asks for it anyway).
 		"PATH=/usr/bin:" + os.Getenv("PATH")},
 	defectEnv: "SQLITE_RECEIVER_DEFECT",
