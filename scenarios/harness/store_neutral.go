@@ -2,6 +2,7 @@ package harness
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/cmdobserve"
@@ -31,7 +32,23 @@ func (hs *Harness) observeNeutral(ctx context.Context) (*observe.Observer, error
 		}
 		r, timeout = hr, h.Timeout
 	}
+	// Every guarantee reads event_rows, and effects unless none is declared:
+	// a store that says it cannot answer them cannot be certified.
+	for _, q := range []string{observe.QEventRows, observe.QEffects} {
+		if _, configured := named[q]; configured && !r.Has(q) {
+			r.Close()
+			return nil, fmt.Errorf("%s: %w: %s", field(q), observe.ErrInvalidQuery, unsupported(r, q))
+		}
+	}
 	// The call's own timeout fires first and names its field; the observer's
 	// bound is a backstop a second later.
 	return observe.NewReader(r, st.Queries, observe.WithTimeouts(observe.Timeouts{Statement: timeout, Connect: time.Second})), nil
+}
+
+// unsupported is why a store-neutral observer does not answer q.
+func unsupported(r observe.Reader, q string) string {
+	if u, ok := r.(interface{ Unsupported() map[string]string }); ok && u.Unsupported()[q] != "" {
+		return u.Unsupported()[q] + ", and every guarantee reads it"
+	}
+	return "the observer does not answer it, and every guarantee reads it"
 }

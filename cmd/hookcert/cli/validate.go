@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -157,10 +159,12 @@ func printValidation(out io.Writer, config string, hs *certify.Harness, noStart,
 		}
 		fmt.Fprintf(out, "  %-18s source %s, account %s: %s (secret %s, ack timeout %s)\n", ep.Profile, ep.Source, ep.Account, tg.URL(ep.Path), from, ack)
 	}
+	fmt.Fprintf(out, "observer: %s\n", tg.Store.Field())
 	dbURL, method := hs.Database()
-	if method != "" {
+	switch {
+	case method != "":
 		fmt.Fprintf(out, "database: the run's own (%s), dropped when validate ends\n", method)
-	} else {
+	case dbURL != "":
 		fmt.Fprintf(out, "database: %s\n", dbURL)
 	}
 	if s := tg.Setup; s != nil {
@@ -184,7 +188,14 @@ func printValidation(out io.Writer, config string, hs *certify.Harness, noStart,
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(out, "queries prepared: %s\n", strings.Join(names, ", "))
+	checked := "prepared" // on the server
+	if !tg.Store.SQL() {
+		checked = "checked"
+	}
+	fmt.Fprintf(out, "queries %s: %s\n", checked, strings.Join(names, ", "))
+	for _, name := range slices.Sorted(maps.Keys(hs.Unanswered())) {
+		fmt.Fprintf(out, "  %s is not asked: %s\n", name, hs.Unanswered()[name])
+	}
 	if len(tg.Fixtures) > 0 {
 		var fx []string
 		for name, f := range tg.Fixtures {
