@@ -51,12 +51,13 @@ type Config struct {
 	Endpoints []Endpoint `yaml:"endpoints"`
 }
 
-// DefaultEndpoints are served when no config is given: Stripe's public test
-// secret from stripe-go's webhook tests, for TEST ONLY.
+// DefaultEndpoints are served when no config is given, with the PostgreSQL
+// reference's public TEST secrets: whsec_test_secret is stripe-go's
+// (webhook/client_test.go); acct_B's is hookcert's own test value.
 func DefaultEndpoints() []Endpoint {
 	return []Endpoint{
 		{Account: "acct_A", Path: "/webhooks/stripe/acct_A", Secret: "whsec_test_secret"},
-		{Account: "acct_B", Path: "/webhooks/stripe/acct_B", Secret: "whsec_test_secret_b"},
+		{Account: "acct_B", Path: "/webhooks/stripe/acct_B", Secret: "whsec_test_secret_acct_B"},
 	}
 }
 
