@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookcert/hookcert/adapters/mysqlstore"
 	"io"
 	"log/slog"
 	"net/http"
@@ -190,6 +191,8 @@ type Harness struct {
 	o       Options
 	secrets []string
 	closers []func()
+	// mysql is the harness's sessions in a MySQL database (observe.mysql).
+	mysql *mysqlstore.DB
 }
 
 // Target is the target the harness was assembled from.
@@ -224,7 +227,7 @@ func (b *Builder) Open(ctx context.Context, tg *targetfile.Target) (_ *Harness, 
 	}()
 	env := &scenarios.Env{
 		RunID: b.o.RunID, Capabilities: make([]string, 0, len(tg.Capabilities)),
-		EventTable: tg.Postgres.EventTable, EffectTable: tg.Postgres.EffectTable,
+		EventTable: tg.Store.EventTable, EffectTable: tg.Store.EffectTable,
 		MaxBodyBytes: tg.MaxBodyBytes, TimeScale: b.o.TimeScale,
 		// Acceptance has its defaults applied by the loader (sync, 1 s settle).
 		Acceptance: tg.Acceptance,

@@ -29,7 +29,7 @@ import (
 // The adapters behind the suite's interfaces: the observer and queue reads,
 // the sink, the receiver's processes, the fault tools.
 
-// observer adapts the PostgreSQL observer to the scenarios' Observer.
+// observer adapts the observer (of any kind) to the scenarios' Observer.
 type observer struct{ o *observe.Observer }
 
 func okey(k profiles.Key) observe.Key {
@@ -52,6 +52,9 @@ func (o observer) Object(ctx context.Context, source, account, objectID string) 
 }
 func (o observer) Payment(ctx context.Context, source, account, objectID string) (string, bool, error) {
 	return o.o.Payment(ctx, source, account, objectID)
+}
+func (o observer) KeyTTL(ctx context.Context, k profiles.Key) (time.Duration, bool, bool, error) {
+	return o.o.KeyTTL(ctx, okey(k))
 }
 
 // retention adapts the purge (the target's trigger, or the hooks' function)
@@ -120,23 +123,30 @@ func (w workers) Restart(ctx context.Context) error { return w.c.restartWorkers(
 // KillHolder finds the worker process behind the session waiting on g by its
 // client port (process.OwnerOfLocalPort) and kills it alone.
 func (w workers) KillHolder(ctx context.Context, g scenarios.Gate) (int, error) {
-	pg, ok := g.(gate)
-	if !ok {
+	var ports []int
+	if pg, ok := g.(gate); ok {
+		ws, err := pg.g.Waiters(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for _, wt := range ws {
+			if wt.ClientPort > 0 {
+				ports = append(ports, wt.ClientPort)
+			}
+		}
+	} else if ps, ok, err := mysqlHolderPorts(ctx, g); !ok {
 		return 0, nil
-	}
-	ws, err := pg.g.Waiters(ctx)
-	if err != nil {
+	} else if err != nil {
 		return 0, err
+	} else {
+		ports = ps
 	}
 	groups := make([]int, len(w.c.workers))
 	for i, p := range w.c.workers {
 		groups[i] = p.PID() // each runs in a process group of its own
 	}
-	for _, wt := range ws {
-		if wt.ClientPort <= 0 {
-			continue
-		}
-		if i := process.OwnerOfLocalPort(wt.ClientPort, groups); i >= 0 {
+	for _, port := range ports {
+		if i := process.OwnerOfLocalPort(port, groups); i >= 0 {
 			if err := killProc(w.c.workers[i]); err != nil {
 				return 0, fmt.Errorf("worker %d: %w", i+1, err)
 			}

@@ -55,7 +55,7 @@ start, an unreachable database), or a warning with --strict.`,
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "target file (YAML, see docs/target.md)")
-	cmd.Flags().StringVar(&databaseURL, "database-url", "", "PostgreSQL for targets that use {{.DatabaseURL}} (default: $HOOKCERT_DATABASE_URL, else provisioned)")
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL (default $HOOKCERT_DATABASE_URL, else provisioned), or a mysql:// server for observe.mysql (default $HOOKCERT_MYSQL_URL); the run gets a database of its own there")
 	cmd.Flags().BoolVar(&noStart, "no-start", false, "do not start the receiver (its schema must already exist)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit 2 when the file draws a warning (a query or limit that would mislead a guarantee)")
 	return cmd
@@ -177,8 +177,8 @@ func printValidation(out io.Writer, config string, hs *certify.Harness, noStart,
 		fmt.Fprintf(out, "receiver: started and ready at %s, stopped again\n", tg.URL(tg.Lifecycle.ReadyPath))
 	}
 	names := make([]string, 0)
-	for name := range tg.Postgres.Queries.Named() {
-		if from := tg.Postgres.Queries.From[name]; from != "" {
+	for name := range tg.Store.Queries.Named() {
+		if from := tg.Store.Queries.From[name]; from != "" {
 			name = strings.TrimPrefix(from, "target.")
 		}
 		names = append(names, name)
