@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -175,4 +176,71 @@ func databaseExists(t *testing.T, server, name string) bool {
 		t.Fatal(err)
 	}
 	return n > 0
+}
+
+// The MySQL demo given its server with a password in $HOOKCERT_MYSQL_URL: the
+// password is used (the user is named in the output) and appears in no line
+// of the output and no report file, the receiver's log included.
+func TestDemoMySQLLeaksNoPassword(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: runs the MySQL demo")
+	}
+	server := mysqltest.Server(t)
+	cfg, err := mysqlstore.ParseURL(server)
+	if err != nil {
+		t.Fatal(err)
+	}
+	suffix := randomHex(t)
+	user, password := "hc_planted_"+suffix, "planted-pw-"+suffix
+	admin := func(stmt string) {
+		t.Helper()
+		c := cfg.Clone()
+		c.DBName = ""
+		db, err := sql.Open("mysql", c.FormatDSN())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		if _, err := db.Exec(stmt); err != nil {
+			t.Fatalf("%s: %v", strings.ReplaceAll(stmt, password, "<pw>"), err)
+		}
+	}
+	for _, host := range []string{"%", "localhost"} {
+		admin("CREATE USER '" + user + "'@'" + host + "' IDENTIFIED BY '" + password + "'")
+		admin("GRANT ALL ON *.* TO '" + user + "'@'" + host + "'")
+		t.Cleanup(func() { admin("DROP USER '" + user + "'@'" + host + "'") })
+	}
+	reportDir := filepath.Join(t.TempDir(), "report")
+	c := exec.Command(hookcertBinary(t), "demo", "--store", "mysql", "--report-dir", reportDir, "--seed", "3",
+		"--label-filter", "DEDUP-1 || ATOMIC-3 || ACK-3")
+	c.Env = append(os.Environ(), "HOOKCERT_MYSQL_URL=mysql://"+user+":"+password+"@"+cfg.Addr+"/")
+	b, err := c.CombinedOutput()
+	out := strings.ReplaceAll(string(b), password, "<LEAKED>")
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "mysql://"+user+":xxxxx@") {
+		t.Errorf("the output does not name %s: was the planted URL used?\n%s", user, out)
+	}
+	if strings.Contains(out, "<LEAKED>") {
+		t.Errorf("the output carries the password:\n%s", out)
+	}
+	files := 0
+	err = filepath.WalkDir(reportDir, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		files++
+		if strings.Contains(string(b), password) {
+			t.Errorf("%s carries the password", p)
+		}
+		return nil
+	})
+	if err != nil || files < 5 {
+		t.Errorf("report files: %d, %v", files, err)
+	}
 }
