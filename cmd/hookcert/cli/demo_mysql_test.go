@@ -97,6 +97,12 @@ func TestDemoMySQLUsage(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d and %q:\n%s", c.args, code, ExitUsage, c.want, out)
 		}
 	}
+	// A server that does not answer: the target is unreachable (3), and the
+	// password is not quoted.
+	if code, out := runChild(t, "demo", "--store", "mysql", "--database-url", "mysql://root:sekret-pw@127.0.0.1:1/", "--report-dir", t.TempDir()); code != ExitUnreachable ||
+		!strings.Contains(out, "no database for the MySQL reference on 127.0.0.1:1/") || strings.Contains(out, "sekret-pw") {
+		t.Errorf("unreachable server: exit %d, want %d:\n%s", code, ExitUnreachable, out)
+	}
 	if code, out := runChild(t, "reference", "defects", "--store", "mysql"); code != 0 || !strings.Contains(out, "check-then-insert") || !strings.Contains(out, "ack-before-commit") {
 		t.Errorf("reference defects --store mysql: exit %d\n%s", code, out)
 	}
