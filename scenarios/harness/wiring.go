@@ -479,11 +479,14 @@ func (hs *Harness) ReceiverPID() int {
 
 // TerminateReceiverSessions ends every database session of the receiver (all
 // of its database's client sessions but the harness's own) with
-// pg_terminate_backend, waits until they are gone and returns their pids.
+// pg_terminate_backend (KILL CONNECTION on MySQL), waits until they are gone
+// and returns their pids (connection IDs).
 func (hs *Harness) TerminateReceiverSessions(ctx context.Context) ([]int, error) {
-	d, ok := hs.Env.Activity.(*dbFaults)
-	if !ok {
-		return nil, errors.New("the harness holds no session in the receiver's database")
+	switch d := hs.Env.Activity.(type) {
+	case *dbFaults:
+		return pgfault.TerminateBackends(ctx, d.pool, d.database, pgfault.Filter{})
+	case *myFaults:
+		return d.db.TerminateSessions(ctx)
 	}
-	return pgfault.TerminateBackends(ctx, d.pool, d.database, pgfault.Filter{})
+	return nil, errors.New("the harness holds no session in the receiver's database")
 }

@@ -208,7 +208,11 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		return &ExitError{Code: ExitUnreachable, Err: err}
 	}
 	defer hs.Close()
-	hooks := soak.Hooks{Terminate: hs.TerminateReceiverSessions}
+	var hooks soak.Hooks
+	if hs.Target().Store.SQL() {
+		// Only a SQL store has sessions the harness can end.
+		hooks.Terminate = hs.TerminateReceiverSessions
+	}
 	if c := hs.Env.Controller; c != nil && hs.Env.CrashUnavailable == "" {
 		hooks.Controller = c
 		hooks.Pause = soak.PauseGroup(hs.ReceiverPID)
@@ -235,7 +239,7 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 	tg := hs.Target()
 	info := soak.RunInfo{
 		Tool: reports.ToolInfo{Name: "hookcert", Version: certify.Version}, Profiles: tg.Profiles(),
-		Target:      reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities},
+		Target:      reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities, Observer: hs.Env.ObserverKind},
 		Environment: map[string]string{"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH, "time_scale": fmt.Sprint(hs.Env.TimeScale)},
 		Options: reports.SoakRun{Duration: so.Duration.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
 			LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis)},
