@@ -389,6 +389,13 @@ var provenByExamples = map[string]string{
 	"retention.key-expires-early": "TestRedisExampleIsCertified (examples/redis-receiver with short-ttl)",
 }
 
+// notOnReference are the guarantees the reference's clean runs cannot run,
+// with why and the example receiver test that runs them (and holds them to
+// their declared reads through its verdicts).
+var notOnReference = map[string]string{
+	"RETENTION-5": "its keys are in PostgreSQL, which expires none by itself (no key_ttl query); TestRedisExampleIsCertified runs it",
+}
+
 // TestDefects runs the demo once per run of defectRuns, each in its own
 // parallel subtest that judges it (see the package comment for the names),
 // then checks what takes them all: every deviation code fired against some

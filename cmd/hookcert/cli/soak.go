@@ -83,7 +83,7 @@ could not judge (interrupted, keys left unread).`,
 	fl.Int64Var(&f.seed, "seed", 0, "seed for the generator's choices (0: random, printed)")
 	fl.Float64Var(&f.timeScale, "time-scale", certify.DefaultTimeScale, "provider seconds per real second for retry schedules")
 	fl.StringVar(&f.reportDir, "report-dir", "hookcert-soak", "where results.json, soak.html, history.jsonl and receiver.log go")
-	fl.StringVar(&f.databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL (default $HOOKCERT_DATABASE_URL, else provisioned), or a mysql:// server for observe.mysql (default $HOOKCERT_MYSQL_URL); the run gets a database of its own there")
+	fl.StringVar(&f.databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL ($HOOKCERT_DATABASE_URL when unset, else provisioned), or a mysql:// server for observe.mysql ($HOOKCERT_MYSQL_URL when unset); the run gets a database of its own there")
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
 	return cmd
 }
