@@ -11,6 +11,29 @@ import (
 	"github.com/hookcert/hookcert/adapters/mysqlstore"
 )
 
+// skipWhenPolled skips a test of InnoDB's transaction tables while another
+// client of the server polls them faster than every 100 ms: such a client
+// freezes them for everyone (it is what InnoDB refuses to hide), so nothing
+// can be read fresh until it stops.
+func skipWhenPolled(t *testing.T, d *mysqlstore.DB) {
+	t.Helper()
+	seen := 0
+	for range 20 {
+		rows, err := d.Query(t.Context(), `SELECT COUNT(*) FROM information_schema.PROCESSLIST
+			WHERE ID <> CONNECTION_ID() AND INFO LIKE '%INNODB\_TRX%' AND INFO NOT LIKE '%hookcert-probe%'`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rows.Values[0][0] != int64(0) {
+			seen++
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if seen >= 2 {
+		t.Skipf("another client of the server polls information_schema.INNODB_TRX (seen in %d of 20 samples of PROCESSLIST): InnoDB's tables cannot be read fresh until it stops", seen)
+	}
+}
+
 // InnoDB's transactions are read fresh however often they are asked for:
 // a transaction begun shows, one that ended goes, and who waits on whose row
 // lock is seen.
@@ -18,6 +41,7 @@ func TestInnoDBPictureIsFresh(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	u, d := newDB(t)
+	skipWhenPolled(t, d)
 	mustExec(t, d, "CREATE TABLE payments (id varchar(16) PRIMARY KEY, status text)", "INSERT INTO payments VALUES ('pi_1', 'new')")
 	rp := receiverPool(t, u)
 	a, aID := receiverSession(t, rp)
@@ -94,6 +118,7 @@ func TestInnoDBStalePictureIsRefused(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
 	u, d := newDB(t)
+	skipWhenPolled(t, d)
 	poller, _ := receiverSession(t, receiverPool(t, u))
 	stop := make(chan struct{})
 	polled := make(chan struct{})
@@ -105,7 +130,7 @@ func TestInnoDBStalePictureIsRefused(t *testing.T) {
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			if _, err := poller.ExecContext(ctx, "SELECT COUNT(*) FROM information_schema.INNODB_TRX"); err != nil {
+			if _, err := poller.ExecContext(ctx, "SELECT /* hookcert-probe */ COUNT(*) FROM information_schema.INNODB_TRX"); err != nil {
 				t.Errorf("poller: %v", err)
 				return
 			}
