@@ -12,6 +12,8 @@ import (
 	"github.com/hookcert/hookcert/adapters/mysqlstore/mysqltest"
 	"github.com/hookcert/hookcert/adapters/sqlstore"
 	"github.com/hookcert/hookcert/adapters/targetfile"
+	"github.com/hookcert/hookcert/reference/mysqlref"
+	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
@@ -218,5 +220,80 @@ func TestInitMySQLUsage(t *testing.T) {
 	}
 	if _, err := os.Stat(out); err == nil {
 		t.Error("a file was written for a database that was not read")
+	}
+}
+
+// TestInitCertifiesMySQLReference is hookcert init's done-criterion on
+// MySQL: against the MySQL reference receiver's database it proposes
+// observe.mysql whose tables and event_rows query, with what init leaves to
+// fill in (endpoints, lifecycle, the declared events), certify the reference
+// — lock-gated races and cut connections included.
+func TestInitCertifiesMySQLReference(t *testing.T) {
+	ctx := t.Context()
+	dbURL := mysqltest.Database(t)
+	// The reference creates its schema when it opens.
+	srv, err := mysqlref.Open(ctx, dbURL, mysqlref.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = srv.Close()
+	dir := t.TempDir()
+	out := filepath.Join(dir, "target.yaml")
+	code, msg := runMain("init", "--database-url", dbURL, "--out", out)
+	if code != ExitOK {
+		t.Fatalf("init: exit %d\n%s", code, msg)
+	}
+	for _, want := range []string{"event table:  webhook_events (event ID event_id, account account_id, source source)",
+		"effect table: ledger_entries", "checked: event_rows and effects prepare"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("init output does not say %q:\n%s", want, msg)
+		}
+	}
+	proposed := proposedMySQL(t, out)
+	qs := proposed["queries"].(map[string]any)
+	if proposed["event_table"] != "webhook_events" || proposed["effect_table"] != "ledger_entries" ||
+		qs["event_rows"] != "SELECT count(*) FROM webhook_events WHERE source = $1 AND account_id = $2 AND event_id = $3" ||
+		qs["effects"] != "SELECT count(*) FROM ledger_entries WHERE source = $1 AND account_id = $2 AND event_id = $3" {
+		t.Fatalf("proposed %v", proposed)
+	}
+
+	// What init left, as the demo fills it for the same receiver; its
+	// observe.mysql is init's.
+	target, _, err := demoMySQLTarget(hookcertBinary(t), dir, dbURL, nil, []string{"crash", "lock-gating", "connection-loss"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]map[string]any
+	if err := yaml.Unmarshal(target, &doc); err != nil {
+		t.Fatal(err)
+	}
+	doc["target"]["observe"] = map[string]any{"mysql": proposed}
+	filled, err := yaml.Marshal(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(out, filled, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reportDir := t.TempDir()
+	code, msg = runMain("certify", "--config", out, "--report-dir", reportDir, "--seed", "5", "--label-filter", "DEDUP || ATOMIC")
+	if code != ExitOK {
+		t.Fatalf("certify with the proposed observe.mysql: exit %d\n%s", code, msg)
+	}
+	res, err := reports.ReadResults(filepath.Join(reportDir, reports.FileJSON))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]reports.Status{}
+	for _, g := range res.Guarantees {
+		got[g.ID] = g.Status
+	}
+	for _, id := range []string{"DEDUP-1", "DEDUP-2", "DEDUP-3", "ATOMIC-1", "ATOMIC-3"} {
+		if got[id] != reports.StatusPassed {
+			t.Errorf("%s: %s, want passed", id, got[id])
+		}
+	}
+	if res.Summary.Failed != 0 || res.Summary.Error != 0 {
+		t.Errorf("summary %+v\n%s", res.Summary, msg)
 	}
 }
