@@ -32,12 +32,13 @@ func newInitCmd() *cobra.Command {
 MySQL or MariaDB (mysql://user[:password]@host[:port]/database) — from the system
 catalogs only (no table's rows but a few account names are read) and writes a
 commented target file (docs/target.md) observing it (observe.postgres or
-observe.mysql, queries in the server's dialect): the table holding the event keys (an events-like table with a
-unique key over an event ID column), the table the receiver writes its effects to
-(one whose column refers to that event ID), the observer queries over the columns
-it found, one endpoint for --profile, and the capabilities those tables justify.
-What it cannot know is left as TODO comments: the endpoint's path, account and
-secret, how to start the receiver, its event vocabulary. It prints that list.
+observe.mysql, queries in the server's dialect): the table holding the event keys
+(an events-like table with a unique key over an event ID column), the table the
+receiver writes its effects to (one whose column refers to that event ID), the
+observer queries over the columns it found, one endpoint for --profile, and the
+capabilities those tables justify. What it cannot know is left as TODO comments:
+the endpoint's path, account and secret, how to start the receiver, its event
+vocabulary. It prints that list.
 
 Exit status: 0 a target was proposed; 1 no event table was found (a skeleton is
 written); 2 usage error or an existing --out without --force; 3 the database cannot
