@@ -1,14 +1,17 @@
 package scenarios
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // capabilityDocs documents every capability a guarantee can need. Declared ones come
 // from the target file's `capabilities`; derived ones are read off its endpoints.
 var capabilityDocs = []struct{ name, doc string }{
 	{"crash", "declared: the harness may SIGKILL and restart the receiver (needs `lifecycle`)"},
 	{"failpoints", "declared: the receiver implements the failpoint protocol (docs/failpoints.md)"},
-	{"lock-gating", "declared: the harness may lock the receiver's event table (`observe.postgres.event_table`) to force races"},
-	{"connection-loss", "declared: the harness may terminate the receiver's database sessions mid-transaction (needs an effect table to gate)"},
+	{"lock-gating", "declared: the harness may lock the receiver's event table (`observe.postgres.event_table` or `observe.mysql.event_table`) to force races; SQL observers only"},
+	{"connection-loss", "declared: the harness may terminate the receiver's database sessions mid-transaction (needs an effect table to gate); SQL observers only"},
 	{"ordering", "declared (built-in vocabulary): the receiver handles versioned updates (`customer.subscription.updated`) and exposes the `object` query; with `events:`, declaring `events.ordered` is enough"},
 	{"state-machine", "declared (built-in vocabulary): the receiver handles the payment state machine and exposes the `payment` query; with `events:`, declaring `events.lifecycle` is enough"},
 	{"domain-constraint", "declared (built-in vocabulary): the receiver credits one payment once whatever the event IDs (`object_effects` query); with `events:`, an `events.lifecycle.effects` query is enough"},
@@ -23,6 +26,7 @@ var capabilityDocs = []struct{ name, doc string }{
 	{"header-event-id", "derived: an endpoint whose profile carries the event ID in a header, outside the body"},
 	{"stop-in-transaction", "derived: the harness can stop the receiver inside its transaction: failpoints, or an effect table it may lock (lock-gating or connection-loss)"},
 	{"signed-timestamp", "derived: an endpoint whose profile signs a timestamp"},
+	{"key-ttl", "derived: the observer answers the `key_ttl` query (a store that expires keys by itself, such as Redis)"},
 }
 
 // Has reports whether the target has a capability, declared or derived, and
@@ -59,6 +63,11 @@ func (e *Env) derived(c Capability) (ok bool, why string, known bool) {
 			return true, "", true
 		}
 		return false, "no endpoint's profile carries the event ID in a header", true
+	case "key-ttl":
+		if e.Queries != nil && e.Queries(queryKeyTTL) {
+			return true, "", true
+		}
+		return false, fmt.Sprintf("the %s observer answers no key_ttl query (%s.queries.key_ttl): the store's expiry on a key cannot be read", e.kind(), e.kindField()), true
 	case "signed-timestamp":
 		if _, ok := e.endpointWhere(signsTimestamp); ok {
 			return true, "", true
@@ -73,7 +82,10 @@ func (e *Env) derived(c Capability) (ok bool, why string, known bool) {
 		if e.EffectTable != "" && (lock || cut) {
 			return true, "", true
 		}
-		return false, "no failpoints capability, and no effect table (observe.postgres.effect_table) the harness may lock (lock-gating or connection-loss) to stop the receiver inside its transaction", true
+		if !e.sqlKind() {
+			return false, fmt.Sprintf("no failpoints capability, and the %s observer has no table the harness may lock to stop the receiver inside its transaction", e.kind()), true
+		}
+		return false, fmt.Sprintf("no failpoints capability, and no effect table (%s.effect_table) the harness may lock (lock-gating or connection-loss) to stop the receiver inside its transaction", e.kindField()), true
 	}
 	return false, "", false
 }
@@ -158,6 +170,9 @@ func (e *Env) roles(c Capability) (ok bool, why string, known bool) {
 // honour it.
 func (e *Env) declared(c Capability) (bool, string) {
 	if !e.declares(c) {
+		if (c == "lock-gating" || c == "connection-loss") && !e.sqlKind() {
+			return false, fmt.Sprintf("the %s observer cannot offer capability %s: there is no lock or database session the harness can hold in the receiver's store (SQL observers only)", e.kind(), c)
+		}
 		return false, "the target does not declare capability " + c
 	}
 	switch {
@@ -168,7 +183,7 @@ func (e *Env) declared(c Capability) (bool, string) {
 	case c == "failpoints" && e.Failpoints == nil:
 		return false, "capability failpoints is declared but no failpoint client is configured"
 	case (c == "lock-gating" || c == "connection-loss") && e.DB == nil:
-		return false, "capability " + c + " is declared but observe.postgres is not configured"
+		return false, "capability " + c + " is declared but no SQL observer (observe.postgres, observe.mysql) is configured"
 	case c == "retention" && e.Retention == nil:
 		return false, "capability retention is declared but no purge trigger is configured"
 	}
@@ -250,3 +265,19 @@ func (e *Env) shortestTimeout() (Endpoint, time.Duration, bool) {
 	}
 	return best, bestT, bestT > 0
 }
+
+// kind is the observer's kind, postgres when the run does not say (a Go
+// environment built by hand).
+func (e *Env) kind() string {
+	if e.ObserverKind == "" {
+		return "postgres"
+	}
+	return e.ObserverKind
+}
+
+// kindField is the target file's section of the observer.
+func (e *Env) kindField() string { return "observe." + e.kind() }
+
+// sqlKind reports whether the observer reads a SQL database the harness's own
+// sessions can lock and cut.
+func (e *Env) sqlKind() bool { return e.kind() == "postgres" || e.kind() == "mysql" }

@@ -62,12 +62,13 @@ func CatalogueMarkdown() []byte {
 // readSource is where a target declares each read's query, in the order of
 // the table of reads.
 var readSource = []struct{ query, field, returns string }{
-	{queryEventRows, "`observe.postgres.queries.event_rows`", "one count: the event's key rows"},
-	{queryEffects, "`events.effect.effects`, else `observe.postgres.queries.effects`", "one count: the event's effects ($4 is the event's object)"},
-	{queryObjectEffects, "`events.lifecycle.effects`, else `observe.postgres.queries.object_effects`", "one count: the object's effects, whichever event applied them"},
-	{queryState, "`events.lifecycle.state`, else `observe.postgres.queries.payment` (histories before declared vocabularies call the read `payment`)", "the object's state (one text column), no row while it does not exist"},
-	{queryObject, "`events.ordered.state`, else `observe.postgres.queries.object`", "the ordering key the object holds (and a status), no row while it does not exist"},
-	{queryPayloadPresent, "`observe.postgres.queries.payload_present`", "one boolean: the event's payload is still stored; no row once the key is gone"},
+	{queryEventRows, "`observe.<kind>.queries.event_rows`", "one count: the event's key rows"},
+	{queryEffects, "`events.effect.effects`, else `observe.<kind>.queries.effects`", "one count: the event's effects ($4 is the event's object)"},
+	{queryObjectEffects, "`events.lifecycle.effects`, else `observe.<kind>.queries.object_effects`", "one count: the object's effects, whichever event applied them"},
+	{queryState, "`events.lifecycle.state`, else `observe.<kind>.queries.payment` (histories before declared vocabularies call the read `payment`)", "the object's state (one text column), no row while it does not exist"},
+	{queryObject, "`events.ordered.state`, else `observe.<kind>.queries.object`", "the ordering key the object holds (and a status), no row while it does not exist"},
+	{queryPayloadPresent, "`observe.<kind>.queries.payload_present`", "one boolean: the event's payload is still stored; no row once the key is gone"},
+	{queryKeyTTL, "`observe.<kind>.queries.key_ttl`", "the milliseconds left before the store expires the event's key (-1: never), no row once it is gone"},
 	{queryInboxState, "`inbox.state`", "(state, attempts) of the event's accepted work"},
 	{queryOutboxState, "`outbox.state`", "(state, attempts) of the event's downstream message"},
 	{querySinkCalls, "none: the harness's own sink", "the downstream calls whose body (or operation key) carries the event ID"},

@@ -23,6 +23,12 @@ type Env struct {
 	Capabilities []string
 	// Observer reads the receiver's state (required).
 	Observer Observer
+	// ObserverKind is the kind of store the observer reads (postgres, mysql,
+	// redis, command, http): what the harness can do there besides reading.
+	ObserverKind string
+	// Queries reports whether the observer answers a named query (nil: only
+	// the required ones are known to be answered).
+	Queries func(name string) bool
 	// Controller kills and restarts the receiver (capability crash).
 	Controller Controller
 	// Failpoints arms the receiver's failpoints (capability failpoints).
@@ -186,6 +192,10 @@ type Observer interface {
 	ObjectEffects(ctx context.Context, source, account, objectID string) (int, error)
 	Object(ctx context.Context, source, account, objectID string) (version int64, status string, found bool, err error)
 	Payment(ctx context.Context, source, account, objectID string) (status string, found bool, err error)
+	// KeyTTL reads how long one event's key has left before the store expires
+	// it (the key_ttl query): found is false when the key is gone, never true
+	// when it does not expire.
+	KeyTTL(ctx context.Context, k profiles.Key) (ttl time.Duration, never, found bool, err error)
 }
 
 // Controller crashes and restarts the receiver.

@@ -80,7 +80,7 @@ type Read struct {
 // references a parameter its read does not bind is given an empty string.
 // The self-test holds this table to the parameters the history records.
 var readBinds = map[string][]int{
-	queryEventRows: {1, 2, 3}, queryEffects: {1, 2, 3, 4}, queryPayloadPresent: {1, 2, 3},
+	queryEventRows: {1, 2, 3}, queryEffects: {1, 2, 3, 4}, queryPayloadPresent: {1, 2, 3}, queryKeyTTL: {1, 2, 3},
 	queryObjectEffects: {1, 2, 4}, queryObject: {1, 2, 4}, queryState: {1, 2, 4},
 	queryInboxState: {1, 2, 3}, queryOutboxState: {1, 2, 3}, querySinkCalls: {1, 2, 3},
 }

@@ -17,6 +17,7 @@ const (
 	queryObjectEffects  = "object_effects"
 	queryObject         = "object"
 	queryPayloadPresent = "payload_present"
+	queryKeyTTL         = "key_ttl"
 	// queryState reads a lifecycle object's state (histories before declared
 	// vocabularies call it "payment").
 	queryState       = "state"

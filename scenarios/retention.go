@@ -15,7 +15,7 @@ import (
 // RETENTION: keys are kept at least as long as the provider may redeliver
 // (and then let go), payloads no longer than needed. The receiver states its
 // TTLs and offers a purge the harness runs as of a chosen time.
-var retentionFamily = family{Name: "RETENTION", Guarantees: []*Guarantee{&retention1, &retention2, &retention3, &retention4}}
+var retentionFamily = family{Name: "RETENTION", Guarantees: []*Guarantee{&retention1, &retention2, &retention3, &retention4, &retention5}}
 
 // The RETENTION deviation codes.
 var (
@@ -25,6 +25,8 @@ var (
 	codeRetentionPayloadKept     = Code{"retention.payload-kept", "a payload is still stored after a purge past its payload TTL"}
 	codeRetentionPayloadOrphaned = Code{"retention.payload-orphaned", "a payload is still stored after its key was purged"}
 	codeRetentionKeyKept         = Code{"retention.key-kept", "a key survived a purge past its declared key TTL"}
+	codeRetentionKeyExpiresEarly = Code{"retention.key-expires-early", "the store expires an event's key before its provider's redelivery horizon ends (the TTL read from the store)"}
+	codeRetentionKeyMissing      = Code{"retention.key-missing", "an acknowledged event's key is not in the store right after its delivery, so nothing stops a redelivery"}
 )
 
 // retentionFacts are what the RETENTION scenarios fix for their checkers
@@ -40,6 +42,10 @@ type retentionFacts struct {
 	KeyMustRemain *bool `fact:"key_must_remain"`
 	// Ladder is RETENTION-4's purge offsets, in order.
 	Ladder durations `fact:"ladder"`
+	// Horizon is RETENTION-5's endpoint's redelivery horizon (0: undocumented)
+	// and HorizonSource where it comes from.
+	Horizon       *time.Duration `fact:"horizon"`
+	HorizonSource string         `fact:"horizon_source"`
 }
 
 // endpointTTL is an endpoint's declared key TTL beside its provider's
@@ -64,6 +70,9 @@ func (e *endpointTTL) UnmarshalText(b []byte) error {
 	e.Source = parts[2]
 	return nil
 }
+
+// phaseDelivered names RETENTION-5's read of the key's TTL right after its delivery.
+const phaseDelivered = "after-delivery"
 
 // Phases and roles of the RETENTION scenarios. phaseLadder, with the offset,
 // names RETENTION-4's read after each purge of its ladder ("ladder:720h0m0s").
@@ -135,6 +144,53 @@ var retention1 = Guarantee{
 		}
 		v.count(codeRetentionKeyPurgedEarly, queryEventRows, phaseAfterPurge, 1, "after a purge as of the end of the redelivery horizon")
 		replayCheck(v, "at the end of the redelivery horizon")
+	}),
+}
+
+var retention5 = Guarantee{
+	ID: "RETENTION-5", Title: "Key store expiry covers the redelivery horizon",
+	Promise: "A receiver that lets its store expire event keys (a Redis `SET NX PX`, a TTL index) sets an expiry that outlasts its provider's redelivery horizon, read from the store itself.",
+	Why:     "A dedupe key with a TTL of minutes meets retry schedules of days: once it expires, the provider's next retry is applied a second time, and no declaration in a file would show it.",
+	Needs:   []Capability{"key-ttl"},
+	Spec:    "the store's expiry on an event key outlasts the provider's redelivery horizon",
+	Sends:   "one `effect` event; the key's remaining TTL is read from the store right after its acknowledgement (the `key_ttl` query)",
+	Expects: "the key is there, and it never expires or expires after the provider's redelivery horizon (its retry horizon and manual resend window, with sources)",
+	codes:   []Code{codeRetentionKeyExpiresEarly, codeRetentionKeyMissing},
+	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key once delivered (1)"}, {Query: queryKeyTTL, Tells: "the key's TTL right after delivery: gone, never expiring, or how long it has left"}},
+	judge: bind(func(s *session, f *retentionFacts) {
+		ep := s.primary()
+		h := horizonOf(ep.Profile)
+		total := h.total
+		if !h.documented {
+			total = 0
+		}
+		f.Horizon, f.HorizonSource = &total, h.source
+		_, k, _, _ := s.deliverOnce(ep)
+		s.keyTTL(k, phaseDelivered)
+	}, func(v *view, f *retentionFacts) {
+		reads := v.reads(queryKeyTTL, phaseDelivered)
+		if len(reads) != 1 {
+			v.fail("want one read of the key's TTL after delivery, got %d", len(reads))
+			return
+		}
+		o := reads[0]
+		horizon := time.Duration(0)
+		if f.Horizon != nil {
+			horizon = *f.Horizon
+		}
+		ttl := time.Duration(o.Count) * time.Millisecond
+		switch {
+		case !o.Found:
+			v.deviate(codeRetentionKeyMissing, "the key of %s is not in the store right after its delivery was acknowledged (key_ttl found no key): a redelivery would not be recognised", o.Params[2])
+		case o.Count == -1:
+			v.note("the key of %s never expires (key_ttl -1): it covers any redelivery horizon", o.Params[2])
+		case horizon == 0:
+			v.note("the key of %s expires in %s; %s: the redelivery horizon is undocumented, the user chooses", o.Params[2], days(ttl), f.HorizonSource)
+		case ttl < horizon:
+			v.deviate(codeRetentionKeyExpiresEarly, "the store expires the key of %s in %s (key_ttl read right after delivery), before the redelivery horizon %s ends: %s", o.Params[2], days(ttl), days(horizon), f.HorizonSource)
+		default:
+			v.note("the key of %s expires in %s, after the redelivery horizon %s: %s", o.Params[2], days(ttl), days(horizon), f.HorizonSource)
+		}
 	}),
 }
 
@@ -413,6 +469,22 @@ func (s *session) payload(k profiles.Key, phase string) bool {
 		return err
 	})
 	return o.Found && o.Present
+}
+
+// keyTTL reads how long k's key has left before the store expires it: the
+// observation's count is milliseconds, -1 when it never expires; found is
+// false when the key is gone.
+func (s *session) keyTTL(k profiles.Key, phase string) history.Observation {
+	return s.read(queryKeyTTL, phase, keyParams(k), func(ctx context.Context, o *history.Observation) error {
+		ttl, never, found, err := s.env.Observer.KeyTTL(ctx, k)
+		o.Found = found
+		if never {
+			o.Count = -1
+		} else {
+			o.Count = ttl.Milliseconds()
+		}
+		return err
+	})
 }
 
 // replay redelivers ev (re-signed now, as a provider's retry or a person's resend

@@ -291,3 +291,7 @@ func TestGateThatHeldNobodyBecauseAllWereRefused(t *testing.T) {
 		t.Fatalf("abort = %q, want none", r)
 	}
 }
+
+func (nopObserver) KeyTTL(context.Context, profiles.Key) (time.Duration, bool, bool, error) {
+	return 0, false, false, errors.New("no key_ttl")
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookcert/hookcert/adapters/pgsession"
+	"github.com/hookcert/hookcert/adapters/sqlstore"
 	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
@@ -57,13 +58,13 @@ func WithTimeouts(t Timeouts) Option {
 }
 
 // TargetTimeouts are the bounds a target file sets (or their defaults).
-func TargetTimeouts(p targetfile.Postgres) Timeouts {
+func TargetTimeouts(p targetfile.Store) Timeouts {
 	return Timeouts{Connect: p.ConnectTimeout, Statement: p.StatementTimeout, Lock: p.LockTimeout}.withDefaults()
 }
 
 // OpenTarget opens the observer a target file describes: its URL, queries and
 // timeouts.
-func OpenTarget(ctx context.Context, p targetfile.Postgres) (*Observer, error) {
+func OpenTarget(ctx context.Context, p targetfile.Store) (*Observer, error) {
 	return Open(ctx, p.URL.Reveal(), p.Queries, WithTimeouts(TargetTimeouts(p)))
 }
 
@@ -132,12 +133,19 @@ func (o *Observer) queryContext(ctx context.Context) (context.Context, context.C
 	return context.WithTimeout(ctx, o.timeouts.Statement+o.timeouts.Connect)
 }
 
-// Close closes the pool if Open created it.
+// Close closes the pool if Open created it, and a Reader.
 func (o *Observer) Close() {
 	if o.ownPool {
 		o.pool.Close()
 	}
+	if o.reader != nil {
+		o.reader.Close()
+	}
 }
 
-// Pool is the observer's pool (for fault tools that need the harness's sessions).
+// Pool is the observer's PostgreSQL pool (for fault tools that need the
+// harness's sessions); nil for the other kinds.
 func (o *Observer) Pool() *pgxpool.Pool { return o.pool }
+
+// DB is the observer's SQL database other than PostgreSQL; nil for the other kinds.
+func (o *Observer) DB() sqlstore.DB { return o.db }

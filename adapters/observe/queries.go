@@ -22,6 +22,8 @@ const (
 	QPayment       = targetfile.QueryPayment
 	// QPayloadPresent reads whether one event's key row still holds its payload.
 	QPayloadPresent = targetfile.QueryPayloadPresent
+	// QKeyTTL reads how long one event's key has left before the store expires it.
+	QKeyTTL = targetfile.QueryKeyTTL
 	// QQuiescent reads whether the receiver has accepted work pending.
 	QQuiescent = targetfile.QueryQuiescent
 	// QInboxState and QOutboxState read (state, attempts) of one event's accepted
@@ -31,13 +33,13 @@ const (
 )
 
 // queryOrder is the order the observer checks and snapshots its queries in.
-var queryOrder = []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QPayloadPresent, QQuiescent, QInboxState, QOutboxState}
+var queryOrder = []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QPayloadPresent, QKeyTTL, QQuiescent, QInboxState, QOutboxState}
 
 // columns is what each query must return; object may leave out its status
 // (an ordered object's state is its ordering key alone).
 var columns = map[string]string{
 	QEventRows: "count", QEffects: "count", QObjectEffects: "count",
-	QObject: "version, status", QPayment: "status", QPayloadPresent: "present", QQuiescent: "quiescent",
+	QObject: "version, status", QPayment: "status", QPayloadPresent: "present", QKeyTTL: "ttl_ms", QQuiescent: "quiescent",
 	QInboxState: "state, attempts", QOutboxState: "state, attempts",
 }
 
@@ -57,7 +59,10 @@ type query struct {
 }
 
 func newObserver(ctx context.Context, pool *pgxpool.Pool, q targetfile.Queries, to Timeouts) (*Observer, error) {
-	o := &Observer{pool: pool, queries: map[string]*query{}, timeouts: to}
+	o := &Observer{pool: pool, queries: map[string]*query{}, timeouts: to, kind: targetfile.KindPostgres, field: q.Base, paths: q}
+	if o.field == "" {
+		o.field = "target.observe.postgres"
+	}
 	named := q.Named()
 	fieldPath := q.FieldPath
 	actx, cancel := context.WithTimeout(ctx, to.Connect)

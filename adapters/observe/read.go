@@ -6,28 +6,44 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
+	"time"
 
 	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
-// count runs a one-column counting query; a NULL counts as 0 (e.g. a SUM over no rows).
-func (o *Observer) count(ctx context.Context, name string, k Key) (int, error) {
-	q, err := o.get(name)
+// one reads a query that returns at most one row: found is false for no row.
+func (o *Observer) one(ctx context.Context, name string, k Key, what string) (row []any, found bool, err error) {
+	r, err := o.read(ctx, name, k)
 	if err != nil {
+		return nil, false, err
+	}
+	switch len(r.Values) {
+	case 0:
+		return nil, false, nil
+	case 1:
+		return r.Values[0], true, nil
+	}
+	return nil, false, fmt.Errorf("observe: query %s: %d rows for %s (want at most 1)", name, len(r.Values), what)
+}
+
+// shape is the error for a value of the wrong type in a query's answer: the
+// target's query is wrong, named by its field.
+func (o *Observer) shape(name string, want string, v any) error {
+	return classed(fmt.Sprintf("observe: %s: must return %s, returned %s %q", o.fieldPath(name), want, typeOf(v), asString(v)), ErrInvalidQuery)
+}
+
+// count runs a one-column counting query; a NULL, or no row, counts as 0 (a
+// SUM over no rows; a key store's missing counter).
+func (o *Observer) count(ctx context.Context, name string, k Key) (int, error) {
+	row, found, err := o.one(ctx, name, k, fmt.Sprintf("event %q object %q", k.EventID, k.ObjectID))
+	if err != nil || !found || len(row) == 0 || row[0] == nil {
 		return 0, err
 	}
-	var n *int64
-	qctx, cancel := o.queryContext(ctx)
-	defer cancel()
-	if err := o.pool.QueryRow(qctx, q.compact, o.args(q, k)...).Scan(&n); err != nil {
-		return 0, o.queryError(ctx, name, err)
+	n, ok := asInt(row[0])
+	if !ok {
+		return 0, o.shape(name, "an integer count", row[0])
 	}
-	if n == nil {
-		return 0, nil
-	}
-	return int(*n), nil
+	return int(n), nil
 }
 
 // EventRows counts the receiver's stored keys for one event.
@@ -51,138 +67,94 @@ func (o *Observer) ObjectEffects(ctx context.Context, source, account, objectID 
 // A query of one column (events.ordered.state: the applied ordering key) gives
 // an empty status.
 func (o *Observer) Object(ctx context.Context, source, account, objectID string) (version int64, status string, found bool, err error) {
-	q, err := o.get(QObject)
-	if err != nil {
+	row, found, err := o.one(ctx, QObject, Key{Source: source, Account: account, ObjectID: objectID}, fmt.Sprintf("object %q", objectID))
+	if err != nil || !found {
 		return 0, "", false, err
 	}
-	qctx, cancel := o.queryContext(ctx)
-	defer cancel()
-	rows, err := o.pool.Query(qctx, q.compact, o.args(q, Key{Source: source, Account: account, ObjectID: objectID})...)
-	if err != nil {
-		return 0, "", false, o.queryError(ctx, QObject, err)
-	}
-	type row struct {
-		v *int64
-		s *string
-	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		// A one-column query returns the ordering key alone.
-		if len(r.FieldDescriptions()) == 1 {
-			return x, r.Scan(&x.v)
+	if len(row) > 0 && row[0] != nil {
+		v, ok := asInt(row[0])
+		if !ok {
+			return 0, "", false, o.shape(QObject, "an integer version first", row[0])
 		}
-		return x, r.Scan(&x.v, &x.s)
-	})
-	if err != nil {
-		return 0, "", false, o.queryError(ctx, QObject, err)
+		version = v
 	}
-	switch len(got) {
-	case 0:
-		return 0, "", false, nil
-	case 1:
-	default:
-		return 0, "", false, fmt.Errorf("observe: query object: %d rows for object %q (want at most 1)", len(got), objectID)
-	}
-	if got[0].v != nil {
-		version = *got[0].v
-	}
-	if got[0].s != nil {
-		status = *got[0].s
+	if len(row) > 1 && row[1] != nil {
+		status = asString(row[1])
 	}
 	return version, status, true, nil
 }
 
 // Payment returns the status of a payment; found is false when there is no row.
 func (o *Observer) Payment(ctx context.Context, source, account, paymentID string) (status string, found bool, err error) {
-	q, err := o.get(QPayment)
-	if err != nil {
+	row, found, err := o.one(ctx, QPayment, Key{Source: source, Account: account, ObjectID: paymentID}, fmt.Sprintf("payment %q", paymentID))
+	if err != nil || !found {
 		return "", false, err
 	}
-	qctx, cancel := o.queryContext(ctx)
-	defer cancel()
-	rows, err := o.pool.Query(qctx, q.compact, o.args(q, Key{Source: source, Account: account, ObjectID: paymentID})...)
-	if err != nil {
-		return "", false, o.queryError(ctx, QPayment, err)
+	if len(row) > 0 && row[0] != nil {
+		status = asString(row[0])
 	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*string, error) {
-		var s *string
-		return s, r.Scan(&s)
-	})
-	if err != nil {
-		return "", false, o.queryError(ctx, QPayment, err)
-	}
-	switch len(got) {
-	case 0:
-		return "", false, nil
-	case 1:
-		if got[0] != nil {
-			status = *got[0]
-		}
-		return status, true, nil
-	default:
-		return "", false, fmt.Errorf("observe: query payment: %d rows for payment %q (want at most 1)", len(got), paymentID)
-	}
+	return status, true, nil
 }
 
 // PayloadPresent reports whether the event's key row still holds its payload;
 // found is false when the query returns no row (the key is gone). A NULL reads as
 // false; more than one row is an error.
 func (o *Observer) PayloadPresent(ctx context.Context, k Key) (present, found bool, err error) {
-	q, err := o.get(QPayloadPresent)
-	if err != nil {
+	row, found, err := o.one(ctx, QPayloadPresent, k, fmt.Sprintf("event %q", k.EventID))
+	if err != nil || !found {
 		return false, false, err
 	}
-	qctx, cancel := o.queryContext(ctx)
-	defer cancel()
-	rows, err := o.pool.Query(qctx, q.compact, o.args(q, k)...)
-	if err != nil {
-		return false, false, o.queryError(ctx, QPayloadPresent, err)
+	if len(row) == 0 || row[0] == nil {
+		return false, true, nil
 	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*bool, error) {
-		var b *bool
-		return b, r.Scan(&b)
-	})
-	if err != nil {
-		return false, false, o.queryError(ctx, QPayloadPresent, err)
+	b, ok := asBool(row[0])
+	if !ok {
+		return false, false, o.shape(QPayloadPresent, "a boolean", row[0])
 	}
-	switch len(got) {
-	case 0:
-		return false, false, nil
-	case 1:
-		return got[0] != nil && *got[0], true, nil
-	default:
-		return false, false, fmt.Errorf("observe: query payload_present: %d rows for event %q (want at most 1)", len(got), k.EventID)
+	return b, true, nil
+}
+
+// KeyTTL reads how long one event's key has left before the store expires it:
+// found is false when the key is gone, never true when it does not expire
+// (key_ttl answers -1).
+func (o *Observer) KeyTTL(ctx context.Context, k Key) (ttl time.Duration, never, found bool, err error) {
+	row, found, err := o.one(ctx, QKeyTTL, k, fmt.Sprintf("event %q", k.EventID))
+	if err != nil || !found || len(row) == 0 || row[0] == nil {
+		return 0, false, false, err
 	}
+	ms, ok := asInt(row[0])
+	switch {
+	case !ok:
+		return 0, false, false, o.shape(QKeyTTL, "milliseconds left (an integer; -1 when the key never expires)", row[0])
+	case ms == -1:
+		return 0, true, true, nil
+	case ms == -2:
+		return 0, false, false, nil // Redis's answer for a key that is gone
+	case ms < 0:
+		return 0, false, false, o.shape(QKeyTTL, "milliseconds left (an integer; -1 when the key never expires)", row[0])
+	}
+	return time.Duration(ms) * time.Millisecond, false, true, nil
 }
 
 // Quiescent reports whether the receiver has no accepted work pending (the
 // acceptance.quiescent query). Its one row must hold true or false: no row,
 // several, or NULL is an error, since the harness cannot tell.
 func (o *Observer) Quiescent(ctx context.Context) (bool, error) {
-	q, err := o.get(QQuiescent)
+	r, err := o.read(ctx, QQuiescent, Key{})
 	if err != nil {
 		return false, err
 	}
-	qctx, cancel := o.queryContext(ctx)
-	defer cancel()
-	rows, err := o.pool.Query(qctx, q.compact)
-	if err != nil {
-		return false, o.queryError(ctx, QQuiescent, err)
-	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (*bool, error) {
-		var b *bool
-		return b, r.Scan(&b)
-	})
-	if err != nil {
-		return false, o.queryError(ctx, QQuiescent, err)
-	}
 	switch {
-	case len(got) != 1:
-		return false, fmt.Errorf("observe: query quiescent: %d rows (want exactly 1)", len(got))
-	case got[0] == nil:
+	case len(r.Values) != 1:
+		return false, fmt.Errorf("observe: query quiescent: %d rows (want exactly 1)", len(r.Values))
+	case len(r.Values[0]) == 0 || r.Values[0][0] == nil:
 		return false, errors.New("observe: query quiescent: NULL (want true or false)")
 	}
-	return *got[0], nil
+	b, ok := asBool(r.Values[0][0])
+	if !ok {
+		return false, o.shape(QQuiescent, "a boolean", r.Values[0][0])
+	}
+	return b, nil
 }
 
 // Result is what one query returned, as evidence for a report.
@@ -200,41 +172,26 @@ type Result struct {
 func (o *Observer) Snapshot(ctx context.Context, k Key) []Result {
 	var out []Result
 	for _, name := range o.order {
-		q := o.queries[name]
-		r := Result{Query: name, SQL: q.sql, Params: map[string]string{}, Rows: [][]string{}}
-		for _, n := range q.params {
+		text, params := o.describe(name)
+		r := Result{Query: name, SQL: text, Params: map[string]string{}, Rows: [][]string{}}
+		for _, n := range params {
 			r.Params[fmt.Sprintf("$%d %s", n, targetfile.ParamNames[n-1])] = k.param(n)
 		}
-		qctx, cancel := o.queryContext(ctx)
-		rows, err := o.pool.Query(qctx, q.compact, o.args(q, k)...)
-		if err == nil {
-			for _, f := range rows.FieldDescriptions() {
-				r.Columns = append(r.Columns, f.Name)
-			}
-			for rows.Next() {
-				vals, verr := rows.Values()
-				if verr != nil {
-					err = verr
-					break
-				}
-				row := make([]string, len(vals))
-				for i, v := range vals {
-					if v == nil {
-						row[i] = "NULL"
-					} else {
-						row[i] = fmt.Sprint(v)
-					}
-				}
-				r.Rows = append(r.Rows, row)
-			}
-			rows.Close()
-			if err == nil {
-				err = rows.Err()
-			}
-		}
-		cancel()
+		rows, err := o.read(ctx, name, k)
 		if err != nil {
-			r.Error = o.queryError(ctx, name, err).Error()
+			r.Error = err.Error()
+		}
+		r.Columns = rows.Columns
+		for _, vals := range rows.Values {
+			row := make([]string, len(vals))
+			for i, v := range vals {
+				if v == nil {
+					row[i] = "NULL"
+				} else {
+					row[i] = asString(v)
+				}
+			}
+			r.Rows = append(r.Rows, row)
 		}
 		out = append(out, r)
 	}
@@ -260,40 +217,20 @@ func (o *Observer) OutboxState(ctx context.Context, k Key) (QueueState, error) {
 }
 
 func (o *Observer) queueState(ctx context.Context, name string, k Key, valid []string) (QueueState, error) {
-	q, err := o.get(name)
-	if err != nil {
+	row, found, err := o.one(ctx, name, k, fmt.Sprintf("event %q", k.EventID))
+	if err != nil || !found {
 		return QueueState{}, err
 	}
-	qctx, cancel := o.queryContext(ctx)
-	defer cancel()
-	rows, err := o.pool.Query(qctx, q.compact, o.args(q, k)...)
-	if err != nil {
-		return QueueState{}, o.queryError(ctx, name, err)
-	}
-	type row struct {
-		s *string
-		n *int64
-	}
-	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
-		var x row
-		return x, r.Scan(&x.s, &x.n)
-	})
-	if err != nil {
-		return QueueState{}, o.queryError(ctx, name, err)
-	}
-	switch len(got) {
-	case 0:
-		return QueueState{}, nil
-	case 1:
-	default:
-		return QueueState{}, fmt.Errorf("observe: query %s: %d rows for event %q (want at most 1)", name, len(got), k.EventID)
-	}
 	st := QueueState{Found: true}
-	if got[0].s != nil {
-		st.State = *got[0].s
+	if len(row) > 0 && row[0] != nil {
+		st.State = asString(row[0])
 	}
-	if got[0].n != nil {
-		st.Attempts = int(*got[0].n)
+	if len(row) > 1 && row[1] != nil {
+		n, ok := asInt(row[1])
+		if !ok {
+			return QueueState{}, o.shape(name, "an integer attempts second", row[1])
+		}
+		st.Attempts = int(n)
 	}
 	if !slices.Contains(valid, st.State) {
 		return QueueState{}, fmt.Errorf("observe: query %s: state %q for event %q is not one of %s (map the receiver's states onto them in the query)",

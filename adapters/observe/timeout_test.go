@@ -189,7 +189,7 @@ func TestLockAndStatementTimeouts(t *testing.T) {
 
 func TestOpenTarget(t *testing.T) {
 	ctx, dbURL := setup(t)
-	p := targetfile.Postgres{URL: targetfile.NewSecret(dbURL), Queries: queries, StatementTimeout: 2 * time.Second}
+	p := targetfile.Store{URL: targetfile.NewSecret(dbURL), Queries: queries, StatementTimeout: 2 * time.Second}
 	o, err := OpenTarget(ctx, p)
 	if err != nil {
 		t.Fatal(err)

@@ -93,7 +93,7 @@ func targetSecrets(t *targetfile.Target) []string {
 	for _, ep := range t.Endpoints {
 		out = append(out, ep.Secret.Reveal())
 	}
-	out = append(out, scrub.Password(t.Postgres.URL.Reveal()))
+	out = append(out, scrub.Password(t.Store.URL.Reveal()))
 	// What {{env}} passed from the harness's environment is secret by intent.
 	out = append(out, t.EnvSecrets()...)
 	if t.Lifecycle != nil {

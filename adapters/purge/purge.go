@@ -77,7 +77,7 @@ func FromTarget(ctx context.Context, tg *targetfile.Target) (*Trigger, error) {
 	if tg.Retention == nil {
 		return nil, errors.New("purge: the target has no retention section")
 	}
-	o := Options{BaseURL: tg.BaseURL, DatabaseURL: tg.Postgres.URL.Reveal()}
+	o := Options{BaseURL: tg.BaseURL, DatabaseURL: tg.Store.URL.Reveal()}
 	if tg.Lifecycle != nil {
 		o.Dir, o.Env = tg.Lifecycle.Dir, tg.Lifecycle.Env
 	}

@@ -55,10 +55,10 @@ func (v *validator) acceptance(t *Target, ra *rawAcceptance) {
 		}
 	}
 	if strings.TrimSpace(ra.Quiescent) != "" && v.queryParams(at(base, "quiescent"), ra.Quiescent, nil) {
-		t.Postgres.Queries.Quiescent = ra.Quiescent
-		if t.Postgres.Queries.From == nil {
-			t.Postgres.Queries.From = map[string]string{}
+		t.Store.Queries.Quiescent = ra.Quiescent
+		if t.Store.Queries.From == nil {
+			t.Store.Queries.From = map[string]string{}
 		}
-		t.Postgres.Queries.From[QueryQuiescent] = "target.acceptance.quiescent"
+		t.Store.Queries.From[QueryQuiescent] = "target.acceptance.quiescent"
 	}
 }

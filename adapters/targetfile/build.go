@@ -44,6 +44,7 @@ func (v *validator) build(doc *rawDoc) *Target {
 	// Capabilities last but for the worker: their needs read what the other
 	// sections built (the templates' variables included).
 	v.capabilities(t, rt)
+	v.kindRules(t, rt)
 	if rt.Lifecycle != nil && rt.Lifecycle.Worker != nil && !t.Has(Inbox) && !t.Has(Outbox) {
 		v.fail([]any{"target", "lifecycle", "worker"}, "needs capability %q or %q: a worker process applies accepted events or sends outbox messages, and only those checks kill it alone", Inbox, Outbox)
 	}

@@ -82,15 +82,12 @@ func (v *validator) capabilities(t *Target, rt *rawTarget) {
 // needs returns the field capability c (declared at p) needs and the file
 // lacks, "" when none; a need a present field does not meet it reports itself.
 func (v *validator) needs(p []any, c Capability, rt *rawTarget) string {
-	var pg *rawPostgres
-	if rt.Observe != nil {
-		pg = rt.Observe.Postgres
-	}
+	pg := rt.store()
 	switch c {
 	case Crash, LockGating, ConnectionLoss, Failpoints:
 		return v.faultNeeds(c, rt, pg)
 	case Deletion, Ordering, StateMachine, DomainConstraint:
-		return stateNeeds(c, rt.Events, pg)
+		return stateNeeds(c, rt, pg)
 	case Inbox, Outbox:
 		return v.asyncNeeds(p, c, rt)
 	case Retention:
@@ -98,7 +95,7 @@ func (v *validator) needs(p []any, c Capability, rt *rawTarget) string {
 		case rt.Retention == nil:
 			return "target.retention"
 		case pg == nil || pg.Queries == nil || pg.Queries.PayloadPresent == "":
-			return "target.observe.postgres.queries.payload_present"
+			return rt.storeField("queries", "payload_present")
 		}
 	}
 	return ""
@@ -106,7 +103,7 @@ func (v *validator) needs(p []any, c Capability, rt *rawTarget) string {
 
 // faultNeeds: a fault the harness injects needs what it acts on (the process,
 // a table to lock, the sessions' tables, the failpoint protocol).
-func (v *validator) faultNeeds(c Capability, rt *rawTarget, pg *rawPostgres) string {
+func (v *validator) faultNeeds(c Capability, rt *rawTarget, pg *rawStore) string {
 	switch c {
 	case Crash:
 		if rt.Lifecycle == nil && !v.opts.hooks.Controller {
@@ -114,11 +111,11 @@ func (v *validator) faultNeeds(c Capability, rt *rawTarget, pg *rawPostgres) str
 		}
 	case LockGating:
 		if pg == nil || pg.EventTable == "" {
-			return "target.observe.postgres.event_table"
+			return rt.storeField("event_table")
 		}
 	case ConnectionLoss:
 		if pg == nil || pg.EffectTable == "" {
-			return "target.observe.postgres.effect_table"
+			return rt.storeField("effect_table")
 		}
 	case Failpoints:
 		if rt.Failpoints == nil {
@@ -130,7 +127,8 @@ func (v *validator) faultNeeds(c Capability, rt *rawTarget, pg *rawPostgres) str
 
 // stateNeeds: a state guarantee needs the query that reads the state. A
 // declared role's query satisfies the capability that reads its slot.
-func stateNeeds(c Capability, ev *rawEvents, pg *rawPostgres) string {
+func stateNeeds(c Capability, rt *rawTarget, pg *rawStore) string {
+	ev := rt.Events
 	switch c {
 	case Deletion:
 		if ev != nil && ev.Ordered != nil {
@@ -138,7 +136,7 @@ func stateNeeds(c Capability, ev *rawEvents, pg *rawPostgres) string {
 				return "target.events.ordered.delete"
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
-			return "target.observe.postgres.queries.object"
+			return rt.storeField("queries", "object")
 		}
 	case Ordering:
 		if ev != nil && ev.Ordered != nil {
@@ -146,7 +144,7 @@ func stateNeeds(c Capability, ev *rawEvents, pg *rawPostgres) string {
 				return "target.events.ordered.state"
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
-			return "target.observe.postgres.queries.object"
+			return rt.storeField("queries", "object")
 		}
 	case StateMachine:
 		if ev != nil && ev.Lifecycle != nil {
@@ -154,7 +152,7 @@ func stateNeeds(c Capability, ev *rawEvents, pg *rawPostgres) string {
 				return "target.events.lifecycle.state"
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Payment == "" {
-			return "target.observe.postgres.queries.payment"
+			return rt.storeField("queries", "payment")
 		}
 	case DomainConstraint:
 		if ev != nil && ev.Lifecycle != nil {
@@ -162,7 +160,7 @@ func stateNeeds(c Capability, ev *rawEvents, pg *rawPostgres) string {
 				return "target.events.lifecycle.effects"
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
-			return "target.observe.postgres.queries.object_effects"
+			return rt.storeField("queries", "object_effects")
 		}
 	}
 	return ""

@@ -100,9 +100,9 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 	if re.Effect == nil && re.Lifecycle == nil && re.Ordered == nil && re.Unhandled == nil {
 		v.fail(base, "declare at least one of effect, lifecycle, ordered, unhandled (or remove events: the built-in vocabulary then applies)")
 	}
-	rs := &roles{q: &t.Postgres.Queries, fixtures: rt.Fixtures, types: map[string]string{}}
-	if rt.Observe != nil && rt.Observe.Postgres != nil {
-		rs.rq = rt.Observe.Postgres.Queries
+	rs := &roles{q: &t.Store.Queries, fixtures: rt.Fixtures, types: map[string]string{}}
+	if st := rt.store(); st != nil {
+		rs.rq, rs.kind = st.Queries, st.kind
 	}
 	// In this order: of two roles that name one event type, the later is
 	// reported.
@@ -128,6 +128,8 @@ type roles struct {
 	// rq are the file's observe.postgres.queries (nil when absent): a slot a
 	// role fills must not be given there too.
 	rq *rawQueries
+	// kind is the observer's kind, naming its section in errors.
+	kind string
 	// fixtures are target.fixtures, which create.fixture names.
 	fixtures map[string]rawFixture
 	// types maps each event type to the field that named it: one role each.
@@ -149,7 +151,7 @@ func (v *validator) conflict(rs *roles, name string, declared []any) {
 	}
 	set := map[string]string{QueryObjectEffects: rs.rq.ObjectEffects, QueryObject: rs.rq.Object, QueryPayment: rs.rq.Payment}[name]
 	if strings.TrimSpace(set) != "" {
-		v.fail([]any{"target", "observe", "postgres", "queries", name},
+		v.fail([]any{"target", "observe", rs.kind, "queries", name},
 			"must not be set beside %s, which reads the same state (give the query there)", pathString(declared))
 	}
 }

@@ -126,7 +126,7 @@ func TestEventsDeclared(t *testing.T) {
 		t.Errorf("unhandled = %+v", u)
 	}
 	// The declared queries fill the observer's slots, and remember their fields.
-	q := tg.Postgres.Queries
+	q := tg.Store.Queries
 	want := map[string]string{
 		QueryEventRows:     "SELECT count(*) FROM stripe_events WHERE id = $3",
 		QueryEffects:       "SELECT count(*) FROM charges WHERE id = $4",
@@ -194,13 +194,13 @@ func TestEventsAbsent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg.Events != nil || tg.Fixtures != nil || tg.Postgres.Queries.From != nil || tg.Postgres.Queries.Quiescent != "" {
-		t.Errorf("Events %v, Fixtures %v, From %v", tg.Events, tg.Fixtures, tg.Postgres.Queries.From)
+	if tg.Events != nil || tg.Fixtures != nil || tg.Store.Queries.From != nil || tg.Store.Queries.Quiescent != "" {
+		t.Errorf("Events %v, Fixtures %v, From %v", tg.Events, tg.Fixtures, tg.Store.Queries.From)
 	}
 	if tg.Acceptance != (vocab.Acceptance{Settle: DefaultSyncSettle}) || tg.Endpoints[0].AckTimeout != 0 {
 		t.Errorf("Acceptance %+v, AckTimeout %s", tg.Acceptance, tg.Endpoints[0].AckTimeout)
 	}
-	if got := tg.Postgres.Queries.FieldPath(QueryEffects); got != "target.observe.postgres.queries.effects" {
+	if got := tg.Store.Queries.FieldPath(QueryEffects); got != "target.observe.postgres.queries.effects" {
 		t.Errorf("FieldPath(effects) = %q", got)
 	}
 	// The async default settle.
@@ -351,7 +351,7 @@ func TestEventsOptionalQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q := tg.Postgres.Queries
+	q := tg.Store.Queries
 	if q.Effects != "SELECT count(*) FROM e WHERE object_id = $4" || q.FieldPath(QueryEffects) != "target.events.effect.effects" {
 		t.Errorf("effects = %q from %s", q.Effects, q.FieldPath(QueryEffects))
 	}

@@ -42,8 +42,8 @@ type Target struct {
 	Endpoints []Endpoint
 	// Lifecycle is nil when the harness does not control the process.
 	Lifecycle *Lifecycle
-	// Postgres is how the harness reads the receiver's state.
-	Postgres Postgres
+	// Store is how the harness reads the receiver's state: the observer kind and its settings.
+	Store Store
 	// FailpointsPath is the failpoint protocol's path under BaseURL, "" when the
 	// target has no failpoints.
 	FailpointsPath string
@@ -158,8 +158,11 @@ func (e Env) MarshalJSON() ([]byte, error) { return json.Marshal(e.redacted()) }
 // LogValue implements slog.LogValuer with redacted values.
 func (e Env) LogValue() slog.Value { return slog.AnyValue(e.redacted()) }
 
-// Postgres is the PostgreSQL observer configuration.
-type Postgres struct {
+// Store is the observer configuration: which kind of store holds the receiver's
+// state (postgres, mysql, redis, command, http) and how to read it.
+type Store struct {
+	// Kind is the observer kind, one of ObserverKinds.
+	Kind string
 	// URL is the receiver's database; a Secret because it may carry a password.
 	URL Secret
 	// EventTable is the table holding the receiver's event keys ("" if not given),
@@ -176,7 +179,67 @@ type Postgres struct {
 	ConnectTimeout   time.Duration
 	StatementTimeout time.Duration
 	LockTimeout      time.Duration
+	// Command and HTTP are the store-neutral observers' settings (nil for the
+	// other kinds).
+	Command *CommandObserver
+	HTTP    *HTTPObserver
 }
+
+// Observer kinds: where the receiver keeps its state, and so how the harness
+// reads it (target.observe.<kind>).
+const (
+	KindPostgres = "postgres"
+	KindMySQL    = "mysql"
+	KindRedis    = "redis"
+	KindCommand  = "command"
+	KindHTTP     = "http"
+)
+
+// ObserverKinds are the kinds target.observe takes, in the order docs list them.
+var ObserverKinds = []string{KindPostgres, KindMySQL, KindRedis, KindCommand, KindHTTP}
+
+// SQL reports whether the store is a SQL database the harness's own sessions
+// reach: only then can it lock a table, cut sessions, run SQL fixtures, a setup
+// script or a purge statement.
+func (s Store) SQL() bool { return s.Kind == KindPostgres || s.Kind == KindMySQL || s.Kind == "" }
+
+// Field is the file path of the observer's section (target.observe.<kind>).
+func (s Store) Field() string {
+	if s.Kind == "" {
+		return "target.observe." + KindPostgres
+	}
+	return "target.observe." + s.Kind
+}
+
+// CommandObserver is observe.command: a program per query.
+type CommandObserver struct {
+	// Dir is where the programs run; Env is added to the harness's environment.
+	Dir string
+	Env Env
+	// Timeout bounds one call; MaxOutput its standard output.
+	Timeout   time.Duration
+	MaxOutput int
+	// Capabilities is the command line that says which queries the program
+	// answers ("" when the file gives none).
+	Capabilities string
+}
+
+// HTTPObserver is observe.http: a URL per query.
+type HTTPObserver struct {
+	// BaseURL resolves relative query URLs ("" when every query is absolute).
+	BaseURL string
+	// Timeout bounds one call; MaxBody its answer.
+	Timeout time.Duration
+	MaxBody int
+	// Capabilities is the URL that says which queries the observer answers.
+	Capabilities string
+}
+
+// Defaults of the store-neutral observers.
+const (
+	DefaultObserverCallTimeout = 5 * time.Second
+	DefaultObserverMaxOutput   = 64 << 10
+)
 
 // Queries are the observer's SQL queries. Bound parameters: $1 source, $2 account,
 // $3 event ID, $4 object ID; a query may use any subset. A declared event
@@ -199,6 +262,9 @@ type Queries struct {
 	// PayloadPresent returns (present boolean) for one event's key row, no row when
 	// the key is gone (retention).
 	PayloadPresent string
+	// KeyTTL returns (milliseconds left) of one event's key: no row when the key
+	// is gone, -1 when it never expires (a key store's expiry, RETENTION-5).
+	KeyTTL string
 	// Quiescent returns one boolean row, true when the receiver has no accepted
 	// work pending (acceptance.quiescent); it takes no parameters.
 	Quiescent string
@@ -206,14 +272,19 @@ type Queries struct {
 	// accepted work and downstream message (target.inbox.state, target.outbox.state).
 	InboxState, OutboxState string
 	// From maps a query name to the file field it was read from, for queries not
-	// read from observe.postgres.queries.<name> (see FieldPath).
+	// read from observe.<kind>.queries.<name> (see FieldPath).
 	From map[string]string
+	// Base is the observer's section (target.observe.<kind>; postgres when empty).
+	Base string
 }
 
 // FieldPath is the file field a query was read from, for error messages.
 func (q Queries) FieldPath(name string) string {
 	if p := q.From[name]; p != "" {
 		return p
+	}
+	if q.Base != "" {
+		return q.Base + ".queries." + name
 	}
 	return "target.observe.postgres.queries." + name
 }
@@ -252,6 +323,7 @@ func (q Queries) list() []namedQuery {
 		{QueryObject, q.Object, []int{4}},
 		{QueryPayment, q.Payment, []int{4}},
 		{QueryPayloadPresent, q.PayloadPresent, []int{3}},
+		{QueryKeyTTL, q.KeyTTL, []int{3}},
 		{QueryInboxState, q.InboxState, []int{3}},
 		{QueryOutboxState, q.OutboxState, []int{3}},
 	}
@@ -265,6 +337,7 @@ const (
 	QueryObject         = "object"
 	QueryPayment        = "payment"
 	QueryPayloadPresent = "payload_present"
+	QueryKeyTTL         = "key_ttl"
 	QueryQuiescent      = "quiescent"
 )
 

@@ -69,15 +69,15 @@ type rawOutbox struct {
 // queues checks the inbox and outbox sections and fills their query slots.
 func (v *validator) queues(t *Target, rt *rawTarget) {
 	setQuery := func(name, field, sql string) {
-		if t.Postgres.Queries.From == nil {
-			t.Postgres.Queries.From = map[string]string{}
+		if t.Store.Queries.From == nil {
+			t.Store.Queries.From = map[string]string{}
 		}
-		t.Postgres.Queries.From[name] = field
+		t.Store.Queries.From[name] = field
 		switch name {
 		case QueryInboxState:
-			t.Postgres.Queries.InboxState = sql
+			t.Store.Queries.InboxState = sql
 		case QueryOutboxState:
-			t.Postgres.Queries.OutboxState = sql
+			t.Store.Queries.OutboxState = sql
 		}
 	}
 	if ri := rt.Inbox; ri != nil {

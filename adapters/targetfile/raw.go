@@ -77,7 +77,36 @@ type rawReady struct {
 }
 
 type rawObserve struct {
-	Postgres *rawPostgres `yaml:"postgres"`
+	Postgres *rawPostgres        `yaml:"postgres"`
+	MySQL    *rawPostgres        `yaml:"mysql"`
+	Redis    *rawRedis           `yaml:"redis"`
+	Command  *rawCommandObserver `yaml:"command"`
+	HTTP     *rawHTTPObserver    `yaml:"http"`
+}
+
+type rawRedis struct {
+	URL              string      `yaml:"url"`
+	URLEnv           string      `yaml:"url_env"`
+	Queries          *rawQueries `yaml:"queries"`
+	ConnectTimeout   string      `yaml:"connect_timeout"`
+	StatementTimeout string      `yaml:"statement_timeout"`
+}
+
+type rawCommandObserver struct {
+	Dir            string            `yaml:"dir"`
+	Env            map[string]string `yaml:"env"`
+	Timeout        string            `yaml:"timeout"`
+	MaxOutputBytes *int              `yaml:"max_output_bytes"`
+	Capabilities   string            `yaml:"capabilities"`
+	Queries        *rawQueries       `yaml:"queries"`
+}
+
+type rawHTTPObserver struct {
+	BaseURL      string      `yaml:"base_url"`
+	Timeout      string      `yaml:"timeout"`
+	MaxBodyBytes *int        `yaml:"max_body_bytes"`
+	Capabilities string      `yaml:"capabilities"`
+	Queries      *rawQueries `yaml:"queries"`
 }
 
 type rawPostgres struct {
@@ -99,6 +128,7 @@ type rawQueries struct {
 	Object         string `yaml:"object"`
 	Payment        string `yaml:"payment"`
 	PayloadPresent string `yaml:"payload_present"`
+	KeyTTL         string `yaml:"key_ttl"`
 }
 
 type rawFailpoints struct {

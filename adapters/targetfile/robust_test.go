@@ -161,7 +161,7 @@ target:
 	if e, ok := tg.Endpoint("stripe", "b"); !ok || e.Secret.Reveal() != "other" || e.Path != "/b" {
 		t.Errorf("merged endpoint = %+v, %v", e, ok)
 	}
-	if tg.Postgres.Queries.Effects != tg.Postgres.Queries.EventRows {
+	if tg.Store.Queries.Effects != tg.Store.Queries.EventRows {
 		t.Error("the aliased query differs")
 	}
 }
@@ -335,7 +335,7 @@ func TestObserverTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := tg.Postgres; p.ConnectTimeout != DefaultConnectTimeout || p.StatementTimeout != DefaultStatementTimeout || p.LockTimeout != DefaultLockTimeout {
+	if p := tg.Store; p.ConnectTimeout != DefaultConnectTimeout || p.StatementTimeout != DefaultStatementTimeout || p.LockTimeout != DefaultLockTimeout {
 		t.Errorf("defaults = %s %s %s", p.ConnectTimeout, p.StatementTimeout, p.LockTimeout)
 	}
 	set := strings.Replace(minimal, "      queries:\n", "      connect_timeout: 2s\n      statement_timeout: 1500ms\n      lock_timeout: 1m\n      queries:\n", 1)
@@ -343,7 +343,7 @@ func TestObserverTimeouts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p := tg.Postgres; p.ConnectTimeout != 2*time.Second || p.StatementTimeout != 1500*time.Millisecond || p.LockTimeout != time.Minute {
+	if p := tg.Store; p.ConnectTimeout != 2*time.Second || p.StatementTimeout != 1500*time.Millisecond || p.LockTimeout != time.Minute {
 		t.Errorf("set = %s %s %s", p.ConnectTimeout, p.StatementTimeout, p.LockTimeout)
 	}
 	bad := strings.Replace(minimal, "      queries:\n", "      connect_timeout: soon\n      statement_timeout: 2h\n      lock_timeout: 1500us\n      queries:\n", 1)

@@ -59,7 +59,7 @@ func (t *Target) Secrets() []string {
 	for _, ep := range t.Endpoints {
 		out = append(out, ep.Secret.Reveal())
 	}
-	if u := t.Postgres.URL.Reveal(); u != "" {
+	if u := t.Store.URL.Reveal(); u != "" {
 		if pu, err := url.Parse(u); err == nil && pu.User != nil {
 			if pw, ok := pu.User.Password(); ok && pw != "" {
 				out = append(out, pw)

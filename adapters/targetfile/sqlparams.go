@@ -197,11 +197,11 @@ func (v *validator) queryParams(segs []any, sql string, needs []int) bool {
 			v.fail(segs, "must take no parameters (got $%d)", used[0])
 			return false
 		}
-		return true
+		return v.queryForm(segs, sql)
 	}
 	for _, n := range needs {
 		if containsInt(used, n) {
-			return true
+			return v.queryForm(segs, sql)
 		}
 	}
 	alts := make([]string, len(needs))

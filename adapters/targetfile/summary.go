@@ -39,15 +39,15 @@ type EndpointSummary struct {
 
 // Summary returns the redacted description of t.
 func (t *Target) Summary() Summary {
-	s := Summary{Name: t.Name, Source: t.Source, BaseURL: t.BaseURL, DatabaseURL: redactURL(t.Postgres.URL.Reveal()),
-		EventTable: t.Postgres.EventTable, Queries: map[string]string{}, Failpoints: t.FailpointsPath,
+	s := Summary{Name: t.Name, Source: t.Source, BaseURL: t.BaseURL, DatabaseURL: redactURL(t.Store.URL.Reveal()),
+		EventTable: t.Store.EventTable, Queries: map[string]string{}, Failpoints: t.FailpointsPath,
 		Capabilities: t.Capabilities}
 	if t.Setup != nil {
 		s.Setup = t.Setup.String()
 	}
 	// A declared query is named by its own field (events.lifecycle.state), not
 	// by the observer slot it fills.
-	q := t.Postgres.Queries
+	q := t.Store.Queries
 	for name, sql := range q.Named() {
 		if from := q.From[name]; from != "" {
 			name = strings.TrimPrefix(from, "target.")
@@ -64,7 +64,7 @@ func (t *Target) Summary() Summary {
 	if t.Lifecycle != nil {
 		for _, a := range t.Lifecycle.Command {
 			// An argument may embed a URL ("--db=postgres://u:pw@h/db").
-			s.Command = append(s.Command, redactText(redactURL(a), t.Postgres.URL.Reveal()))
+			s.Command = append(s.Command, redactText(redactURL(a), t.Store.URL.Reveal()))
 		}
 		for k := range t.Lifecycle.Env {
 			s.EnvNames = append(s.EnvNames, k)
@@ -72,7 +72,7 @@ func (t *Target) Summary() Summary {
 		sort.Strings(s.EnvNames)
 		if w := t.Lifecycle.Worker; w != nil {
 			for _, a := range w.Command {
-				s.WorkerCommand = append(s.WorkerCommand, redactText(redactURL(a), t.Postgres.URL.Reveal()))
+				s.WorkerCommand = append(s.WorkerCommand, redactText(redactURL(a), t.Store.URL.Reveal()))
 			}
 			s.WorkerProcesses = w.Processes
 		}

@@ -81,8 +81,8 @@ func TestParseFull(t *testing.T) {
 		l.ReadyTimeout != 10*time.Second || l.StopGrace != DefaultStopGrace {
 		t.Errorf("lifecycle = %+v", l)
 	}
-	if tg.Postgres.URL.Reveal() != testVars.DatabaseURL || tg.Postgres.EventTable != "public.processed_webhook_events" {
-		t.Errorf("postgres = %v %q", tg.Postgres.URL, tg.Postgres.EventTable)
+	if tg.Store.URL.Reveal() != testVars.DatabaseURL || tg.Store.EventTable != "public.processed_webhook_events" {
+		t.Errorf("postgres = %v %q", tg.Store.URL, tg.Store.EventTable)
 	}
 	if tg.FailpointsPath != DefaultFailpointsPath {
 		t.Errorf("FailpointsPath = %q", tg.FailpointsPath)
@@ -210,7 +210,7 @@ func TestSecretsNeverPrinted(t *testing.T) {
 	}
 	var out bytes.Buffer
 	fmt.Fprintf(&out, "%v %+v %#v %s %q %x %d\n", tg, *tg, *tg, tg.Endpoints, tg.Endpoints[0].Secret, tg.Endpoints[0].Secret, tg.Endpoints[0].Secret)
-	fmt.Fprintln(&out, tg.Postgres.URL, tg.Endpoints[1])
+	fmt.Fprintln(&out, tg.Store.URL, tg.Endpoints[1])
 	fmt.Fprintf(&out, "%v %+v %#v %s\n", tg.Lifecycle, *tg.Lifecycle, *tg.Lifecycle, tg.Lifecycle.Env)
 	j, _ := json.Marshal(tg)
 	out.Write(j)
@@ -322,7 +322,7 @@ func TestInboxOutboxContract(t *testing.T) {
 		t.Fatal(err)
 	}
 	if tg.Inbox.Lease != 2*time.Second || tg.Inbox.MaxAttempts != 4 || tg.Inbox.Table != "inbox" || tg.Outbox.KeyHeader != "X-Op-Key" || tg.Outbox.MaxAttempts != 3 ||
-		tg.Postgres.Queries.InboxState == "" || tg.Postgres.Queries.OutboxState == "" || tg.Lifecycle.Command[1] != "http://127.0.0.1:18081" {
+		tg.Store.Queries.InboxState == "" || tg.Store.Queries.OutboxState == "" || tg.Lifecycle.Command[1] != "http://127.0.0.1:18081" {
 		t.Errorf("parsed %+v %+v %+v", tg.Inbox, tg.Outbox, tg.Lifecycle.Command)
 	}
 }

@@ -32,6 +32,8 @@ type validator struct {
 	used map[string]bool
 	// envValues are the values {{env}} read (see Target.EnvSecrets).
 	envValues []string
+	// store is the observer section once read: the form its queries take.
+	store *Store
 }
 
 // fail records a FieldError at path segs, unless the shape check already reported

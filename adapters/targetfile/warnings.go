@@ -41,7 +41,7 @@ func (t *Target) Warnings() []Warning {
 // counts per object; DEDUP-5 sends two events with byte-identical bodies, so
 // one object, and expects one effect each.
 func (t *Target) sharedObjectWarnings() []Warning {
-	q := t.Postgres.Queries
+	q := t.Store.Queries
 	if q.Effects == "" || references(q.Effects, 3) {
 		return nil
 	}
@@ -87,7 +87,7 @@ var keyScopes = []scope{
 // does not bind the account ($2, or the source $1) adds up both scopes' rows.
 func (t *Target) scopeWarnings() []Warning {
 	var out []Warning
-	q := t.Postgres.Queries
+	q := t.Store.Queries
 	for _, s := range keyScopes {
 		a, b, ok := t.twoEndpoints(s.differ)
 		if !ok {

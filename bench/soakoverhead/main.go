@@ -296,3 +296,8 @@ func (pgObserver) Object(context.Context, string, string, string) (int64, string
 func (pgObserver) Payment(context.Context, string, string, string) (string, bool, error) {
 	return "", false, nil
 }
+
+// KeyTTL: the soak reads no key expiry.
+func (pgObserver) KeyTTL(context.Context, profiles.Key) (time.Duration, bool, bool, error) {
+	return 0, false, false, errors.New("key_ttl: not read by the soak")
+}

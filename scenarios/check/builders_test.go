@@ -67,6 +67,7 @@ var scenarioNames = map[string]string{
 	"RETENTION-2": "a replay inside the key TTL is still a duplicate after a purge",
 	"RETENTION-3": "past the payload TTL the payload is gone and the key remains",
 	"RETENTION-4": "past the key TTL the key is gone; the measured replay-protection window is reported",
+	"RETENTION-5": "the store's expiry on an event key outlasts the provider's redelivery horizon",
 	"INBOX-1":     "an acknowledged event survives a crash before its worker ran, and is applied once",
 	"INBOX-2":     "competing workers apply each accepted event exactly once",
 	"INBOX-3":     "a worker killed inside its transaction leaves the event to be claimed again after its lease, and applied once",

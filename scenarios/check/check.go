@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/reports"
@@ -259,6 +260,11 @@ func ObservationValues(o history.Observation) []string {
 		return []string{fmt.Sprintf("state=%q", o.Status)}
 	case "payload_present":
 		return []string{fmt.Sprintf("payload_present=%v", o.Present)}
+	case "key_ttl":
+		if o.Count == -1 {
+			return []string{"ttl=never"}
+		}
+		return []string{fmt.Sprintf("ttl=%s", time.Duration(o.Count)*time.Millisecond)}
 	case "inbox_state", "outbox_state":
 		return []string{fmt.Sprintf("state=%q", o.Status), fmt.Sprintf("attempts=%d", o.Count)}
 	}

@@ -3,6 +3,7 @@ package check_test
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hookcert/hookcert/history"
 )
@@ -197,3 +198,40 @@ func keptForever() *history.History {
 }
 
 func TestRETENTION4(t *testing.T) { retention4.run(t) }
+
+// keyTTL adds RETENTION-5's read of evt_1's key TTL after delivery: ms left,
+// -1 never, found false when the key is gone.
+func (r *rec) keyTTL(ms int64, found bool) *rec {
+	return r.read(history.Observation{Query: "key_ttl", Params: keyParams(key("evt_1")), Phase: "after-delivery", Count: ms, Found: found})
+}
+
+// RETENTION-5: one delivery, the key's TTL read from the store against the
+// provider's redelivery horizon (stripe: 72 h).
+var retention5 = register(&table{
+	id: "RETENTION-5",
+	clean: func() *history.History {
+		return scenario("RETENTION-5").
+			fact("horizon", "72h0m0s").
+			fact("horizon_source", "automatic retries for 72h0m0s (https://docs.stripe.com/webhooks#retries)").
+			send("first", key("evt_1"), typeCredit).
+			rows("after-first", key("evt_1"), 1).
+			keyTTL((72*time.Hour + time.Minute).Milliseconds(), true).
+			reconciled(key("evt_1")).done()
+	},
+	cases: []tcase{
+		{name: "a key expiring in a minute", codes: is("retention.key-expires-early"),
+			edits: do(reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Count = 60_000 }))},
+		{name: "a key expiring a minute before the horizon ends", codes: is("retention.key-expires-early"),
+			edits: do(reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Count = (72*time.Hour - time.Minute).Milliseconds() }))},
+		{name: "a key that never expires", edits: do(reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Count = -1 }))},
+		{name: "the key gone right after delivery", codes: is("retention.key-missing"),
+			edits: do(reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Found, o.Count = false, 0 }))},
+		{name: "an undocumented horizon", edits: do(setFact("horizon", "0s"), reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Count = 60_000 }))},
+		{name: "the key lost by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_1", 0))},
+		{name: "no key TTL read", reason: "want one read of the key's TTL after delivery, got 0",
+			edits: do(drop("key_ttl", "after-delivery", ""))},
+	},
+})
+
+func TestRETENTION5(t *testing.T) { retention5.run(t) }

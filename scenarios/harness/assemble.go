@@ -112,22 +112,22 @@ func (hs *Harness) stopProcess(p *process.Process, name string) {
 	}
 }
 
-// observe opens the observer: on the target's database URL, or on pools of
-// the hooks' configuration.
+// observe opens the observer of the target's kind of store: PostgreSQL on the
+// target's database URL or on pools of the hooks' configuration, or the
+// other kinds (store_<kind>.go).
 func (hs *Harness) observe(ctx context.Context) (*observe.Observer, error) {
 	tg := hs.tg
 	var obs *observe.Observer
 	var err error
-	if cfg := hs.o.Hooks.PoolConfig; cfg != nil {
-		to := observe.TargetTimeouts(tg.Postgres)
-		pool, perr := harnessPool(ctx, cfg, to)
-		if perr != nil {
-			return nil, fmt.Errorf("%w: observer: %w", ErrUnreachable, perr)
-		}
-		hs.closers = append(hs.closers, pool.Close)
-		obs, err = observe.New(ctx, pool, tg.Postgres.Queries, observe.WithTimeouts(to))
-	} else {
-		obs, err = observe.OpenTarget(ctx, tg.Postgres)
+	switch tg.Store.Kind {
+	case targetfile.KindMySQL:
+		obs, err = hs.observeMySQL(ctx)
+	case targetfile.KindRedis:
+		obs, err = hs.observeRedis(ctx)
+	case targetfile.KindCommand, targetfile.KindHTTP:
+		obs, err = hs.observeNeutral(ctx)
+	default:
+		obs, err = hs.observePostgres(ctx)
 	}
 	if errors.Is(err, observe.ErrInvalidQuery) {
 		return nil, hs.o.configErr(err)
@@ -136,10 +136,27 @@ func (hs *Harness) observe(ctx context.Context) (*observe.Observer, error) {
 	}
 	hs.closers = append(hs.closers, obs.Close)
 	hs.Env.Observer = observer{obs}
+	hs.Env.ObserverKind = obs.Kind()
+	hs.Env.Queries = obs.Has
 	if obs.Has(observe.QQuiescent) {
 		hs.Env.Quiescent = obs.Quiescent
 	}
 	return obs, nil
+}
+
+// observePostgres opens the PostgreSQL observer.
+func (hs *Harness) observePostgres(ctx context.Context) (*observe.Observer, error) {
+	tg := hs.tg
+	if cfg := hs.o.Hooks.PoolConfig; cfg != nil {
+		to := observe.TargetTimeouts(tg.Store)
+		pool, perr := harnessPool(ctx, cfg, to)
+		if perr != nil {
+			return nil, perr
+		}
+		hs.closers = append(hs.closers, pool.Close)
+		return observe.New(ctx, pool, tg.Store.Queries, observe.WithTimeouts(to))
+	}
+	return observe.OpenTarget(ctx, tg.Store)
 }
 
 // fixtures prepares the target's fixtures, and the hooks' Go ones.
@@ -167,17 +184,24 @@ func (hs *Harness) fixtures(ctx context.Context, obs *observe.Observer) error {
 
 // faults opens the harness's own sessions in the receiver's database: faults
 // where the target allows them, and the activity reads that keep scenarios
-// apart.
+// apart. A store other than SQL has neither: the harness then waits only for
+// its own attempts between scenarios.
 func (hs *Harness) faults(ctx context.Context) error {
 	tg := hs.tg
+	switch tg.Store.Kind {
+	case targetfile.KindMySQL:
+		return hs.faultsMySQL(ctx)
+	case targetfile.KindRedis, targetfile.KindCommand, targetfile.KindHTTP:
+		return nil
+	}
 	var pool *pgxpool.Pool
 	var err error
 	if cfg := hs.o.Hooks.PoolConfig; cfg != nil {
 		// Without the observer's statement timeout: a gate holds its
 		// transaction for as long as a scenario needs it.
-		pool, err = harnessPool(ctx, cfg, observe.Timeouts{Connect: tg.Postgres.ConnectTimeout})
+		pool, err = harnessPool(ctx, cfg, observe.Timeouts{Connect: tg.Store.ConnectTimeout})
 	} else {
-		pool, err = pgsession.Connect(ctx, tg.Postgres.URL.Reveal())
+		pool, err = pgsession.Connect(ctx, tg.Store.URL.Reveal())
 	}
 	if err != nil {
 		return fmt.Errorf("%w: harness database session: %w", ErrUnreachable, err)
@@ -208,7 +232,7 @@ func (hs *Harness) retention(ctx context.Context, obs *observe.Observer) error {
 		return err
 	}
 	// A purge command runs in lifecycle.dir, else the file's directory.
-	po := purge.Options{BaseURL: tg.BaseURL, DatabaseURL: tg.Postgres.URL.Reveal(), Dir: tg.Dir}
+	po := purge.Options{BaseURL: tg.BaseURL, DatabaseURL: tg.Store.URL.Reveal(), Dir: tg.Dir}
 	if tg.Lifecycle != nil {
 		po.Dir, po.Env = tg.Lifecycle.Dir, tg.Lifecycle.Env
 	}

@@ -224,7 +224,7 @@ func (b *Builder) Open(ctx context.Context, tg *targetfile.Target) (_ *Harness, 
 	}()
 	env := &scenarios.Env{
 		RunID: b.o.RunID, Capabilities: make([]string, 0, len(tg.Capabilities)),
-		EventTable: tg.Postgres.EventTable, EffectTable: tg.Postgres.EffectTable,
+		EventTable: tg.Store.EventTable, EffectTable: tg.Store.EffectTable,
 		MaxBodyBytes: tg.MaxBodyBytes, TimeScale: b.o.TimeScale,
 		// Acceptance has its defaults applied by the loader (sync, 1 s settle).
 		Acceptance: tg.Acceptance,

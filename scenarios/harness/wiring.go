@@ -29,7 +29,7 @@ import (
 // The adapters behind the suite's interfaces: the observer and queue reads,
 // the sink, the receiver's processes, the fault tools.
 
-// observer adapts the PostgreSQL observer to the scenarios' Observer.
+// observer adapts the observer (of any kind) to the scenarios' Observer.
 type observer struct{ o *observe.Observer }
 
 func okey(k profiles.Key) observe.Key {
@@ -52,6 +52,9 @@ func (o observer) Object(ctx context.Context, source, account, objectID string) 
 }
 func (o observer) Payment(ctx context.Context, source, account, objectID string) (string, bool, error) {
 	return o.o.Payment(ctx, source, account, objectID)
+}
+func (o observer) KeyTTL(ctx context.Context, k profiles.Key) (time.Duration, bool, bool, error) {
+	return o.o.KeyTTL(ctx, okey(k))
 }
 
 // retention adapts the purge (the target's trigger, or the hooks' function)

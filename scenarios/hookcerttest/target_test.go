@@ -112,7 +112,7 @@ func TestVocabulary(t *testing.T) {
 	if tg.Vocab.Declared || l.CountsEffects || l.Missing != "" {
 		t.Error("the caller's vocabulary was changed")
 	}
-	q := model.Postgres.Queries
+	q := model.Store.Queries
 	if !q.Declared("payment") || q.Declared("event_rows") {
 		t.Errorf("declared: payment %v, event_rows %v; want true, false", q.Declared("payment"), q.Declared("event_rows"))
 	}

@@ -102,3 +102,7 @@ func TestRunReferenceInProcess(t *testing.T) {
 		t.Errorf("last progress %+v; attempt outcomes %v", last, s.AttemptOutcomes)
 	}
 }
+
+func (pgObserver) KeyTTL(context.Context, profiles.Key) (time.Duration, bool, bool, error) {
+	return 0, false, false, nil
+}

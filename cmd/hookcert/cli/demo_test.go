@@ -502,13 +502,13 @@ func TestDemoTargetInboxMode(t *testing.T) {
 	if !tg.Acceptance.Async || tg.Acceptance.Settle != 3*time.Second {
 		t.Errorf("acceptance %+v, want async with settle 3s", tg.Acceptance)
 	}
-	if q := tg.Postgres.Queries.Quiescent; !strings.Contains(q, "inbox_state = 'claimed' OR (inbox_state = 'pending' AND next_attempt_at <= now())") {
+	if q := tg.Store.Queries.Quiescent; !strings.Contains(q, "inbox_state = 'claimed' OR (inbox_state = 'pending' AND next_attempt_at <= now())") {
 		t.Errorf("quiescent query %q", q)
 	}
 	// The inbox design declares its workers and its outbox.
 	if !slices.Contains(tg.Capabilities, targetfile.Inbox) || !slices.Contains(tg.Capabilities, targetfile.Outbox) ||
 		tg.Inbox == nil || tg.Inbox.Lease != time.Second || tg.Inbox.MaxAttempts != 5 || tg.Outbox == nil || tg.Outbox.MaxAttempts != 5 ||
-		tg.Postgres.Queries.InboxState == "" || tg.Postgres.Queries.OutboxState == "" {
+		tg.Store.Queries.InboxState == "" || tg.Store.Queries.OutboxState == "" {
 		t.Errorf("inbox target: capabilities %v, inbox %+v, outbox %+v", tg.Capabilities, tg.Inbox, tg.Outbox)
 	}
 	if slices.Contains(tg.Capabilities, targetfile.Failpoints) || tg.FailpointsPath != "" {
@@ -528,8 +528,8 @@ func TestDemoTargetSyncMode(t *testing.T) {
 	if cmd := strings.Join(tg.Lifecycle.Command, " "); strings.Contains(cmd, "--mode") || strings.Contains(cmd, "--workers") {
 		t.Errorf("sync command %q names inbox flags", cmd)
 	}
-	if tg.Acceptance.Async || tg.Postgres.Queries.Quiescent != "" {
-		t.Errorf("sync acceptance %+v, quiescent %q", tg.Acceptance, tg.Postgres.Queries.Quiescent)
+	if tg.Acceptance.Async || tg.Store.Queries.Quiescent != "" {
+		t.Errorf("sync acceptance %+v, quiescent %q", tg.Acceptance, tg.Store.Queries.Quiescent)
 	}
 	if !slices.Contains(tg.Capabilities, targetfile.Failpoints) || tg.FailpointsPath == "" {
 		t.Errorf("sync target lacks failpoints: %v", tg.Capabilities)

@@ -177,8 +177,8 @@ func printValidation(out io.Writer, config string, hs *certify.Harness, noStart,
 		fmt.Fprintf(out, "receiver: started and ready at %s, stopped again\n", tg.URL(tg.Lifecycle.ReadyPath))
 	}
 	names := make([]string, 0)
-	for name := range tg.Postgres.Queries.Named() {
-		if from := tg.Postgres.Queries.From[name]; from != "" {
+	for name := range tg.Store.Queries.Named() {
+		if from := tg.Store.Queries.From[name]; from != "" {
 			name = strings.TrimPrefix(from, "target.")
 		}
 		names = append(names, name)
