@@ -172,7 +172,7 @@ var atomic3 = Guarantee{
 	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after the lost connection (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		if s.env.EffectTable == "" {
-			s.notApplicable("observe.postgres.effect_table is not configured, so the harness cannot hold the receiver inside its transaction")
+			s.notApplicable("%s.effect_table is not configured, so the harness cannot hold the receiver inside its transaction", s.env.kindField())
 		}
 		ep := s.primary()
 		ev := s.effectEvent(ep)

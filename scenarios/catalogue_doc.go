@@ -153,3 +153,34 @@ func codeList(xs []string) string {
 	}
 	return strings.Join(out, ", ")
 }
+
+// ObserverKindsMarkdown renders, for each guarantee, what it needs of each
+// kind of observer: every kind reads the same queries, but only a SQL store
+// lets the harness lock a table or cut a session, so a guarantee needing those
+// is not applicable elsewhere, and a race the harness forces at a lock is left
+// to timing (and says so) where there is none.
+func ObserverKindsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("| guarantee | postgres, mysql | redis | command, http |\n|---|---|---|---|\n")
+	for _, g := range Catalogue() {
+		sql, other := "yes", "yes"
+		switch {
+		case slices.Contains(g.Needs, "lock-gating") || slices.Contains(g.Needs, "connection-loss"):
+			need := "lock-gating"
+			if !slices.Contains(g.Needs, need) {
+				need = "connection-loss"
+			}
+			other = "not applicable: needs " + need
+		case slices.Contains(g.Needs, "stop-in-transaction"):
+			other = "with failpoints only"
+		case g.Race != "":
+			sql, other = "yes, race forced at a lock gate (with `lock-gating`)", "yes, race left to timing (said in the report)"
+		case slices.Contains(g.Needs, "key-ttl"):
+			sql, other = "with a `key_ttl` query", "with a `key_ttl` query"
+		case slices.Contains(g.Needs, "retention"):
+			other = "yes, with a command or HTTP purge"
+		}
+		fmt.Fprintf(&b, "| %s %s | %s | %s | %s |\n", g.ID, g.Title, sql, other, other)
+	}
+	return "\n" + b.String()
+}

@@ -278,10 +278,10 @@ func (s *session) raceAtEffect(fire func()) {
 	table := s.env.EffectTable
 	if table == "" {
 		table = s.env.EventTable
-		s.note("the target names no effect table (observe.postgres.effect_table): the two events are held at their event-key insert instead")
+		s.note("the target names no effect table (%s.effect_table): the two events are held at their event-key insert instead", s.env.kindField())
 	}
 	if g := s.tryGate(table, 2, fire); g.Held() == 0 && !g.Refused {
-		s.unforced("no receiver session reached %s while it was locked: the object's effects are not written there, so the race was left to timing (observe.postgres.effect_table names the table they are written to)", table)
+		s.unforced("no receiver session reached %s while it was locked: the object's effects are not written there, so the race was left to timing (%s.effect_table names the table they are written to)", table, s.env.kindField())
 	}
 }
 

@@ -39,7 +39,7 @@ func NewRun(env *Env, opt RunOptions, meta history.Meta) (*Run, error) {
 		return nil, errors.New("scenarios: no environment")
 	}
 	if env.Observer == nil {
-		return nil, errors.New("scenarios: no observer configured (observe.postgres is required)")
+		return nil, errors.New("scenarios: no observer configured (target.observe is required)")
 	}
 	if opt.ScenarioTimeout <= 0 {
 		opt.ScenarioTimeout = 3 * time.Minute

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookcert/hookcert/adapters/pgsession"
+	"github.com/hookcert/hookcert/adapters/sqlstore"
 	"github.com/hookcert/hookcert/adapters/targetfile"
 )
 
@@ -23,8 +24,11 @@ import (
 type Options struct {
 	// BaseURL is the receiver's root URL (http trigger).
 	BaseURL string
-	// DatabaseURL is the receiver's database (sql trigger).
+	// DatabaseURL is the receiver's PostgreSQL database (sql trigger).
 	DatabaseURL string
+	// DB runs the sql trigger instead on a SQL database other than PostgreSQL
+	// (observe.mysql); the caller closes it.
+	DB sqlstore.DB
 	// Dir and Env are the command trigger's working directory and extra
 	// environment (the target's lifecycle.dir and lifecycle.env).
 	Dir string
@@ -41,6 +45,16 @@ type Trigger struct {
 	pool *pgxpool.Pool
 }
 
+// sqlExec runs the sql trigger's statement with the as-of time as $1.
+func (t *Trigger) sqlExec(ctx context.Context, asOf time.Time) error {
+	if t.opts.DB != nil {
+		// $1 is written ? by stores that bind so; a time is bound as UTC.
+		return t.opts.DB.Exec(ctx, t.spec.SQL, asOf.UTC())
+	}
+	_, err := t.pool.Exec(ctx, t.spec.SQL, asOf)
+	return err
+}
+
 // New prepares the trigger of spec; a sql trigger connects now (sessions marked as
 // the harness's, so connection-loss faults spare them). Close releases it.
 func New(ctx context.Context, spec targetfile.Purge, opts Options) (*Trigger, error) {
@@ -50,6 +64,9 @@ func New(ctx context.Context, spec targetfile.Purge, opts Options) (*Trigger, er
 	}
 	switch spec.Kind() {
 	case "sql":
+		if opts.DB != nil {
+			break // the caller's sessions in a database other than PostgreSQL
+		}
 		if opts.DatabaseURL == "" {
 			return nil, errors.New("purge: sql trigger: no database URL")
 		}
@@ -117,7 +134,7 @@ func (t *Trigger) Purge(ctx context.Context, asOf time.Time) error {
 	var err error
 	switch t.Kind() {
 	case "sql":
-		_, err = t.pool.Exec(ctx, t.spec.SQL, asOf)
+		err = t.sqlExec(ctx, asOf)
 	case "command":
 		err = t.command(ctx, asOf)
 	case "http":

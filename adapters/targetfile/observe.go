@@ -104,10 +104,12 @@ func (v *validator) observe(t *Target, rt *rawTarget) {
 			rp = ro.MySQL
 		}
 		t.Store.URL = v.databaseURL(base, rp.URL, rp.URLEnv)
-		if kind == KindMySQL && t.Store.URL.Reveal() != "" {
+		// A template is checked once rendered for real (a stand-in is not a
+		// MySQL URL); the opener then names the field.
+		if kind == KindMySQL && t.Store.URL.Reveal() != "" && !strings.Contains(rp.URL, "{{") {
 			if u, err := url.Parse(t.Store.URL.Reveal()); err != nil || (u.Scheme != "mysql" && u.Scheme != "mariadb") {
 				// Parse errors can quote the URL: not shown.
-				v.fail(at(base, "url"), "must be a mysql:// URL, mysql://user[:password]@host[:port]/database")
+				v.fail(at(base, "url"), "must be a mysql:// URL (mysql://USER@HOST:PORT/DATABASE)")
 			}
 		}
 		v.tables(t, base, rp)
@@ -117,7 +119,7 @@ func (v *validator) observe(t *Target, rt *rawTarget) {
 	case KindRedis:
 		rr := ro.Redis
 		t.Store.URL = v.databaseURL(base, rr.URL, rr.URLEnv)
-		if u := t.Store.URL.Reveal(); u != "" && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
+		if u := t.Store.URL.Reveal(); u != "" && !strings.Contains(rr.URL, "{{") && !strings.HasPrefix(u, "redis://") && !strings.HasPrefix(u, "rediss://") {
 			v.fail(at(base, "url"), "must be a redis:// or rediss:// URL")
 		}
 		t.Store.ConnectTimeout = v.boundedDuration(at(base, "connect_timeout"), rr.ConnectTimeout, DefaultConnectTimeout)

@@ -21,6 +21,7 @@ import (
 //	example-passed DIR, example-not-applicable DIR
 //	example-passed-ids DIR                      an example receiver's clean verdicts
 //	file PATH                                   a file of the repository, fenced
+//	observer-kinds                              each guarantee by kind of observer (docs/target.md)
 func Figures(root string) Renderer {
 	counts := map[string]func() int{
 		"guarantee-count": func() int { return len(scenarios.Catalogue()) },
@@ -53,8 +54,10 @@ func Figures(root string) Renderer {
 			return strings.Join(passed, ", "), nil
 		case "file":
 			return fenced(root, arg)
+		case "observer-kinds":
+			return scenarios.ObserverKindsMarkdown(), noArg(name, arg)
 		}
-		return "", fmt.Errorf("unknown region (valid: %s, profile-list, example-passed DIR, example-not-applicable DIR, example-passed-ids DIR, file PATH)",
+		return "", fmt.Errorf("unknown region (valid: %s, profile-list, example-passed DIR, example-not-applicable DIR, example-passed-ids DIR, file PATH, observer-kinds)",
 			strings.Join(sortedKeys(counts), ", "))
 	}
 }

@@ -11,12 +11,14 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"runtime"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/hookcert/hookcert/adapters/mysqlstore"
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	secretscrub "github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/adapters/targetfile"
@@ -194,7 +196,7 @@ func Open(ctx context.Context, o Options) (*Harness, error) {
 func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error) {
 	// Passwords of the database the run was given are secrets of the run from
 	// the start: a provisioning error may quote them.
-	st.secrets = append(append(st.secrets, o.Secrets...), secretscrub.Password(o.DatabaseURL), secretscrub.Password(pgprovision.URLFromEnv()))
+	st.secrets = append(append(st.secrets, o.Secrets...), secretscrub.Password(o.DatabaseURL), secretscrub.Password(pgprovision.URLFromEnv()), secretscrub.Password(os.Getenv(MySQLURLEnv)))
 	st.runID = o.RunID
 	if st.runID == "" {
 		st.runID = harness.NewRunID()
@@ -250,7 +252,11 @@ func open(ctx context.Context, o Options, st *openState) (_ *Harness, err error)
 	}
 	database := map[string]string{}
 	if inspected.Uses("DatabaseURL") {
-		if vars.DatabaseURL, err = provision(ctx, o, b, database); err != nil {
+		provide := provision
+		if inspected.Store.Kind == targetfile.KindMySQL {
+			provide = provisionMySQL
+		}
+		if vars.DatabaseURL, err = provide(ctx, o, b, database); err != nil {
 			return nil, err
 		}
 	}
@@ -303,6 +309,48 @@ func provision(ctx context.Context, o Options, b *harness.Builder, database map[
 		fmt.Fprintln(out, "database: "+n)
 	}
 	return db.URL, nil
+}
+
+// MySQLURLEnv names the MySQL or MariaDB server a target on observe.mysql
+// gets its run's database on, when --database-url does not say.
+const MySQLURLEnv = "HOOKCERT_MYSQL_URL"
+
+// provisionMySQL gives a run on observe.mysql a database of its own on the
+// server the options (or HOOKCERT_MYSQL_URL) name: created for the run and
+// dropped when the harness closes, unless KeepDatabase.
+func provisionMySQL(ctx context.Context, o Options, b *harness.Builder, database map[string]string) (string, error) {
+	out := o.Stdout
+	if out == nil {
+		out = io.Discard
+	}
+	server := o.DatabaseURL
+	if server == "" {
+		server = os.Getenv(MySQLURLEnv)
+	}
+	if server == "" {
+		return "", fmt.Errorf("%w: the target reads a MySQL database ({{.DatabaseURL}} in observe.mysql): give its server with --database-url mysql://user@host:3306/ or $%s", ErrConfig, MySQLURLEnv)
+	}
+	if !strings.HasPrefix(server, "mysql://") && !strings.HasPrefix(server, "mariadb://") {
+		return "", fmt.Errorf("%w: --database-url: the target reads a MySQL database (observe.mysql): want a mysql:// server URL, got a %s one", ErrConfig, scheme(server))
+	}
+	dbURL, drop, err := mysqlstore.Provision(ctx, server)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrUnreachable, err)
+	}
+	if !o.KeepDatabase {
+		b.Defer(func() { _ = drop(context.WithoutCancel(ctx)) })
+	}
+	database["database_method"] = "mysql-database"
+	fmt.Fprintf(out, "database: %s (a database of its own on the MySQL server)\n", pgprovision.Redact(dbURL))
+	return dbURL, nil
+}
+
+// scheme is a URL's scheme for a message (never the rest: it may hold a password).
+func scheme(u string) string {
+	if i := strings.Index(u, "://"); i > 0 {
+		return u[:i]
+	}
+	return "non-URL"
 }
 
 // nameOf is a file's target.name when its YAML reads that far, else the

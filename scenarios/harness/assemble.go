@@ -15,6 +15,7 @@ import (
 	"github.com/hookcert/hookcert/adapters/process"
 	"github.com/hookcert/hookcert/adapters/purge"
 	secretscrub "github.com/hookcert/hookcert/adapters/scrub"
+	"github.com/hookcert/hookcert/adapters/sqlstore"
 	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -34,6 +35,13 @@ func (hs *Harness) setup(ctx context.Context, b *Builder) error {
 	fmt.Fprintf(b.out, "setup: %s\n", tg.Setup)
 	so := fixture.SetupOptionsFor(tg)
 	so.Secrets = hs.secrets
+	if tg.Store.Kind == targetfile.KindMySQL && tg.Setup.SQLFile != "" {
+		db, err := hs.mysqlDB(ctx)
+		if err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrUnreachable, tg.Store.Field(), err)
+		}
+		so.DB = db
+	}
 	if err := fixture.RunSetup(ctx, tg.Setup, so); errors.Is(err, fixture.ErrSetupFailed) {
 		return hs.o.configErr(err)
 	} else if err != nil {
@@ -169,7 +177,7 @@ func (hs *Harness) fixtures(ctx context.Context, obs *observe.Observer) error {
 	if len(tg.Fixtures) > 0 {
 		fo := fixture.TargetOptions(tg, tg.Dir)
 		// The observer's sessions: the harness's own, bounded by its timeouts.
-		fo.Pool, fo.Secrets = obs.Pool(), hs.secrets
+		fo.Pool, fo.DB, fo.Secrets = obs.Pool(), obs.DB(), hs.secrets
 		set, err := fixture.New(ctx, tg.Fixtures, fo)
 		if errors.Is(err, fixture.ErrInvalid) {
 			return hs.o.configErr(err)
@@ -232,7 +240,7 @@ func (hs *Harness) retention(ctx context.Context, obs *observe.Observer) error {
 		return err
 	}
 	// A purge command runs in lifecycle.dir, else the file's directory.
-	po := purge.Options{BaseURL: tg.BaseURL, DatabaseURL: tg.Store.URL.Reveal(), Dir: tg.Dir}
+	po := purge.Options{BaseURL: tg.BaseURL, DatabaseURL: tg.Store.URL.Reveal(), DB: obs.DB(), Dir: tg.Dir}
 	if tg.Lifecycle != nil {
 		po.Dir, po.Env = tg.Lifecycle.Dir, tg.Lifecycle.Env
 	}
@@ -255,6 +263,16 @@ func preparePurge(ctx context.Context, obs *observe.Observer, p targetfile.Purge
 	const field = "target.retention.purge.sql"
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if db := obs.DB(); db != nil {
+		_, err := db.Prepare(ctx, p.SQL)
+		switch {
+		case errors.Is(err, sqlstore.ErrStatement):
+			return fmt.Errorf("%w: %s: does not prepare: %v", ErrConfig, field, err)
+		case err != nil:
+			return fmt.Errorf("%w: checking %s: %w", ErrUnreachable, field, err)
+		}
+		return nil
+	}
 	conn, err := obs.Pool().Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("%w: checking %s: %w", ErrUnreachable, field, err)

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/hookcert/hookcert/adapters/mysqlstore"
 	"io"
 	"log/slog"
 	"net/http"
@@ -190,6 +191,8 @@ type Harness struct {
 	o       Options
 	secrets []string
 	closers []func()
+	// mysql is the harness's sessions in a MySQL database (observe.mysql).
+	mysql *mysqlstore.DB
 }
 
 // Target is the target the harness was assembled from.

@@ -123,23 +123,30 @@ func (w workers) Restart(ctx context.Context) error { return w.c.restartWorkers(
 // KillHolder finds the worker process behind the session waiting on g by its
 // client port (process.OwnerOfLocalPort) and kills it alone.
 func (w workers) KillHolder(ctx context.Context, g scenarios.Gate) (int, error) {
-	pg, ok := g.(gate)
-	if !ok {
+	var ports []int
+	if pg, ok := g.(gate); ok {
+		ws, err := pg.g.Waiters(ctx)
+		if err != nil {
+			return 0, err
+		}
+		for _, wt := range ws {
+			if wt.ClientPort > 0 {
+				ports = append(ports, wt.ClientPort)
+			}
+		}
+	} else if ps, ok, err := mysqlHolderPorts(ctx, g); !ok {
 		return 0, nil
-	}
-	ws, err := pg.g.Waiters(ctx)
-	if err != nil {
+	} else if err != nil {
 		return 0, err
+	} else {
+		ports = ps
 	}
 	groups := make([]int, len(w.c.workers))
 	for i, p := range w.c.workers {
 		groups[i] = p.PID() // each runs in a process group of its own
 	}
-	for _, wt := range ws {
-		if wt.ClientPort <= 0 {
-			continue
-		}
-		if i := process.OwnerOfLocalPort(wt.ClientPort, groups); i >= 0 {
+	for _, port := range ports {
+		if i := process.OwnerOfLocalPort(port, groups); i >= 0 {
 			if err := killProc(w.c.workers[i]); err != nil {
 				return 0, fmt.Errorf("worker %d: %w", i+1, err)
 			}
@@ -472,11 +479,14 @@ func (hs *Harness) ReceiverPID() int {
 
 // TerminateReceiverSessions ends every database session of the receiver (all
 // of its database's client sessions but the harness's own) with
-// pg_terminate_backend, waits until they are gone and returns their pids.
+// pg_terminate_backend (KILL CONNECTION on MySQL), waits until they are gone
+// and returns their pids (connection IDs).
 func (hs *Harness) TerminateReceiverSessions(ctx context.Context) ([]int, error) {
-	d, ok := hs.Env.Activity.(*dbFaults)
-	if !ok {
-		return nil, errors.New("the harness holds no session in the receiver's database")
+	switch d := hs.Env.Activity.(type) {
+	case *dbFaults:
+		return pgfault.TerminateBackends(ctx, d.pool, d.database, pgfault.Filter{})
+	case *myFaults:
+		return d.db.TerminateSessions(ctx)
 	}
-	return pgfault.TerminateBackends(ctx, d.pool, d.database, pgfault.Filter{})
+	return nil, errors.New("the harness holds no session in the receiver's database")
 }

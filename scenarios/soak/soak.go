@@ -98,7 +98,7 @@ func (o *Options) Validate(h Hooks) error {
 		case n.Kind == KindPause && h.Pause == nil:
 			return errors.New("--nemesis pause needs a receiver the harness starts (target.lifecycle) on a platform with SIGSTOP")
 		case n.Kind == KindPGTerminate && h.Terminate == nil:
-			return errors.New("--nemesis pg-terminate needs the receiver's database (observe.postgres)")
+			return errors.New("--nemesis pg-terminate needs the receiver's SQL database (observe.postgres or observe.mysql)")
 		}
 	}
 	if o.PauseFor <= 0 {

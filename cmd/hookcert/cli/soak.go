@@ -83,7 +83,7 @@ could not judge (interrupted, keys left unread).`,
 	fl.Int64Var(&f.seed, "seed", 0, "seed for the generator's choices (0: random, printed)")
 	fl.Float64Var(&f.timeScale, "time-scale", certify.DefaultTimeScale, "provider seconds per real second for retry schedules")
 	fl.StringVar(&f.reportDir, "report-dir", "hookcert-soak", "where results.json, soak.html, history.jsonl and receiver.log go")
-	fl.StringVar(&f.databaseURL, "database-url", "", "PostgreSQL for targets that use {{.DatabaseURL}} (default: $HOOKCERT_DATABASE_URL, else provisioned)")
+	fl.StringVar(&f.databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL (default $HOOKCERT_DATABASE_URL, else provisioned), or a mysql:// server for observe.mysql (default $HOOKCERT_MYSQL_URL); the run gets a database of its own there")
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
 	return cmd
 }
@@ -208,7 +208,11 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		return &ExitError{Code: ExitUnreachable, Err: err}
 	}
 	defer hs.Close()
-	hooks := soak.Hooks{Terminate: hs.TerminateReceiverSessions}
+	var hooks soak.Hooks
+	if hs.Target().Store.SQL() {
+		// Only a SQL store has sessions the harness can end.
+		hooks.Terminate = hs.TerminateReceiverSessions
+	}
 	if c := hs.Env.Controller; c != nil && hs.Env.CrashUnavailable == "" {
 		hooks.Controller = c
 		hooks.Pause = soak.PauseGroup(hs.ReceiverPID)
