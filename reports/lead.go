@@ -79,7 +79,8 @@ func RaceText(g Guarantee) string {
 	case g.Race.Forced:
 		return joinNonEmpty(": ", "race forced", g.Race.How)
 	}
-	return joinNonEmpty(": ", "the race was left to timing", g.Race.How)
+	// How may already say so ("left to timing: no lock gate …").
+	return joinNonEmpty(": ", "the race was left to timing", strings.TrimPrefix(g.Race.How, "left to timing: "))
 }
 
 // raceLabel is RaceText in two words, for tables and badges.

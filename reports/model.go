@@ -183,6 +183,9 @@ type TargetInfo struct {
 	BaseURL      string         `json:"base_url"`
 	Endpoints    []EndpointInfo `json:"endpoints,omitempty"`
 	Capabilities []string       `json:"capabilities,omitempty"`
+	// Observer is the kind of store the receiver's state was read from
+	// (postgres, mysql, redis, command, http).
+	Observer string `json:"observer,omitempty"`
 }
 
 // EndpointInfo is one delivery endpoint of the target: a (profile, account) pair.

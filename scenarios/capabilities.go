@@ -67,6 +67,11 @@ func (e *Env) derived(c Capability) (ok bool, why string, known bool) {
 		if e.Queries != nil && e.Queries(queryKeyTTL) {
 			return true, "", true
 		}
+		if e.Unanswered != nil {
+			if why := e.Unanswered(queryKeyTTL); why != "" {
+				return false, why + ": the store's expiry on a key cannot be read", true
+			}
+		}
 		return false, fmt.Sprintf("the %s observer answers no key_ttl query (%s.queries.key_ttl): the store's expiry on a key cannot be read", e.kind(), e.kindField()), true
 	case "signed-timestamp":
 		if _, ok := e.endpointWhere(signsTimestamp); ok {

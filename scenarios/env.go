@@ -29,6 +29,10 @@ type Env struct {
 	// Queries reports whether the observer answers a named query (nil: only
 	// the required ones are known to be answered).
 	Queries func(name string) bool
+	// Unanswered says why the observer does not answer a query the target
+	// configures ("" when it does, or the query is not configured): a store
+	// whose stated capabilities leave it out.
+	Unanswered func(name string) string
 	// Controller kills and restarts the receiver (capability crash).
 	Controller Controller
 	// Failpoints arms the receiver's failpoints (capability failpoints).

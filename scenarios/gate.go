@@ -116,6 +116,10 @@ func (s *session) workerLinger() time.Duration {
 	return 0
 }
 
+// answeredGrace is how long a gate still looks for the receiver's sessions
+// once every delivery was answered.
+const answeredGrace = 250 * time.Millisecond
+
 // waitQueue polls who the gate holds (count says how many of a reading
 // count) until want are held, the count has stopped growing for 300 ms, or 5
 // s pass. The receiver's pool may be smaller than the number of copies, so an
@@ -142,8 +146,10 @@ func waitQueue(ctx context.Context, g Gate, count func(GateHeld) int, want int, 
 		select {
 		case <-finished:
 			// Every delivery was answered: a synchronous receiver that did not
-			// wait never will; a worker may still come.
-			if d := time.Now().Add(linger); d.Before(deadline) {
+			// wait is given a moment more, since one that answers before its
+			// commit reaches the lock just after (and that is what a cut must
+			// catch); a worker may still come.
+			if d := time.Now().Add(max(linger, answeredGrace)); d.Before(deadline) {
 				deadline = d
 			}
 			finished = nil

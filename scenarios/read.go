@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -42,7 +43,8 @@ func (s *session) readNow(query, phase string, params []string, fn func(ctx cont
 	if err != nil {
 		o.Error = err.Error()
 		s.run.addObservation(o)
-		s.abort("reading %s for %s: %v", query, strings.Join(params, ", "), err)
+		// Unbound parameters are empty: not worth a blank in the message.
+		s.abort("reading %s for %s: %v", query, strings.Join(slices.DeleteFunc(slices.Clone(params), func(p string) bool { return p == "" }), ", "), err)
 	}
 	s.run.addObservation(o)
 	return o

@@ -27,7 +27,10 @@ const (
 // DB is a pool of the harness's own sessions in a MySQL or MariaDB database.
 // It implements sqlstore.DB.
 type DB struct {
-	db      *sql.DB
+	db *sql.DB
+	// canary opens a new session each time (no idle ones are kept): see
+	// innodb.go.
+	canary  *sql.DB
 	cfg     *mysql.Config
 	to      Timeouts
 	where   string
@@ -76,11 +79,13 @@ func OpenConfig(ctx context.Context, cfg *mysql.Config, to sqlstore.Timeouts) (*
 	// pool of hundreds would be.
 	d.db.SetMaxIdleConns(4)
 	d.db.SetConnMaxIdleTime(time.Minute)
+	d.canary = sql.OpenDB(c)
+	d.canary.SetMaxIdleConns(0)
 	pctx, cancel := context.WithTimeout(ctx, t.Connect)
 	err = d.db.PingContext(pctx)
 	cancel()
 	if err != nil {
-		d.db.Close()
+		d.Close()
 		var me *mysql.MySQLError
 		switch {
 		case errors.As(err, &me):
@@ -111,7 +116,10 @@ func (d *DB) MariaDB() bool { return d.mariaDB }
 func (d *DB) Version() string { return d.version }
 
 // Close closes the pool.
-func (d *DB) Close() { _ = d.db.Close() }
+func (d *DB) Close() {
+	_ = d.db.Close()
+	_ = d.canary.Close()
+}
 
 // SQL is the pool, for callers that need database/sql itself. Its sessions
 // are the harness's.

@@ -26,9 +26,9 @@ import (
 // its last DDL statement stays. A setup script should be written to run
 // again over what a failed run left (CREATE TABLE IF NOT EXISTS).
 //
-// line is the script's line the server blamed: the failing statement's line
-// plus the line the server names in it ("... at line 3"), else the line the
-// statement starts on.
+// line is the script's line the server blamed: the line it names in the
+// failing statement ("... near ',' at line 3") counted from where that
+// statement starts, else the line of its first word.
 func (d *DB) Script(ctx context.Context, script string) (int, error) {
 	stmts, err := splitScript(script)
 	if err != nil {
@@ -87,7 +87,10 @@ func (s scriptStmt) blamed(err error) int {
 	if errors.As(err, &me) {
 		if m := atLineRE.FindStringSubmatch(me.Message); m != nil {
 			if n, err := strconv.Atoi(m[1]); err == nil && n >= 1 {
-				return s.line + n - 1
+				// The server counts from the statement's first byte past
+				// leading blanks (comments count).
+				rest := strings.TrimLeft(s.text, " \t\r\n\f\v")
+				return s.line + strings.Count(s.text[:len(s.text)-len(rest)], "\n") + n - 1
 			}
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"regexp"
 	"sort"
 	"strings"
 
@@ -60,17 +61,21 @@ func driverParams(rawQuery string) (*mysql.Config, error) {
 	if rawQuery == "" {
 		return mysql.NewConfig(), nil
 	}
-	cfg, err := mysql.ParseDSN("/?" + rawQuery)
-	if err == nil {
-		return cfg, nil
-	}
-	q, qerr := url.ParseQuery(rawQuery)
-	if qerr != nil {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
 		return nil, errors.New("mysqlstore: database URL: its query is not name=value pairs")
 	}
 	names := make([]string, 0, len(q))
 	for name := range q {
+		// A name the driver does not know is a session variable it sets.
+		if !paramNameRE.MatchString(name) {
+			return nil, fmt.Errorf("mysqlstore: database URL: driver parameter %q: not a parameter or variable name", name)
+		}
 		names = append(names, name)
+	}
+	cfg, err := mysql.ParseDSN("/?" + rawQuery)
+	if err == nil {
+		return cfg, nil
 	}
 	sort.Strings(names)
 	for _, name := range names {
@@ -81,6 +86,8 @@ func driverParams(rawQuery string) (*mysql.Config, error) {
 	}
 	return nil, errors.New("mysqlstore: database URL: the driver refuses its parameters together")
 }
+
+var paramNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_.]*$`)
 
 // where names the server and database for messages: host:port/db.
 func where(cfg *mysql.Config) string { return cfg.Addr + "/" + cfg.DBName }

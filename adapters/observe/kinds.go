@@ -116,6 +116,15 @@ func NewReader(r Reader, q targetfile.Queries, opts ...Option) *Observer {
 	return o
 }
 
+// Unanswered gives, for each configured query the store said it cannot
+// answer (its capabilities leave it out), why; nil when there is none.
+func (o *Observer) Unanswered() map[string]string {
+	if u, ok := o.reader.(interface{ Unsupported() map[string]string }); ok {
+		return u.Unsupported()
+	}
+	return nil
+}
+
 // Columns are the column names each query's answer is read by, for observers
 // that answer with named values (observe.command and observe.http objects).
 func Columns(name string) []string {

@@ -224,7 +224,7 @@ var retention5 = register(&table{
 		{name: "a key expiring a minute before the horizon ends", codes: is("retention.key-expires-early"),
 			edits: do(reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Count = (72*time.Hour - time.Minute).Milliseconds() }))},
 		{name: "a key that never expires", edits: do(reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Count = -1 }))},
-		{name: "the key gone right after delivery", codes: is("retention.key-missing"),
+		{name: "the key gone right after delivery", codes: is("retention.key-expires-early"),
 			edits: do(reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Found, o.Count = false, 0 }))},
 		{name: "an undocumented horizon", edits: do(setFact("horizon", "0s"), reads("key_ttl", "after-delivery", "evt_1", func(o *history.Observation) { o.Count = 60_000 }))},
 		{name: "the key lost by the reconciliation", codes: is("reconcile.lost"),

@@ -146,6 +146,8 @@ func (hs *Harness) observe(ctx context.Context) (*observe.Observer, error) {
 	hs.Env.Observer = observer{obs}
 	hs.Env.ObserverKind = obs.Kind()
 	hs.Env.Queries = obs.Has
+	hs.unanswered = obs.Unanswered()
+	hs.Env.Unanswered = func(name string) string { return hs.unanswered[name] }
 	if obs.Has(observe.QQuiescent) {
 		hs.Env.Quiescent = obs.Quiescent
 	}

@@ -193,7 +193,13 @@ type Harness struct {
 	closers []func()
 	// mysql is the harness's sessions in a MySQL database (observe.mysql).
 	mysql *mysqlstore.DB
+	// unanswered are the configured queries the observer does not answer.
+	unanswered map[string]string
 }
+
+// Unanswered gives, for each configured query the observer's store said it
+// cannot answer, why (nil when there is none).
+func (hs *Harness) Unanswered() map[string]string { return hs.unanswered }
 
 // Target is the target the harness was assembled from.
 func (hs *Harness) Target() *targetfile.Target { return hs.tg }

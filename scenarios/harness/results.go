@@ -47,7 +47,7 @@ func (hs *Harness) Info(r Report) check.RunInfo {
 	tg := hs.tg
 	info := check.RunInfo{
 		Tool:     reports.ToolInfo{Name: "hookcert", Version: r.Version},
-		Target:   reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities},
+		Target:   reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities, Observer: hs.Env.ObserverKind},
 		Profiles: tg.Profiles(),
 		Environment: map[string]string{
 			"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH,

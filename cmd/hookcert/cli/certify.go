@@ -37,7 +37,7 @@ func (f *suiteFlags) add(cmd *cobra.Command) {
 	fl.StringSliceVar(&f.focus, "focus", nil, "run only scenarios whose text matches these regular expressions")
 	fl.Float64Var(&f.timeScale, "time-scale", certify.DefaultTimeScale, "provider seconds per real second for retry schedules")
 	fl.BoolVar(&f.verbose, "verbose", false, "stream every scenario's progress")
-	fl.StringVar(&f.databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL (default $HOOKCERT_DATABASE_URL, else provisioned), or a mysql:// server for observe.mysql (default $HOOKCERT_MYSQL_URL); the run gets a database of its own there")
+	fl.StringVar(&f.databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL ($HOOKCERT_DATABASE_URL when unset, else provisioned), or a mysql:// server for observe.mysql ($HOOKCERT_MYSQL_URL when unset); the run gets a database of its own there")
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
 }
 

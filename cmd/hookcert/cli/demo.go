@@ -21,10 +21,10 @@ import (
 func newDemoCmd() *cobra.Command {
 	var f suiteFlags
 	var defects, caps []string
-	var mode string
+	var mode, store string
 	var workerProcs int
 	cmd := &cobra.Command{
-		Use:   "demo [--mode sync|inbox|both] [--worker-processes N] [--defect NAME]...",
+		Use:   "demo [--store postgres|mysql] [--mode sync|inbox|both] [--worker-processes N] [--defect NAME]...",
 		Short: "Start the reference receiver on a throwaway PostgreSQL and certify it",
 		Long: `Demo provisions PostgreSQL (--database-url, $HOOKCERT_DATABASE_URL, a container, or
 local binaries), starts the reference receiver with fresh random secrets (and the
@@ -39,9 +39,21 @@ reports in <report-dir>/sync and <report-dir>/inbox and a summary.md over both.
 Defects belong to one design (hookcert reference defects lists them). Exit status as
 for certify; with both, the one that says most: a failure in either mode (1), else a
 run that could not start (2, 3), else one that could not judge everything (5), else
-nothing judged (4), else 0.`,
+nothing judged (4), else 0.
+
+--store mysql certifies the small MySQL/MariaDB reference instead (Stripe only,
+sync design; its defects: hookcert reference defects --store mysql). Its database
+is created fresh on the server --database-url names, else $HOOKCERT_MYSQL_URL, else
+mysql://root@127.0.0.1:3306/ when unset, and dropped afterwards (--keep-database
+keeps it). It declares capabilities crash, lock-gating and connection-loss.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validStore(store); err != nil {
+				return err
+			}
+			if store == storeMySQL {
+				return runDemoMySQLCmd(cmd, f, mode, workerProcs, defects, caps)
+			}
 			if err := validDemoMode(mode, defects); err != nil {
 				return err
 			}
@@ -108,7 +120,8 @@ nothing judged (4), else 0.`,
 	cmd.Flags().IntVar(&workerProcs, "worker-processes", 0, "inbox mode: run the workers in this many separate worker processes (0: inside the receiver)")
 	cmd.Flags().StringSliceVar(&caps, "capabilities", demoCapabilities,
 		"capabilities the demo target declares (a subset, to see the verdicts a receiver without test hooks gets; \"none\" for none)")
-	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with defect `NAME` (repeatable; hookcert reference defects lists them)")
+	cmd.Flags().StringArrayVar(&defects, "defect", nil, "start the reference with defect `NAME` (repeatable; hookcert reference defects [--store mysql] lists them)")
+	addStoreFlag(cmd, &store, "the reference to certify: postgres, or mysql (the MySQL/MariaDB reference on a fresh database of --database-url, default mysql://root@127.0.0.1:3306/)")
 	f.add(cmd)
 	return cmd
 }

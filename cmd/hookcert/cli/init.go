@@ -11,10 +11,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/spf13/cobra"
 
-	"github.com/hookcert/hookcert/adapters/observe"
 	"github.com/hookcert/hookcert/adapters/scrub"
 	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -30,9 +28,11 @@ func newInitCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "init --database-url URL [--receiver-url URL] [--profile stripe] [--out target.yaml]",
 		Short: "Propose a target file from the receiver's database schema",
-		Long: `Init reads the schema of the receiver's database (the system catalogs only: no
-table's rows but a few account names are read) and writes a commented target file
-(docs/target.md): the table holding the event keys (an events-like table with a
+		Long: `Init reads the schema of the receiver's database — PostgreSQL (postgres://...),
+MySQL or MariaDB (mysql://user[:password]@host[:port]/database) — from the system
+catalogs only (no table's rows but a few account names are read) and writes a
+commented target file (docs/target.md) observing it (observe.postgres or
+observe.mysql, queries in the server's dialect): the table holding the event keys (an events-like table with a
 unique key over an event ID column), the table the receiver writes its effects to
 (one whose column refers to that event ID), the observer queries over the columns
 it found, one endpoint for --profile, and the capabilities those tables justify.
@@ -46,7 +46,7 @@ be reached.`,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runInit(cmd.Context(), cmd.OutOrStdout(), f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.databaseURL, "database-url", "", "the receiver's database, whose schema is read (required)")
+	fl.StringVar(&f.databaseURL, "database-url", "", "the receiver's database, whose schema is read (required; postgres:// or mysql://)")
 	fl.StringVar(&f.receiverURL, "receiver-url", "", "the receiver's base URL (default: a TODO placeholder)")
 	fl.StringVar(&f.profile, "profile", "stripe", "the provider profile of the proposed endpoint")
 	fl.StringVar(&f.out, "out", "target.yaml", `where the target file goes ("-": standard output)`)
@@ -74,24 +74,32 @@ func runInit(ctx context.Context, out io.Writer, f initFlags) error {
 	clean := scrub.New(scrub.Password(f.databaseURL))
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	cfg, err := pgx.ParseConfig(f.databaseURL)
-	if err != nil {
-		return usageErr("--database-url: cannot be parsed as a PostgreSQL connection string (not shown: it may hold a password)")
+	var db initDB
+	var err error
+	if isMySQLURL(f.databaseURL) {
+		db, err = openInitMySQL(ctx, f.databaseURL)
+	} else {
+		db, err = openInitPostgres(ctx, f.databaseURL)
 	}
-	cfg.RuntimeParams["application_name"] = "hookcert-init"
-	cfg.RuntimeParams["statement_timeout"] = "10000"
-	conn, err := pgx.ConnectConfig(ctx, cfg)
 	if err != nil {
-		return &ExitError{Code: ExitUnreachable, Err: clean.Error(fmt.Errorf("database %s:%d/%s: %w", cfg.Host, cfg.Port, cfg.Database, err))}
+		var ee *ExitError
+		if errors.As(err, &ee) {
+			return err
+		}
+		return &ExitError{Code: ExitUnreachable, Err: clean.Error(err)}
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	sc, err := readSchema(ctx, conn)
+	defer db.close()
+	sc, err := db.readSchema(ctx)
 	if err != nil {
 		return &ExitError{Code: ExitUnreachable, Err: clean.Error(fmt.Errorf("reading the schema: %w", err))}
 	}
-	p := propose(sc, f, cfg.Database)
-	p.sampleAccounts(ctx, conn)
-	p.dbWhere = fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
+	p := propose(sc, f, db.name())
+	p.kind = db.kind()
+	p.accounts = db.sampleAccounts(ctx, p)
+	if len(p.accounts) > 0 && !strings.ContainsAny(p.accounts[0], " \t\r\n") {
+		p.account = p.accounts[0]
+	}
+	p.dbWhere = db.where()
 
 	// A bug here must not hand the user a file the loader refuses.
 	if err := targetfile.Validate(p.render(true), profiles.IDs()); err != nil && p.event != nil {
@@ -99,12 +107,10 @@ func runInit(ctx context.Context, out io.Writer, f initFlags) error {
 	}
 	checked := ""
 	if p.event != nil {
-		q := targetfile.Queries{EventRows: p.eventRows, Effects: p.effects}
-		o, err := observe.Open(ctx, f.databaseURL, q)
-		if err != nil {
+		q := targetfile.Queries{EventRows: p.eventRows, Effects: p.effects, Base: "target.observe." + p.kind}
+		if err := db.check(ctx, q); err != nil {
 			return &ExitError{Code: ExitFailed, Err: fmt.Errorf("the proposed queries do not prepare (a bug in hookcert init): %w", clean.Error(err))}
 		}
-		o.Close()
 		checked = "event_rows"
 		if p.effects != "" {
 			checked += " and effects"
@@ -121,7 +127,7 @@ func runInit(ctx context.Context, out io.Writer, f initFlags) error {
 	}
 	p.printSummary(out, f.out, checked)
 	if p.event == nil {
-		return &ExitError{Code: ExitFailed, Err: errors.New("no event table found: none of the tables has an events-like name and a unique key over an event ID column; fill in observe.postgres by hand (docs/target.md)")}
+		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("no event table found: none of the tables has an events-like name and a unique key over an event ID column; fill in observe.%s by hand (docs/target.md)", p.kind)}
 	}
 	return nil
 }
@@ -166,12 +172,12 @@ func (p *proposal) printSummary(out io.Writer, path, checked string) {
 		left = append(left, fmt.Sprintf("base_url: %s does not accept connections now (%v); start the receiver before certify", p.f.receiverURL, err))
 	}
 	if p.urlHasPassword {
-		left = append(left, "observe.postgres.url_env: export HOOKCERT_RECEIVER_DATABASE_URL")
+		left = append(left, fmt.Sprintf("observe.%s.url_env: export HOOKCERT_RECEIVER_DATABASE_URL", p.kind))
 	}
 	if p.event == nil {
-		left = append(left, "observe.postgres: the event table and the queries (none found)")
+		left = append(left, fmt.Sprintf("observe.%s: the event table and the queries (none found)", p.kind))
 	} else if p.effect == nil {
-		left = append(left, "observe.postgres.queries.effects: no table refers to the event ID")
+		left = append(left, fmt.Sprintf("observe.%s.queries.effects: no table refers to the event ID", p.kind))
 	}
 	left = append(left,
 		"lifecycle (optional): how to start the receiver, for capability crash",

@@ -1,14 +1,11 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"regexp"
 	"slices"
 	"sort"
 	"strings"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/hookcert/hookcert/adapters/scrub"
 )
@@ -64,7 +61,9 @@ type effectPick struct {
 }
 
 type proposal struct {
-	f                        initFlags
+	f initFlags
+	// kind is the observer section the file gets: "postgres" or "mysql".
+	kind                     string
 	dbName, dbWhere          string
 	event                    *eventPick
 	others                   []string // other event-table candidates
@@ -331,31 +330,4 @@ func where(src, acc, id *column, param string) string {
 	}
 	conds = append(conds, id.quoted+" = "+param)
 	return strings.Join(conds, " AND ")
-}
-
-// sampleAccounts reads a few of the accounts the event table holds for the
-// profile's source, to propose the endpoint's account.
-func (p *proposal) sampleAccounts(ctx context.Context, conn *pgx.Conn) {
-	ev := p.event
-	if ev == nil || ev.acc == nil {
-		return
-	}
-	q := fmt.Sprintf("SELECT DISTINCT %s::text FROM %s", ev.acc.quoted, ev.t.ref())
-	var args []any
-	if ev.src != nil {
-		q += fmt.Sprintf(" WHERE %s::text = $1", ev.src.quoted)
-		args = append(args, p.f.profile)
-	}
-	rows, err := conn.Query(ctx, q+" ORDER BY 1 LIMIT 6", args...)
-	if err != nil {
-		return // only a hint
-	}
-	accts, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return
-	}
-	p.accounts = accts
-	if len(accts) > 0 && !strings.ContainsAny(accts[0], " \t\r\n") {
-		p.account = accts[0]
-	}
 }

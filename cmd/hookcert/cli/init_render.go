@@ -76,8 +76,10 @@ func (p *proposal) renderReceiver(w lineWriter, selfCheck bool) {
 func (p *proposal) renderDatabase(w lineWriter, selfCheck bool) {
 	q := yamlScalar
 	w("  observe:")
-	w("    postgres:")
+	w("    %s:", p.kind)
 	switch {
+	case selfCheck && p.kind == kindMySQL:
+		w("      url: mysql://hookcert@127.0.0.1:3306/hookcert")
 	case selfCheck:
 		w("      url: postgres://hookcert@127.0.0.1:5432/hookcert")
 	case p.urlHasPassword:

@@ -28,17 +28,27 @@ func newReferenceCmd() *cobra.Command {
 }
 
 func newReferenceDefectsCmd() *cobra.Command {
-	return &cobra.Command{
-		Use:   "defects",
+	var store string
+	cmd := &cobra.Command{
+		Use:   "defects [--store mysql]",
 		Short: "List the defects the reference receiver can be started with",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validStore(store); err != nil {
+				return err
+			}
+			if store == storeMySQL {
+				printMySQLDefects(cmd.OutOrStdout())
+				return nil
+			}
 			for _, d := range reference.Defects() {
 				fmt.Fprintf(cmd.OutOrStdout(), "%-22s %s\n", d.Name, d.Description)
 			}
 			return nil
 		},
 	}
+	addStoreFlag(cmd, &store, "which reference's defects: postgres, or mysql (the MySQL/MariaDB reference)")
+	return cmd
 }
 
 type referenceServeFlags struct {
@@ -51,6 +61,8 @@ type referenceServeFlags struct {
 	tolerance, purgeInterval               time.Duration
 	mode                                   string
 	inbox                                  inboxFlags
+	// store is postgres (the reference) or mysql (reference/mysqlref).
+	store string
 }
 
 func newReferenceServeCmd() *cobra.Command {
@@ -69,9 +81,22 @@ on exit.
 Defects (--defect, repeatable) break the receiver on purpose; see
 "hookcert reference defects". Most run in --mode sync only; the inbox defects need
 --mode inbox, the outbox defects --sink-url (either mode). On SIGINT/SIGTERM
-in-flight deliveries finish first.`,
+in-flight deliveries finish first.
+
+--store mysql serves the small MySQL/MariaDB reference instead (Stripe endpoints
+only, sync design, defects of "hookcert reference defects --store mysql"): its
+database, a mysql:// URL, comes from --database-url or $HOOKCERT_DATABASE_URL and
+is never provisioned; --config is then its own endpoints file.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return runReferenceServe(cmd, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := validStore(f.store); err != nil {
+				return err
+			}
+			if f.store == storeMySQL {
+				return runReferenceServeMySQL(cmd, f)
+			}
+			return runReferenceServe(cmd, f)
+		},
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&f.listen, "listen", "127.0.0.1:8080", "address to listen on")
@@ -88,6 +113,7 @@ in-flight deliveries finish first.`,
 	fl.DurationVar(&f.purgeInterval, "purge-interval", reference.DefaultPurgeInterval, "how often the in-process purger applies the endpoints' key and payload TTLs (negative: off)")
 	fl.StringVar(&f.mode, "mode", reference.ModeSync, "sync (apply before answering 200) or inbox (store, answer 202, workers apply)")
 	f.inbox.register(fl, "in-process inbox workers (0: none; run \"hookcert reference worker\" instead)")
+	addStoreFlag(cmd, &f.store, "postgres (the reference) or mysql (the MySQL/MariaDB reference; see above)")
 	return cmd
 }
 

@@ -133,7 +133,7 @@ gives no lock gate for, hunted on purpose.`,
 	fl.BoolVar(&untilFails, "until-it-fails", false, "rerun with seeds N, N+1, … until a run fails")
 	fl.IntVar(&maxRuns, "max-runs", 100, "with --until-it-fails: give up after this many runs")
 	fl.Int64Var(&seed, "seed", 0, "the seed to reproduce (required)")
-	fl.StringVar(&databaseURL, "database-url", "", "the database server for the target: PostgreSQL (default $HOOKCERT_DATABASE_URL, else provisioned), or a mysql:// server for observe.mysql (default $HOOKCERT_MYSQL_URL)")
+	fl.StringVar(&databaseURL, "database-url", "", "the database server for the target: PostgreSQL ($HOOKCERT_DATABASE_URL when unset, else provisioned), or a mysql:// server for observe.mysql ($HOOKCERT_MYSQL_URL when unset)")
 	fl.StringVar(&reportDir, "report-dir", "hookcert-repro", "where the rerun's reports go (not the failing run's: --from reads those)")
 	fl.BoolVar(&verbose, "verbose", false, "stream every scenario's progress")
 	fl.BoolVar(&keepDatabase, "keep-database", false, "keep the run's database afterwards")

@@ -83,7 +83,7 @@ could not judge (interrupted, keys left unread).`,
 	fl.Int64Var(&f.seed, "seed", 0, "seed for the generator's choices (0: random, printed)")
 	fl.Float64Var(&f.timeScale, "time-scale", certify.DefaultTimeScale, "provider seconds per real second for retry schedules")
 	fl.StringVar(&f.reportDir, "report-dir", "hookcert-soak", "where results.json, soak.html, history.jsonl and receiver.log go")
-	fl.StringVar(&f.databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL (default $HOOKCERT_DATABASE_URL, else provisioned), or a mysql:// server for observe.mysql (default $HOOKCERT_MYSQL_URL); the run gets a database of its own there")
+	fl.StringVar(&f.databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL ($HOOKCERT_DATABASE_URL when unset, else provisioned), or a mysql:// server for observe.mysql ($HOOKCERT_MYSQL_URL when unset); the run gets a database of its own there")
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
 	return cmd
 }
@@ -239,7 +239,7 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 	tg := hs.Target()
 	info := soak.RunInfo{
 		Tool: reports.ToolInfo{Name: "hookcert", Version: certify.Version}, Profiles: tg.Profiles(),
-		Target:      reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities},
+		Target:      reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities, Observer: hs.Env.ObserverKind},
 		Environment: map[string]string{"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH, "time_scale": fmt.Sprint(hs.Env.TimeScale)},
 		Options: reports.SoakRun{Duration: so.Duration.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
 			LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis)},

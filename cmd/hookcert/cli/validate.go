@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -55,7 +57,7 @@ start, an unreachable database), or a warning with --strict.`,
 		},
 	}
 	cmd.Flags().StringVar(&config, "config", "", "target file (YAML, see docs/target.md)")
-	cmd.Flags().StringVar(&databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL (default $HOOKCERT_DATABASE_URL, else provisioned), or a mysql:// server for observe.mysql (default $HOOKCERT_MYSQL_URL); the run gets a database of its own there")
+	cmd.Flags().StringVar(&databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL ($HOOKCERT_DATABASE_URL when unset, else provisioned), or a mysql:// server for observe.mysql ($HOOKCERT_MYSQL_URL when unset); the run gets a database of its own there")
 	cmd.Flags().BoolVar(&noStart, "no-start", false, "do not start the receiver (its schema must already exist)")
 	cmd.Flags().BoolVar(&strict, "strict", false, "exit 2 when the file draws a warning (a query or limit that would mislead a guarantee)")
 	return cmd
@@ -157,10 +159,12 @@ func printValidation(out io.Writer, config string, hs *certify.Harness, noStart,
 		}
 		fmt.Fprintf(out, "  %-18s source %s, account %s: %s (secret %s, ack timeout %s)\n", ep.Profile, ep.Source, ep.Account, tg.URL(ep.Path), from, ack)
 	}
+	fmt.Fprintf(out, "observer: %s\n", tg.Store.Field())
 	dbURL, method := hs.Database()
-	if method != "" {
+	switch {
+	case method != "":
 		fmt.Fprintf(out, "database: the run's own (%s), dropped when validate ends\n", method)
-	} else {
+	case dbURL != "":
 		fmt.Fprintf(out, "database: %s\n", dbURL)
 	}
 	if s := tg.Setup; s != nil {
@@ -184,7 +188,14 @@ func printValidation(out io.Writer, config string, hs *certify.Harness, noStart,
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	fmt.Fprintf(out, "queries prepared: %s\n", strings.Join(names, ", "))
+	checked := "prepared" // on the server
+	if !tg.Store.SQL() {
+		checked = "checked"
+	}
+	fmt.Fprintf(out, "queries %s: %s\n", checked, strings.Join(names, ", "))
+	for _, name := range slices.Sorted(maps.Keys(hs.Unanswered())) {
+		fmt.Fprintf(out, "  %s is not asked: %s\n", name, hs.Unanswered()[name])
+	}
 	if len(tg.Fixtures) > 0 {
 		var fx []string
 		for name, f := range tg.Fixtures {
