@@ -128,9 +128,7 @@ func runDemoMySQL(ctx context.Context, out io.Writer, exe, server string, f suit
 		fmt.Fprintf(out, "MySQL reference receiver with defect(s): %s\n", strings.Join(defects, ", "))
 	}
 	opts := f.options(out, func(id string) string {
-		// repro --demo knows the PostgreSQL reference only; the same seed and
-		// guarantee replay the same deliveries here.
-		c := fmt.Sprintf("hookcert demo --store mysql --seed %d --label-filter %s", f.seed, id)
+		c := fmt.Sprintf("hookcert repro %s --demo --store mysql --seed %d", id, f.seed)
 		for _, d := range defects {
 			c += " --defect " + d
 		}

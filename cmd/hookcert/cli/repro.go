@@ -21,6 +21,7 @@ func newReproCmd() *cobra.Command {
 		config       string
 		demo         bool
 		mode         string
+		store        string
 		workerProcs  int
 		from         string
 		defects      []string
@@ -33,7 +34,7 @@ func newReproCmd() *cobra.Command {
 		keepDatabase bool
 	)
 	cmd := &cobra.Command{
-		Use:   "repro GUARANTEE-ID (--seed N | --from REPORT-DIR) (--config TARGET.yaml | --demo [--mode M] [--defect NAME]...)",
+		Use:   "repro GUARANTEE-ID (--seed N | --from REPORT-DIR) (--config TARGET.yaml | --demo [--store S] [--mode M] [--defect NAME]...)",
 		Short: "Replay one guarantee's schedule from a report, or rerun it until it fails",
 		Long: `Repro reruns the scenarios of one guarantee with the seed a report printed: the
 same deliveries, and every race held at the same lock gate, so a failure that a forced
@@ -84,12 +85,15 @@ gives no lock gate for, hunted on purpose.`,
 			if seed == 0 {
 				return usageErr("--seed is required (the seed printed with the failure), or --from with the failing run's report directory")
 			}
-			if !demo && (mode != "" || workerProcs != 0) {
-				return usageErr("--mode and --worker-processes go with --demo")
+			if !demo && (mode != "" || workerProcs != 0 || store != "") {
+				return usageErr("--mode, --store and --worker-processes go with --demo")
 			}
 			base := []string{"certify", "--config", config}
 			if demo {
 				base = []string{"demo"}
+				if store != "" {
+					base = append(base, "--store", store)
+				}
 				if mode != "" {
 					base = append(base, "--mode", mode)
 				}
@@ -127,6 +131,7 @@ gives no lock gate for, hunted on purpose.`,
 	fl.StringVar(&config, "config", "", "target file")
 	fl.BoolVar(&demo, "demo", false, "reproduce against the reference receiver, as hookcert demo")
 	fl.StringVar(&mode, "mode", "", "with --demo: the reference receiver's design, as hookcert demo --mode")
+	fl.StringVar(&store, "store", "", "with --demo: the reference's database, as hookcert demo --store (postgres or mysql)")
 	fl.IntVar(&workerProcs, "worker-processes", 0, "with --demo: as hookcert demo --worker-processes")
 	fl.StringVar(&from, "from", "", "the failing run's report directory: take its seed and compare the rerun's schedule with its own")
 	fl.StringArrayVar(&defects, "defect", nil, "with --demo: start the reference with this defect (repeatable)")
