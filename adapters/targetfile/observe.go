@@ -306,6 +306,14 @@ func (v *validator) queryForm(p []any, q string) bool {
 			v.fail(p, "%s", msg)
 			return false
 		}
+		// An effects count that can only read 0 or 1 would show an effect
+		// applied twice as applied once: the DEDUP checks could not fail.
+		if last, _ := p[len(p)-1].(string); last == QueryEffects || last == QueryObjectEffects {
+			if w := strings.ToUpper(strings.Fields(q)[0]); w == "EXISTS" || w == "SISMEMBER" || w == "HEXISTS" {
+				v.fail(p, "must count the effects (GET of a counter, LLEN, SCARD, ZCARD, HLEN or COUNT): %s answers 0 or 1, so an effect applied twice would read as applied once", w)
+				return false
+			}
+		}
 	case KindCommand:
 		if len(strings.Fields(q)) == 0 {
 			v.fail(p, "must be a command line (a program and its arguments; $1 to $4 are replaced inside its words)")
