@@ -69,10 +69,10 @@ func (e *Env) derived(c Capability) (ok bool, why string, known bool) {
 		}
 		if e.Unanswered != nil {
 			if why := e.Unanswered(queryKeyTTL); why != "" {
-				return false, why + ": the store's expiry on a key cannot be read", true
+				return false, "no capability key-ttl: " + why + ", so the store's expiry on a key cannot be read", true
 			}
 		}
-		return false, fmt.Sprintf("the %s observer answers no key_ttl query (%s.queries.key_ttl): the store's expiry on a key cannot be read", e.kind(), e.kindField()), true
+		return false, fmt.Sprintf("no capability key-ttl: the %s observer answers no key_ttl query (%s.queries.key_ttl), so the store's expiry on a key cannot be read", e.kind(), e.kindField()), true
 	case "signed-timestamp":
 		if _, ok := e.endpointWhere(signsTimestamp); ok {
 			return true, "", true

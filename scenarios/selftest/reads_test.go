@@ -105,14 +105,14 @@ func (rs *readsSeen) complete(t *testing.T) {
 	t.Helper()
 	binds := map[string][]int{}
 	for _, g := range scenarios.Catalogue() {
+		if _, ok := notOnReference[g.ID]; ok && !rs.ran[g.ID] {
+			t.Logf("%s does not run against the reference: %s", g.ID, notOnReference[g.ID])
+			continue
+		}
 		for _, r := range g.Reads {
 			binds[r.Query] = r.Binds
 		}
 		if !rs.ran[g.ID] {
-			if by, ok := notOnReference[g.ID]; ok {
-				t.Logf("%s does not run against the reference: %s", g.ID, by)
-				continue
-			}
 			t.Errorf("%s did not run in any clean run: its declared reads are not shown", g.ID)
 			continue
 		}
