@@ -10,8 +10,8 @@ import (
 var capabilityDocs = []struct{ name, doc string }{
 	{"crash", "declared: the harness may SIGKILL and restart the receiver (needs `lifecycle`)"},
 	{"failpoints", "declared: the receiver implements the failpoint protocol (docs/failpoints.md)"},
-	{"lock-gating", "declared: the harness may lock the receiver's event table (`observe.postgres.event_table` or `observe.mysql.event_table`) to force races; SQL observers only"},
-	{"connection-loss", "declared: the harness may terminate the receiver's database sessions mid-transaction (needs an effect table to gate); SQL observers only"},
+	{"lock-gating", "declared: the harness may lock the receiver's event table (`observe.postgres.event_table`, `observe.mysql.event_table`), or pause its Redis's writes (`observe.redis`), to force races"},
+	{"connection-loss", "declared: the harness may cut the receiver's database connections while they wait at its lock (a SQL effect table, or Redis's write pause)"},
 	{"ordering", "declared (built-in vocabulary): the receiver handles versioned updates (`customer.subscription.updated`) and exposes the `object` query; with `events:`, declaring `events.ordered` is enough"},
 	{"state-machine", "declared (built-in vocabulary): the receiver handles the payment state machine and exposes the `payment` query; with `events:`, declaring `events.lifecycle` is enough"},
 	{"domain-constraint", "declared (built-in vocabulary): the receiver credits one payment once whatever the event IDs (`object_effects` query); with `events:`, an `events.lifecycle.effects` query is enough"},
@@ -87,8 +87,8 @@ func (e *Env) derived(c Capability) (ok bool, why string, known bool) {
 		if e.EffectTable != "" && (lock || cut) {
 			return true, "", true
 		}
-		if !e.sqlKind() {
-			return false, fmt.Sprintf("no failpoints capability, and the %s observer has no table the harness may lock to stop the receiver inside its transaction", e.kind()), true
+		if !e.holdable() {
+			return false, fmt.Sprintf("no failpoints capability, and the %s observer has no lock the harness may hold to stop the receiver inside its transaction", e.kind()), true
 		}
 		return false, fmt.Sprintf("no failpoints capability, and no effect table (%s.effect_table) the harness may lock (lock-gating or connection-loss) to stop the receiver inside its transaction", e.kindField()), true
 	}
@@ -175,8 +175,8 @@ func (e *Env) roles(c Capability) (ok bool, why string, known bool) {
 // honour it.
 func (e *Env) declared(c Capability) (bool, string) {
 	if !e.declares(c) {
-		if (c == "lock-gating" || c == "connection-loss") && !e.sqlKind() {
-			return false, fmt.Sprintf("the %s observer cannot offer capability %s: there is no lock or database session the harness can hold in the receiver's store (SQL observers only)", e.kind(), c)
+		if (c == "lock-gating" || c == "connection-loss") && !e.holdable() {
+			return false, fmt.Sprintf("the %s observer cannot offer capability %s: there is no lock or connection the harness can hold in the receiver's store (PostgreSQL, MySQL and Redis observers only)", e.kind(), c)
 		}
 		return false, "the target does not declare capability " + c
 	}
@@ -188,7 +188,7 @@ func (e *Env) declared(c Capability) (bool, string) {
 	case c == "failpoints" && e.Failpoints == nil:
 		return false, "capability failpoints is declared but no failpoint client is configured"
 	case (c == "lock-gating" || c == "connection-loss") && e.DB == nil:
-		return false, "capability " + c + " is declared but no SQL observer (observe.postgres, observe.mysql) is configured"
+		return false, "capability " + c + " is declared but the observer offers no gate (observe.postgres, observe.mysql, observe.redis)"
 	case c == "retention" && e.Retention == nil:
 		return false, "capability retention is declared but no purge trigger is configured"
 	}
@@ -283,6 +283,8 @@ func (e *Env) kind() string {
 // kindField is the target file's section of the observer.
 func (e *Env) kindField() string { return "observe." + e.kind() }
 
-// sqlKind reports whether the observer reads a SQL database the harness's own
-// sessions can lock and cut.
-func (e *Env) sqlKind() bool { return e.kind() == "postgres" || e.kind() == "mysql" }
+// holdable reports whether the harness can hold the receiver in its store: a
+// SQL database's table lock, Redis's write pause.
+func (e *Env) holdable() bool {
+	return e.kind() == "postgres" || e.kind() == "mysql" || e.kind() == "redis"
+}

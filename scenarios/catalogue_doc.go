@@ -155,32 +155,36 @@ func codeList(xs []string) string {
 }
 
 // ObserverKindsMarkdown renders, for each guarantee, what it needs of each
-// kind of observer: every kind reads the same queries, but only a SQL store
-// lets the harness lock a table or cut a session, so a guarantee needing those
-// is not applicable elsewhere, and a race the harness forces at a lock is left
-// to timing (and says so) where there is none.
+// kind of observer: every kind reads the same queries, but only a store the
+// harness can hold (a SQL table lock, Redis's write pause) lets it force a
+// race or cut the receiver's connection, so a guarantee needing those is not
+// applicable elsewhere, and a race is left to timing (and says so).
 func ObserverKindsMarkdown() string {
 	var b strings.Builder
 	b.WriteString("| guarantee | postgres, mysql | redis | command, http |\n|---|---|---|---|\n")
 	for _, g := range Catalogue() {
-		sql, other := "yes", "yes"
+		held, redis, other := "yes", "yes", "yes"
 		switch {
 		case slices.Contains(g.Needs, "lock-gating") || slices.Contains(g.Needs, "connection-loss"):
 			need := "lock-gating"
 			if !slices.Contains(g.Needs, need) {
 				need = "connection-loss"
 			}
+			held = "with `" + need + "`"
+			redis = held + " (the write pause)"
 			other = "not applicable: needs " + need
 		case slices.Contains(g.Needs, "stop-in-transaction"):
+			held, redis = "with failpoints or a lock gate", "with failpoints or the write pause"
 			other = "with failpoints only"
 		case g.Race != "":
-			sql, other = "yes, race forced at a lock gate (with `lock-gating`)", "yes, race left to timing (said in the report)"
+			held, redis = "yes, race forced at a lock gate (with `lock-gating`)", "yes, race forced at the write pause (with `lock-gating`)"
+			other = "yes, race left to timing (said in the report)"
 		case slices.Contains(g.Needs, "key-ttl"):
-			sql, other = "with a `key_ttl` query", "with a `key_ttl` query"
+			held, redis, other = "with a `key_ttl` query", "with a `key_ttl` query", "with a `key_ttl` query"
 		case slices.Contains(g.Needs, "retention"):
-			other = "yes, with a command or HTTP purge"
+			redis, other = "yes, with a command or HTTP purge", "yes, with a command or HTTP purge"
 		}
-		fmt.Fprintf(&b, "| %s %s | %s | %s | %s |\n", g.ID, g.Title, sql, other, other)
+		fmt.Fprintf(&b, "| %s %s | %s | %s | %s |\n", g.ID, g.Title, held, redis, other)
 	}
 	return "\n" + b.String()
 }

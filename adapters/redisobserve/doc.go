@@ -20,9 +20,12 @@
 // used one wrapping observe.ErrUnreachable. Read converts each reply into the
 // rows the observe.Reader contract gives each query (see Reader.Read).
 //
-// Redis offers no lock the harness could hold while a receiver's writes wait
-// on it, and no session of the receiver's whose loss rolls back its work (a Lua
-// script or MULTI/EXEC runs whole or not at all), so the lock-gating and
-// connection-loss faults do not apply to a Redis receiver, and this package
-// offers neither: the races those faults force are left to timing.
+// Redis has no table lock, but it can pause every client's writes while reads
+// go on (CLIENT PAUSE … WRITE, Redis 6.2+): Gate is that pause. A receiver
+// that checks for a key and then writes has made its check and waits at its
+// write, so concurrent copies meet there (lock-gating); and a waiting client's
+// connection can be closed before its write runs (CLIENT KILL ID), which a Lua
+// script or MULTI/EXEC then never applies (connection-loss). The pause is
+// server-wide: the gate counts and cuts only the clients of the observed
+// database that are not the harness's.
 package redisobserve

@@ -58,6 +58,8 @@ type Reader struct {
 	where   string
 	to      Timeouts
 	queries map[string]*query
+	// db is the observed database's number: the receiver's clients are its.
+	db int
 }
 
 var _ observe.Reader = (*Reader)(nil)
@@ -101,6 +103,7 @@ func Open(ctx context.Context, url string, queries map[string]string, fieldPath 
 		return nil, classed("observe: invalid Redis URL (not shown: it may hold a password): want redis://[user:password@]host[:port][/db]", observe.ErrUnreachable)
 	}
 	r.where = fmt.Sprintf("%s/%d", opt.Addr, opt.DB)
+	r.db = opt.DB
 	opt.ClientName = ClientName
 	opt.DialTimeout = to.Connect
 	opt.ReadTimeout = to.Read

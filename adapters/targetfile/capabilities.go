@@ -110,10 +110,16 @@ func (v *validator) faultNeeds(c Capability, rt *rawTarget, pg *rawStore) string
 			return "target.lifecycle"
 		}
 	case LockGating:
+		if pg != nil && pg.kind == KindRedis {
+			return "" // Redis's gate pauses every write: no table to name
+		}
 		if pg == nil || pg.EventTable == "" {
 			return rt.storeField("event_table")
 		}
 	case ConnectionLoss:
+		if pg != nil && pg.kind == KindRedis {
+			return ""
+		}
 		if pg == nil || pg.EffectTable == "" {
 			return rt.storeField("effect_table")
 		}

@@ -33,10 +33,10 @@ func TestObserverKinds(t *testing.T) {
 			"target.observe.redis.url: must be a redis:// or rediss:// URL"},
 		{"redis has no tables", "  observe:\n    redis: {url: redis://x, event_table: t, queries: {event_rows: EXISTS k:$3, effects: GET c:$3}}\n",
 			"target.observe.redis.event_table"},
-		{"lock-gating on redis", "  observe:\n    redis: {url: redis://x, queries: {event_rows: EXISTS k:$3, effects: GET c:$3}}\n  capabilities: [lock-gating]\n",
-			`target.capabilities[0]: capability "lock-gating" needs a SQL observer (observe.postgres or observe.mysql)`},
-		{"connection-loss on a command observer", "  observe:\n    command: {queries: {event_rows: ./obs rows $3, effects: ./obs effects $3}}\n  capabilities: [connection-loss]\n",
-			`capability "connection-loss" needs a SQL observer`},
+		{"lock-gating on a command observer", "  observe:\n    command: {queries: {event_rows: ./obs rows $3, effects: ./obs effects $3}}\n  capabilities: [lock-gating]\n",
+			`target.capabilities[0]: capability "lock-gating" needs an observer the harness can hold (observe.postgres, observe.mysql or observe.redis)`},
+		{"connection-loss on an HTTP observer", "  observe:\n    http: {base_url: \"http://x\", queries: {event_rows: \"/r/$3\", effects: \"/e/$3\"}}\n  capabilities: [connection-loss]\n",
+			`capability "connection-loss" needs an observer the harness can hold`},
 		{"setup script without SQL", "  setup: {sql_file: schema.sql}\n  observe:\n    command: {queries: {event_rows: ./obs rows $3, effects: ./obs effects $3}}\n",
 			"target.setup.sql_file: needs a SQL observer (observe.postgres or observe.mysql) to run on; with target.observe.command use setup.command"},
 		{"SQL fixture without SQL", "  fixtures: {f: {sql: \"INSERT INTO x VALUES ($4)\"}}\n  observe:\n    redis: {url: redis://x, queries: {event_rows: EXISTS k:$3, effects: GET c:$3}}\n",
@@ -61,7 +61,7 @@ func TestObserverKinds(t *testing.T) {
 		KindMySQL: "  observe:\n    mysql: {url: \"mysql://root@127.0.0.1:3306/db\", event_table: webhook_events, effect_table: ledger,\n" +
 			"      queries: {event_rows: \"SELECT COUNT(*) FROM webhook_events WHERE source = $1 AND event_id = $3\", effects: \"SELECT COUNT(*) FROM ledger WHERE event_id = $3\"}}\n" +
 			"  capabilities: [lock-gating, connection-loss]\n",
-		KindRedis:   "  observe:\n    redis: {url: redis://127.0.0.1:6379/0, queries: {event_rows: EXISTS seen:$1:$3, effects: GET applied:$3, key_ttl: PTTL seen:$1:$3, object_effects: COUNT ledger:$4:*}}\n",
+		KindRedis:   "  observe:\n    redis: {url: redis://127.0.0.1:6379/0, queries: {event_rows: EXISTS seen:$1:$3, effects: GET applied:$3, key_ttl: PTTL seen:$1:$3, object_effects: COUNT ledger:$4:*}}\n  capabilities: [lock-gating, connection-loss]\n",
 		KindCommand: "  observe:\n    command: {timeout: 2s, capabilities: ./obs capabilities, queries: {event_rows: ./obs rows $1 $3, effects: ./obs effects $3}}\n",
 		KindHTTP:    "  observe:\n    http: {base_url: \"http://127.0.0.1:9/\", queries: {event_rows: \"/rows?source=$1&event=$3\", effects: \"http://127.0.0.1:9/effects/$3\"}}\n",
 	}

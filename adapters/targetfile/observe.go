@@ -365,21 +365,22 @@ func declaredEffects(rt *rawTarget) bool {
 	return rt.Events != nil && rt.Events.Effect != nil && strings.TrimSpace(rt.Events.Effect.Effects) != ""
 }
 
-// kindRules refuses what the file's observer kind cannot do: only a SQL
-// store's own sessions can lock a table, cut sessions mid-transaction, or run
-// a SQL fixture, setup script or purge statement.
+// kindRules refuses what the file's observer kind cannot do: only a store the
+// harness can hold (a SQL database's table lock, Redis's write pause) lets it
+// force races and cut the receiver's connections, and only a SQL store runs a
+// SQL fixture, setup script or purge statement.
 func (v *validator) kindRules(t *Target, rt *rawTarget) {
 	if rt.store() == nil || rt.sqlStore() {
 		return
 	}
 	kind := "target.observe." + rt.storeKind()
 	why := map[Capability]string{
-		LockGating:     "locks a table of the receiver's database",
-		ConnectionLoss: "terminates the receiver's database sessions mid-transaction",
+		LockGating:     "holds the receiver at a lock",
+		ConnectionLoss: "cuts the receiver's connections while it waits at a lock",
 	}
 	for i, c := range rt.Capabilities {
-		if w, ok := why[Capability(c)]; ok {
-			v.fail([]any{"target", "capabilities", i}, "capability %q needs a SQL observer (observe.postgres or observe.mysql): the harness %s, and %s has no lock or session the harness can hold", c, w, kind)
+		if w, ok := why[Capability(c)]; ok && rt.storeKind() != KindRedis {
+			v.fail([]any{"target", "capabilities", i}, "capability %q needs an observer the harness can hold (observe.postgres, observe.mysql or observe.redis): the harness %s, and %s has no lock or connection the harness can hold", c, w, kind)
 		}
 	}
 	if rt.Setup != nil && rt.Setup.SQLFile != "" {

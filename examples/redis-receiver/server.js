@@ -10,11 +10,15 @@
 //   REDIS_RECEIVER_DEFECT  a planted bug for certification runs (README.md)
 
 const http = require('node:http');
-const { createClient } = require('redis');
+const { createClientPool } = require('redis');
 const { createApp } = require('./src/app');
 const { createStore, KEY_TTL_MS, SHORT_TTL_MS } = require('./src/store');
 
-const DEFECTS = { '': KEY_TTL_MS, 'short-ttl': SHORT_TTL_MS };
+const DEFECTS = {
+  '': { keyTtlMs: KEY_TTL_MS },
+  'short-ttl': { keyTtlMs: SHORT_TTL_MS },
+  'check-then-set': { keyTtlMs: KEY_TTL_MS, checkThenSet: true },
+};
 // In-flight deliveries get this long to finish after SIGTERM.
 const SHUTDOWN_GRACE_MS = 8000;
 
@@ -48,17 +52,19 @@ async function main() {
   }
   const defect = process.env.REDIS_RECEIVER_DEFECT || '';
   if (!(defect in DEFECTS)) {
-    log(`REDIS_RECEIVER_DEFECT: unknown defect ${JSON.stringify(defect)} (known: short-ttl)`);
+    log(`REDIS_RECEIVER_DEFECT: unknown defect ${JSON.stringify(defect)} (known: ${Object.keys(DEFECTS).filter(Boolean).join(', ')})`);
     process.exit(2);
   }
 
-  const client = createClient({ url: redisUrl, socket: { connectTimeout: 10000 } });
+  // A pool: a delivery waiting on Redis does not hold up the others, as one
+  // multiplexed connection would (its commands run one after another).
+  const client = createClientPool({ url: redisUrl, socket: { connectTimeout: 10000 } }, { minimum: 1, maximum: intEnv('REDIS_POOL_SIZE', 16) });
   // Without a listener a lost connection would crash the process; node-redis
   // reconnects on its own. The message names the address, never the URL.
   client.on('error', (err) => log(`redis: ${err.message}`));
   await client.connect();
 
-  const store = createStore(client, { keyTtlMs: DEFECTS[defect] });
+  const store = createStore(client, DEFECTS[defect]);
   const server = http.createServer(
     createApp({ store, secret, log, maxBodyBytes: intEnv('MAX_BODY_BYTES', 1024 * 1024) }),
   );

@@ -201,7 +201,10 @@ func (hs *Harness) faults(ctx context.Context) error {
 	switch tg.Store.Kind {
 	case targetfile.KindMySQL:
 		return hs.faultsMySQL(ctx)
-	case targetfile.KindRedis, targetfile.KindCommand, targetfile.KindHTTP:
+	case targetfile.KindRedis:
+		hs.faultsRedis()
+		return nil
+	case targetfile.KindCommand, targetfile.KindHTTP:
 		return nil
 	}
 	var pool *pgxpool.Pool

@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/hookcert/hookcert/adapters/mysqlstore"
+	"github.com/hookcert/hookcert/adapters/redisobserve"
 	"io"
 	"log/slog"
 	"net/http"
@@ -193,6 +194,8 @@ type Harness struct {
 	closers []func()
 	// mysql is the harness's sessions in a MySQL database (observe.mysql).
 	mysql *mysqlstore.DB
+	// redis is the observer's reader of a Redis store (observe.redis).
+	redis *redisobserve.Reader
 	// unanswered are the configured queries the observer does not answer.
 	unanswered map[string]string
 }

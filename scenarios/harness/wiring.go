@@ -134,12 +134,18 @@ func (w workers) KillHolder(ctx context.Context, g scenarios.Gate) (int, error) 
 				ports = append(ports, wt.ClientPort)
 			}
 		}
-	} else if ps, ok, err := mysqlHolderPorts(ctx, g); !ok {
-		return 0, nil
-	} else if err != nil {
-		return 0, err
-	} else {
+	} else if ps, ok, err := mysqlHolderPorts(ctx, g); ok {
+		if err != nil {
+			return 0, err
+		}
 		ports = ps
+	} else if ps, ok, err := redisHolderPorts(ctx, g); ok {
+		if err != nil {
+			return 0, err
+		}
+		ports = ps
+	} else {
+		return 0, nil
 	}
 	groups := make([]int, len(w.c.workers))
 	for i, p := range w.c.workers {

@@ -44,6 +44,16 @@ redis.call('INCR', KEYS[2])
 return 'applied'
 `;
 
+// The planted defect check-then-set asks Redis whether the key exists, then
+// sets it and applies the change in a second step: two copies that ask before
+// either sets it both apply.
+const EFFECT_UNCHECKED = `
+redis.call('SET', KEYS[1], '1', 'PX', ARGV[1])
+redis.call('RPUSH', KEYS[3], ARGV[2])
+redis.call('INCR', KEYS[2])
+return 'applied'
+`;
+
 // transition: moves a payment from one of the states in ARGV[3] to ARGV[4].
 // KEYS: seen, payment:<pi>, ledger:<pi>, applied:<event>.
 // ARGV: ttl ms, event ID, allowed from (csv), to, effect ("1"/"0"),
@@ -102,13 +112,19 @@ redis.call('HSET', KEYS[1], 'status', 'processing', 'amount', ARGV[1], 'currency
 return 1
 `;
 
-function createStore(client, { source = 'stripe', keyTtlMs = KEY_TTL_MS } = {}) {
+function createStore(client, { source = 'stripe', keyTtlMs = KEY_TTL_MS, checkThenSet = false } = {}) {
   const seen = (eventId) => `seen:${source}:${eventId}`;
   const run = (script, keys, args) => client.eval(script, { keys, arguments: args.map(String) });
   return {
     keyTtlMs,
-    effect: (eventId, objectId) =>
-      run(EFFECT, [seen(eventId), `applied:${eventId}`, `ledger:${objectId}`], [keyTtlMs, eventId]),
+    effect: async (eventId, objectId) => {
+      const keys = [seen(eventId), `applied:${eventId}`, `ledger:${objectId}`];
+      if (checkThenSet) {
+        if (await client.exists(seen(eventId))) return 'duplicate';
+        return run(EFFECT_UNCHECKED, keys, [keyTtlMs, eventId]);
+      }
+      return run(EFFECT, keys, [keyTtlMs, eventId]);
+    },
     transition: (eventId, paymentId, t) =>
       run(TRANSITION, [seen(eventId), `payment:${paymentId}`, `ledger:${paymentId}`, `applied:${eventId}`], [
         keyTtlMs, eventId, t.from.join(','), t.to, t.effect ? '1' : '0', t.reachableFrom.join(','),

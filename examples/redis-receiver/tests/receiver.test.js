@@ -155,3 +155,27 @@ test('the planted defect short-ttl keeps keys for a minute', async (t) => {
   assert.equal((await post(url, signedRequest(ev))).status, 200);
   assert.equal(await client.get(`applied:${ev.id}`), '2');
 });
+
+test('the planted defect check-then-set applies copies that checked before either set the key', async (t) => {
+  const client = await connect(t);
+  if (!client) return;
+  const store = createStore(client, { checkThenSet: true });
+  const server = http.createServer(createApp({ store, secret: SECRET, maxBodyBytes: 64 * 1024 }));
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+  });
+  const url = `http://127.0.0.1:${server.address().port}`;
+  const ev = event('charge.succeeded', { id: newId('ch') });
+  // Writes paused, reads not: both copies find no key, then wait at their write.
+  const admin = client.duplicate();
+  await admin.connect();
+  t.after(() => admin.quit());
+  await admin.sendCommand(['CLIENT', 'PAUSE', '2000', 'WRITE']);
+  const copies = [post(url, signedRequest(ev)), post(url, signedRequest(ev))];
+  await new Promise((r) => setTimeout(r, 300));
+  await admin.sendCommand(['CLIENT', 'UNPAUSE']);
+  for (const res of await Promise.all(copies)) assert.equal(res.status, 200);
+  assert.equal(await client.get(`applied:${ev.id}`), '2');
+});
