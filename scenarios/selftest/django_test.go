@@ -38,13 +38,13 @@ func djangoReady() string {
 // unique key, 202 after the commit, and manage.py process_webhooks workers in
 // two processes (SKIP LOCKED claims, leases, retries, dead letters). Its
 // races are forced by lock gates, but the kill points, orders and IDs come
-// from the seed, so it is certified on three.
+// from the seed, so it is certified on two.
 var djangoExample = example{
 	dir:       "django-receiver",
 	needs:     djangoReady,
 	env:       []string{"WEBHOOK_SECRET_ACCT_NORTH=whsec_c2VsZnRlc3QtZGphbmdvLW5vcnRoLTAwMDAwMDAx", "WEBHOOK_SECRET_ACCT_SOUTH=whsec_c2VsZnRlc3QtZGphbmdvLXNvdXRoLTAwMDAwMDAx"},
 	defectEnv: "DJANGO_RECEIVER_DEFECT",
-	seeds:     3,
+	seeds:     2,
 	// No failpoints, no outbox (4), one profile (DEDUP-4), no key_ttl
 	// query (RETENTION-5).
 	maxNA: 7,
@@ -56,7 +56,7 @@ var djangoExample = example{
 		// find nothing; the constraint refuses all but one, answered 500.
 		"check-then-insert": {"DEDUP-1": {"dedup.not-acked"}, "ORDER-2": {"order.not-acked"}},
 	},
-	// The three seeds certify it in full; the defect need only meet the
+	// The two seeds certify it in full; the defect need only meet the
 	// lock-gated races.
 	defectFilter: "DEDUP || ORDER",
 }
