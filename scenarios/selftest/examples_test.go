@@ -288,16 +288,28 @@ func pythonReady() string {
 
 // certifyExample runs `hookcert certify` on an example's own target file.
 func certifyExample(t *testing.T, bin string, r *exampleRun) {
+	filter := ""
+	if r.defect != "" {
+		filter = r.ex.defectFilter
+	}
+	certifyExampleWith(t, bin, r, pgtest.ServerURL(), filter, t.TempDir(), 4*time.Minute)
+}
+
+// certifyExampleWith runs `hookcert certify` on an example's own target file
+// against the database server (PostgreSQL, or MySQL for observe.mysql),
+// narrowed to filter when set, writing its reports to dir. It may run on a
+// goroutine of its own: it reports with t.Error, never t.Fatal.
+func certifyExampleWith(t *testing.T, bin string, r *exampleRun, server, filter, dir string, timeout time.Duration) {
 	cfg, err := filepath.Abs(filepath.Join("..", "..", "examples", r.ex.dir, "target.yaml"))
 	if err != nil {
-		t.Fatal(err)
+		t.Error(err)
+		return
 	}
-	dir := t.TempDir()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	args := []string{"certify", "--config", cfg, "--report-dir", dir, "--seed", fmt.Sprint(r.seed), "--database-url", pgtest.ServerURL()}
-	if r.defect != "" && r.ex.defectFilter != "" {
-		args = append(args, "--label-filter", r.ex.defectFilter)
+	args := []string{"certify", "--config", cfg, "--report-dir", dir, "--seed", fmt.Sprint(r.seed), "--database-url", server}
+	if filter != "" {
+		args = append(args, "--label-filter", filter)
 	}
 	c := exec.CommandContext(ctx, bin, args...)
 	// Anywhere: the target file's paths are its own directory's.

@@ -1,7 +1,6 @@
 package selftest
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"maps"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,7 +16,6 @@ import (
 	"github.com/hookcert/hookcert/adapters/mysqlstore/mysqltest"
 	"github.com/hookcert/hookcert/adapters/sqlstore"
 	"github.com/hookcert/hookcert/history"
-	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios/harness"
 )
 
@@ -128,7 +125,11 @@ func TestMariaDBExampleIsCertified(t *testing.T) {
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			certifyMariaDB(t, bin, server, &r.exampleRun, r.dir)
+			filter := ""
+			if r.defect != "" {
+				filter = mariadbDefectFilters[r.defect]
+			}
+			certifyExampleWith(t, bin, &r.exampleRun, server, filter, r.dir, 6*time.Minute)
 		}()
 	}
 	wg.Wait()
@@ -136,45 +137,6 @@ func TestMariaDBExampleIsCertified(t *testing.T) {
 		judgeExampleRun(t, &r.exampleRun)
 		if r.res != nil {
 			checkDedup1Gates(t, &r.exampleRun, r.dir)
-		}
-	}
-}
-
-// certifyMariaDB runs `hookcert certify` on the example's own target file with
-// the MariaDB server as --database-url, writing the reports to dir.
-func certifyMariaDB(t *testing.T, bin, server string, r *exampleRun, dir string) {
-	cfg, err := filepath.Abs(filepath.Join("..", "..", "examples", r.ex.dir, "target.yaml"))
-	if err != nil {
-		t.Error(err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
-	defer cancel()
-	args := []string{"certify", "--config", cfg, "--report-dir", dir, "--seed", fmt.Sprint(r.seed), "--database-url", server}
-	if r.defect != "" {
-		args = append(args, "--label-filter", mariadbDefectFilters[r.defect])
-	}
-	c := exec.CommandContext(ctx, bin, args...)
-	// Anywhere: the target file's paths are its own directory's.
-	c.Dir = t.TempDir()
-	c.Env = append(append(os.Environ(), r.ex.env...), r.ex.defectEnv+"="+r.defect)
-	var out bytes.Buffer
-	c.Stdout, c.Stderr = &out, &out
-	start := time.Now()
-	err = c.Run()
-	r.out, r.dur = out.String(), time.Since(start)
-	if ee, ok := err.(*exec.ExitError); ok {
-		r.code = ee.ExitCode()
-	} else if err != nil {
-		r.code = -1
-		r.out += "\n" + err.Error()
-	}
-	if res, err := reports.ReadResults(filepath.Join(dir, reports.FileJSON)); err == nil {
-		r.res = res
-	}
-	for _, kv := range r.ex.env {
-		if secret := kv[strings.IndexByte(kv, '=')+1:]; strings.Contains(r.out, secret) {
-			t.Errorf("%s: a secret appears in the harness's output", r.ex.dir)
 		}
 	}
 }
