@@ -82,16 +82,12 @@ func (d *myFaults) TerminateWaiters(ctx context.Context, g scenarios.Gate, ownOn
 
 func (d *myFaults) Busy(ctx context.Context) (int, string, error) { return d.db.Busy(ctx) }
 
-// mysqlHolderPorts are the client ports of the sessions waiting on a MySQL
-// gate, which tie them to the worker processes holding the connections.
-func mysqlHolderPorts(ctx context.Context, g scenarios.Gate) ([]int, bool, error) {
-	mg, ok := g.(myGate)
-	if !ok {
-		return nil, false, nil
-	}
-	ws, err := mg.g.Waiters(ctx)
+// holderPorts are the client ports of the sessions waiting on the gate
+// (those that began before it are another scenario's).
+func (g myGate) holderPorts(ctx context.Context) ([]int, error) {
+	ws, err := g.g.Waiters(ctx)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	var ports []int
 	for _, w := range ws {
@@ -99,5 +95,5 @@ func mysqlHolderPorts(ctx context.Context, g scenarios.Gate) ([]int, bool, error
 			ports = append(ports, w.ClientPort)
 		}
 	}
-	return ports, true, nil
+	return ports, nil
 }

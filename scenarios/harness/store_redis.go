@@ -63,16 +63,11 @@ func (d redisFaults) TerminateWaiters(ctx context.Context, g scenarios.Gate, _ b
 	return d.r.TerminateWaiters(ctx, rg.g)
 }
 
-// redisHolderPorts are the client ports of the connections waiting on a
-// Redis gate.
-func redisHolderPorts(ctx context.Context, g scenarios.Gate) ([]int, bool, error) {
-	rg, ok := g.(redisGate)
-	if !ok {
-		return nil, false, nil
-	}
-	ws, err := rg.g.Waiters(ctx)
+// holderPorts are the client ports of the connections waiting on the gate.
+func (g redisGate) holderPorts(ctx context.Context) ([]int, error) {
+	ws, err := g.g.Waiters(ctx)
 	if err != nil {
-		return nil, true, err
+		return nil, err
 	}
 	var ports []int
 	for _, w := range ws {
@@ -80,5 +75,5 @@ func redisHolderPorts(ctx context.Context, g scenarios.Gate) ([]int, bool, error
 			ports = append(ports, w.Port)
 		}
 	}
-	return ports, true, nil
+	return ports, nil
 }

@@ -123,29 +123,13 @@ func (w workers) Restart(ctx context.Context) error { return w.c.restartWorkers(
 // KillHolder finds the worker process behind the session waiting on g by its
 // client port (process.OwnerOfLocalPort) and kills it alone.
 func (w workers) KillHolder(ctx context.Context, g scenarios.Gate) (int, error) {
-	var ports []int
-	if pg, ok := g.(gate); ok {
-		ws, err := pg.g.Waiters(ctx)
-		if err != nil {
-			return 0, err
-		}
-		for _, wt := range ws {
-			if wt.ClientPort > 0 {
-				ports = append(ports, wt.ClientPort)
-			}
-		}
-	} else if ps, ok, err := mysqlHolderPorts(ctx, g); ok {
-		if err != nil {
-			return 0, err
-		}
-		ports = ps
-	} else if ps, ok, err := redisHolderPorts(ctx, g); ok {
-		if err != nil {
-			return 0, err
-		}
-		ports = ps
-	} else {
+	hg, ok := g.(holderGate)
+	if !ok {
 		return 0, nil
+	}
+	ports, err := hg.holderPorts(ctx)
+	if err != nil {
+		return 0, err
 	}
 	groups := make([]int, len(w.c.workers))
 	for i, p := range w.c.workers {
@@ -242,6 +226,27 @@ type dbFaults struct {
 }
 
 type gate struct{ g *pgfault.Gate }
+
+// holderGate is a gate of this harness's (PostgreSQL, MySQL, Redis): it
+// gives the client ports of the connections waiting on it, which tie them to
+// the worker processes holding them.
+type holderGate interface {
+	holderPorts(ctx context.Context) ([]int, error)
+}
+
+func (g gate) holderPorts(ctx context.Context) ([]int, error) {
+	ws, err := g.g.Waiters(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ports []int
+	for _, wt := range ws {
+		if wt.ClientPort > 0 {
+			ports = append(ports, wt.ClientPort)
+		}
+	}
+	return ports, nil
+}
 
 func (g gate) Held(ctx context.Context) (scenarios.GateHeld, error) {
 	h, err := g.g.Held(ctx)
