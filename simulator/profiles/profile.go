@@ -58,6 +58,11 @@ type Attempt struct {
 	// connection_failed, ssl_error, http_error, unknown_error). Empty means
 	// unknown_error on a retry; ignored on the first attempt.
 	RetryReason string
+	// URL is the full URL the attempt is posted to (scheme, host, port, path,
+	// query), for providers that sign it (Twilio, Square, HubSpot); Method is
+	// the request's method (POST when empty).
+	URL    string
+	Method string
 }
 
 // AckVerdict is how the provider reads a response.
