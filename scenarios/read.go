@@ -114,6 +114,9 @@ func (s *session) lifecycleState(ep Endpoint, objectID, phase string) (string, b
 // count that should be 0 is read once: absence cannot be waited for. The hint
 // only bounds the wait; the checker judges the last read.
 func (s *session) settle(hint int, read func() int) int {
+	// Settled first: the wait for the receiver's quiescence must not spend
+	// the period the count is waited for.
+	s.settled()
 	return s.settleUntil(time.Now().Add(s.settleFor()), hint, read)
 }
 
@@ -133,6 +136,10 @@ func (s *session) state(k profiles.Key, phase string, hint int) { s.states(phase
 // states reads the rows and effects of every key at once, sharing one settle
 // deadline: a receiver that stores nothing costs one settle, not one per read.
 func (s *session) states(phase string, hint int, keys ...profiles.Key) {
+	// As settle: quiescence first, then a whole period for the counts (the
+	// workers of a receiver restarted on a loaded machine may take most of
+	// the first).
+	s.settled()
 	deadline := time.Now().Add(s.settleFor())
 	var waits []func()
 	for _, k := range keys {
