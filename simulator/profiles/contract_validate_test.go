@@ -59,7 +59,12 @@ func TestValidateRules(t *testing.T) {
 		{"envelope escaping", func(c *Contract) { c.Body.Envelope = `{"id": "{{.ID}}", "type": {{json .Type}}, "data": {{.Object}}}` }, ".body.envelope: renders invalid JSON when a string holds quotes"},
 		{"envelope unknown field", func(c *Contract) { c.Body.Envelope = `{"id": {{json .Nope}}}` }, ".body: does not render a sample event"},
 		{"fields with json", func(c *Contract) { c.Body.Fields = map[string]string{"a": "b"} }, ".body.fields: must be empty for a JSON body"},
-		{"form without fields", func(c *Contract) { form(c); c.Body.Fields = nil; c.EventID = ContractLocation{Header: "X-Id"}; c.EventType = ContractLocation{Header: "X-Type"} }, ".body.fields: must list the form parameters"},
+		{"form without fields", func(c *Contract) {
+			form(c)
+			c.Body.Fields = nil
+			c.EventID = ContractLocation{Header: "X-Id"}
+			c.EventType = ContractLocation{Header: "X-Type"}
+		}, ".body.fields: must list the form parameters"},
 		{"form batch", func(c *Contract) { form(c); c.Body.Batch = true }, ".body.batch: only a JSON body can be a batch"},
 		{"form object path", func(c *Contract) { form(c); c.Body.ObjectPath = "$.x" }, ".body.object_path: must be empty for a form body"},
 		{"object path syntax", func(c *Contract) { c.Body.ObjectPath = "data" }, `.body.object_path: "data" must start with $`},
@@ -82,7 +87,11 @@ func TestValidateRules(t *testing.T) {
 		{"key", func(c *Contract) { c.Signature.Key = "utf8" }, `.signature.key: "utf8" is not one of raw, base64, hex`},
 		{"asymmetric raw key", func(c *Contract) { c.Signature.Algorithm = "ed25519" }, ".signature.key: an ed25519 secret is binary key material: key must be base64 or hex"},
 		{"encoding", func(c *Contract) { c.Signature.Encoding = "base32" }, `.signature.encoding: "base32" is not one of hex, base64, base64url`},
-		{"token encoding", func(c *Contract) { c.Signature.Algorithm = "token"; c.Signature.Signed = ""; c.Signature.Encoding = "hex" }, ".signature.encoding: a token is sent as is"},
+		{"token encoding", func(c *Contract) {
+			c.Signature.Algorithm = "token"
+			c.Signature.Signed = ""
+			c.Signature.Encoding = "hex"
+		}, ".signature.encoding: a token is sent as is"},
 		{"token signed", func(c *Contract) { c.Signature.Algorithm = "token" }, ".signature.signed: must be empty for a token"},
 		{"public key encoding", func(c *Contract) { c.Signature.PublicKeyEncoding = "hex" }, ".signature.public_key_encoding: only ed25519 and ecdsa-p256 have a public key"},
 		{"signed empty", func(c *Contract) { c.Signature.Signed = "" }, ".signature.signed: must say what is signed"},
@@ -101,7 +110,9 @@ func TestValidateRules(t *testing.T) {
 			c.Timestamp = nil
 			c.Signature.Signed = "{{.Body}}"
 		}, ".signature.signed: a signature in the body cannot sign {{.Body}}"},
-		{"variant prefix", func(c *Contract) { c.Signature.Variants = []ContractSignatureVariant{{Algorithm: "ed25519", Key: "base64"}} }, ".signature.variants[0].prefix: must not be empty"},
+		{"variant prefix", func(c *Contract) {
+			c.Signature.Variants = []ContractSignatureVariant{{Algorithm: "ed25519", Key: "base64"}}
+		}, ".signature.variants[0].prefix: must not be empty"},
 		{"source", func(c *Contract) { c.Signature.Source = "" }, ".signature.source: must say where the scheme is documented"},
 		{"also in body", func(c *Contract) {
 			c.Signature.Also = []ContractSignature{{Algorithm: "hmac-sha1", Signed: "{{.Body}}", JSONPath: "$.x"}}
@@ -122,7 +133,9 @@ func TestValidateRules(t *testing.T) {
 			c.Delivery.Retry = ContractRetry{Delays: []string{"1h"}, Horizon: "30m", Source: "s"}
 		}, ".delivery.retry.delays: add up to 1h0m0s, beyond the horizon 30m0s"},
 		{"retry source", func(c *Contract) { c.Delivery.Retry = ContractRetry{Delays: []string{"1s"}} }, ".delivery.retry.source: must say where"},
-		{"model note", func(c *Contract) { c.Delivery.Retry = ContractRetry{Model: []string{"1s"}, Source: "s", ModelNote: "a guess"} }, ".delivery.retry.model_note: must say the schedule is a MODEL"},
+		{"model note", func(c *Contract) {
+			c.Delivery.Retry = ContractRetry{Model: []string{"1s"}, Source: "s", ModelNote: "a guess"}
+		}, ".delivery.retry.model_note: must say the schedule is a MODEL"},
 		{"ordered source", func(c *Contract) { c.Delivery.Ordered = boolPtr(false) }, ".delivery.ordered_source: must say where"},
 		{"manual window", func(c *Contract) { c.Delivery.ManualWindow = "24h" }, ".delivery.manual_window: needs manual_redelivery: true"},
 		{"handshake method", func(c *Contract) { c.Handshake = &ContractHandshake{Method: "PUT", Source: "s"} }, `.handshake.method: "PUT" is not one of POST, GET`},
@@ -146,7 +159,9 @@ func TestValidateRules(t *testing.T) {
 		{"handshake refuse status", func(c *Contract) {
 			c.Handshake = &ContractHandshake{Body: `{"c":{{json .Challenge}}}`, Source: "s", Expect: ContractExpect{Body: "x"}, RefuseStatus: 200}
 		}, ".handshake.refuse_status: 200 is not a 4xx or 5xx status"},
-		{"handshake source", func(c *Contract) { c.Handshake = &ContractHandshake{Body: `{"c":{{json .Challenge}}}`, Expect: ContractExpect{Body: "x"}} }, ".handshake.source: must say where"},
+		{"handshake source", func(c *Contract) {
+			c.Handshake = &ContractHandshake{Body: `{"c":{{json .Challenge}}}`, Expect: ContractExpect{Body: "x"}}
+		}, ".handshake.source: must say where"},
 		{"handshake json value", func(c *Contract) {
 			c.Handshake = &ContractHandshake{Body: `{"c":{{json .Challenge}}}`, Source: "s", Expect: ContractExpect{JSON: map[string]string{"c": "{{.Challenge}}"}}}
 		}, ".handshake.expect.json.c: does not render a JSON value"},
@@ -158,7 +173,10 @@ func TestValidateRules(t *testing.T) {
 		{"ids length", func(c *Contract) { c.IDs.Event = "{{hex 0}}" }, ".ids.event: {{hex 0}}: the length must be 1 to 128"},
 		{"ids delivery", func(c *Contract) { c.IDs.Delivery = "{{uuid}}" }, ".ids.delivery: needs a delivery_id header"},
 		{"secret encoding", func(c *Contract) { c.Secret = ContractSecretShape{Bytes: 16, Encoding: "base32"} }, `.secret.encoding: "base32" is not one of hex, base64, base62`},
-		{"secret not accepted", func(c *Contract) { c.Signature.Key = "hex"; c.Secret = ContractSecretShape{Bytes: 16, Encoding: "base62"} }, ".secret: generates secrets the signature does not accept"},
+		{"secret not accepted", func(c *Contract) {
+			c.Signature.Key = "hex"
+			c.Secret = ContractSecretShape{Bytes: 16, Encoding: "base62"}
+		}, ".secret: generates secrets the signature does not accept"},
 		{"secret asymmetric", func(c *Contract) {
 			c.Signature.Algorithm, c.Signature.Key = "ed25519", "hex"
 			c.Secret = ContractSecretShape{Bytes: 32}
