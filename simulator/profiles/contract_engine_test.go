@@ -64,3 +64,17 @@ func TestFixturesValidate(t *testing.T) {
 		}
 	}
 }
+
+// everyContract is every embedded contract and every fixture, with the
+// profile the engine builds from it.
+func everyContract(t *testing.T) map[string]*contractProfile {
+	t.Helper()
+	out := map[string]*contractProfile{}
+	for _, c := range Contracts() {
+		out["contracts/"+c.ID] = unwrapContract(contractOnly(t, c.ID))
+	}
+	for id := range fixtures(t) {
+		out["testdata/"+id] = unwrapContract(fixture(t, id))
+	}
+	return out
+}
