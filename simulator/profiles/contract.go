@@ -85,7 +85,8 @@ type ContractBody struct {
 	KeepSpace bool   `yaml:"keep_space,omitempty"`
 	// Fields (form) are the form parameters, each a template as Envelope;
 	// the object's fields are available one by one ({{.Amount}} {{.Currency}}
-	// {{.Status}} {{.Version}}). Parameters are sent sorted by name.
+	// {{.Status}} {{.Version}}). Parameters are sent sorted by name; one
+	// that renders empty is left out.
 	Fields map[string]string `yaml:"fields,omitempty"`
 	// Batch sends the envelope as the only element of a JSON array (SendGrid,
 	// HubSpot): the receiver must take each event from the array.
