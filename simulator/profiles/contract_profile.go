@@ -360,7 +360,7 @@ func (l *location) raw(ev *Event, at *Attempt) string {
 	return ""
 }
 
-// check applies a location's rules to the raw value.
+// checkLocation applies a location's rules to the raw value.
 func (p *contractProfile) checkLocation(l *location, v string) error {
 	if l == nil {
 		return nil

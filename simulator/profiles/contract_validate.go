@@ -820,7 +820,7 @@ func (p *contractProfile) checkSamples(pr *problems) {
 			p.checkBodyPaths(pr, body)
 		}
 		if _, err := p.Headers(ev, body, at, []string{secret}); err != nil {
-			pr.add("signature", "does not sign a sample delivery: %v", trimID(p.id, err))
+			pr.add("headers", "a sample delivery's headers do not render: %v", trimID(p.id, err))
 			return
 		}
 	}

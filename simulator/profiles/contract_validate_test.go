@@ -119,7 +119,7 @@ func TestValidateRules(t *testing.T) {
 		}, ".signature.also[0].json_path: only the main signature can live in the body"},
 		{"header name", func(c *Contract) { c.Headers = map[string]string{"Bad Name": "x"} }, `.headers.Bad Name: "Bad Name" is not a valid header name`},
 		{"header twice", func(c *Contract) { c.Headers = map[string]string{"x-sig": "x"} }, ".headers.x-sig: header X-Sig is already sent by signature.header"},
-		{"header template", func(c *Contract) { c.Headers = map[string]string{"X-A": "{{.Nope}}"} }, "does not sign a sample delivery"},
+		{"header template", func(c *Contract) { c.Headers = map[string]string{"X-A": "{{.Nope}}"} }, ".headers: a sample delivery's headers do not render: headers.X-A:"},
 		{"timeout", func(c *Contract) { c.Delivery.Timeout = "soon" }, `.delivery.timeout: "soon" is not a duration`},
 		{"timeout zero", func(c *Contract) { c.Delivery.Timeout = "0s" }, ".delivery.timeout: must be more than 0"},
 		{"success", func(c *Contract) { c.Delivery.Success = []string{"2xxx"} }, `.delivery.success[0]: "2xxx" is not a status class (2xx), a status (200) or a range`},
