@@ -57,7 +57,7 @@ func TestValidateRules(t *testing.T) {
 		{"envelope empty", func(c *Contract) { c.Body.Envelope = "" }, ".body.envelope: must not be empty for a JSON body"},
 		{"envelope parse", func(c *Contract) { c.Body.Envelope = `{"id": {{json .ID}` }, ".body.envelope: does not parse"},
 		{"envelope escaping", func(c *Contract) { c.Body.Envelope = `{"id": "{{.ID}}", "type": {{json .Type}}, "data": {{.Object}}}` }, ".body.envelope: renders invalid JSON when a string holds quotes"},
-		{"envelope unknown field", func(c *Contract) { c.Body.Envelope = `{"id": {{json .Nope}}}` }, ".body: does not render a sample event"},
+		{"envelope unknown field", func(c *Contract) { c.Body.Envelope = `{"id": {{json .Nope}}}` }, ".body: does not render a sample event: body.envelope: {{.Nope}} is not a field here"},
 		{"fields with json", func(c *Contract) { c.Body.Fields = map[string]string{"a": "b"} }, ".body.fields: must be empty for a JSON body"},
 		{"form without fields", func(c *Contract) {
 			form(c)
