@@ -279,6 +279,20 @@ func (r request) oracleCase(name, profile, secret, pub string) oracleCase {
 		Body: base64.StdEncoding.EncodeToString(r.body), Secret: secret, PublicKey: pub}
 }
 
+// bodySigned reports whether the engine lists the body as signed.
+func bodySigned(p Profile) bool {
+	il, _ := p.(InputLister)
+	if il == nil {
+		return false
+	}
+	for _, in := range il.Inputs() {
+		if in.Body {
+			return in.Signed
+		}
+	}
+	return false
+}
+
 // contractSigHeaders are the headers a contract writes signatures into.
 func contractSigHeaders(c Contract) map[string]bool {
 	m := map[string]bool{}
@@ -363,6 +377,20 @@ func TestProvidersVerifyWithTheirOwnLibraries(t *testing.T) {
 		}
 		if !bodySeen {
 			t.Errorf("%s: Inputs lists no body", c.ID)
+		}
+		// The business object itself changed: refused exactly where the body
+		// is signed (not by Mailgun, which signs timestamp and token only).
+		if path := rc.Body.ObjectPath; path != "" {
+			if rc.Body.Batch {
+				path = "$[0]" + path[1:]
+			}
+			tb := real.clone()
+			if tb.body, err = replaceAtPath(tb.body, path, []byte(`{"id":"obj_tampered","amount":1}`)); err != nil {
+				t.Errorf("%s: body.object_path %s: %v", c.ID, path, err)
+			} else {
+				add(tb.oracleCase(c.ID+": the object in the body changed after signing", c.ID, sec, pub), !bodySigned(p),
+					"the object is covered by the signature exactly where the body is")
+			}
 		}
 	}
 	results := runOracle(t, cases)
