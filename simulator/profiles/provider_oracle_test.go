@@ -188,22 +188,15 @@ func tamper(r request, in Input, sigHeaders map[string]bool, signedAt time.Time)
 		u.Path += "x"
 		out.url = u.String()
 	case in.Body:
-		// The body's bytes change while its parsed content stays the same: a
-		// JSON body gains a space, a form body's parameters are reversed
-		// (their order is not content). A receiver that signs the raw body
-		// notices; one that signs parsed fields (Mailgun, Twilio) does not.
+		// A JSON body's bytes change while its parsed content stays the
+		// same (a space): a receiver that signs the raw body notices, one
+		// that signs parsed fields (Mailgun) does not. A form gains a
+		// parameter: every parameter is signed where the form is (Twilio).
 		if bytes.HasPrefix(out.body, []byte("{")) || bytes.HasPrefix(out.body, []byte("[")) {
 			out.body = append(append([]byte(nil), out.body[:1]...), append([]byte(" "), out.body[1:]...)...)
 			break
 		}
-		parts := strings.Split(string(out.body), "&")
-		if len(parts) < 2 {
-			return out, fmt.Errorf("a form body of one parameter cannot be reordered")
-		}
-		for i, j := 0, len(parts)-1; i < j; i, j = i+1, j-1 {
-			parts[i], parts[j] = parts[j], parts[i]
-		}
-		out.body = []byte(strings.Join(parts, "&"))
+		out.body = append(out.body, "&HookcertTampered=1"...)
 	case in.Header != "" && sigHeaders[http.CanonicalHeaderKey(in.Header)] && in.Name == "timestamp":
 		// The timestamp is written inside the signature header (Stripe's t=,
 		// Paddle's ts=): change it there.
