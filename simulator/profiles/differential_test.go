@@ -175,7 +175,7 @@ func TestRenderMatchesOracle(t *testing.T) {
 	evs := diffEvents()
 	ats := diffAttempts()
 	n := 0
-	for _, p := range All() {
+	for _, p := range goProfiles() {
 		secretSets := diffSecrets(t, p.ID())
 		for _, ev := range evs {
 			evVariants := []Event{ev}
@@ -201,7 +201,7 @@ func TestRenderMatchesOracle(t *testing.T) {
 // FuzzRenderMatchesOracle compares Render with the oracle on arbitrary events,
 // attempts and secrets.
 func FuzzRenderMatchesOracle(f *testing.F) {
-	ids := IDs()
+	ids := goIDs()
 	f.Add(uint8(0), "acct_A", "evt_1", "payment_intent.succeeded", "pi_1", "eur", "succeeded", int64(3), int64(1130), int64(1700000000123456789), 1, "", "", int64(1700000005), uint8(1), uint8(1))
 	f.Add(uint8(4), `a"<&>`, "x\\y", "a.b.<c>", "\x00\u2028", "\xff", "", int64(-5), int64(math.MaxInt64), int64(-1), 3, `d"`, "http_timeout", int64(-9), uint8(7), uint8(3))
 	f.Fuzz(func(t *testing.T, pi uint8, account, id, typ, objectID, currency, status string, version, amount, created int64, n int, deliveryID, reason string, signedAt int64, seed, nsec uint8) {
@@ -230,7 +230,7 @@ func FuzzRenderMatchesOracle(f *testing.F) {
 // BenchmarkRender measures one delivery's rendering per profile, the previous
 // implementation (old) beside the current one (new) in the same run.
 func BenchmarkRender(b *testing.B) {
-	for _, p := range All() {
+	for _, p := range goProfiles() {
 		id := p.ID()
 		ev := testEvent(id)
 		if strings.HasPrefix(id, "adyen") {
@@ -270,7 +270,7 @@ func BenchmarkRender(b *testing.B) {
 // headerKeysCanonical guards the direct map assignments: every header key a
 // profile sets is already in canonical form, so h.Get finds it.
 func TestHeaderKeysCanonical(t *testing.T) {
-	for _, p := range All() {
+	for _, p := range goProfiles() {
 		ev := testEvent(p.ID())
 		if strings.HasPrefix(p.ID(), "adyen") {
 			ev.ID = ""
@@ -342,7 +342,7 @@ func TestPooledMACsConcurrentAndBounded(t *testing.T) {
 				// Half the secrets are shared by all goroutines, half are per
 				// goroutine; together they exceed maxMACKeys.
 				secrets := []string{fmt.Sprintf("shared-%d", i%8), fmt.Sprintf("own-%d-%d", g, i)}
-				for _, p := range All() {
+				for _, p := range goProfiles() {
 					e := ev
 					if strings.HasPrefix(p.ID(), "adyen") {
 						e.ID = ""

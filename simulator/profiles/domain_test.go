@@ -97,7 +97,7 @@ func num(t *testing.T, v any, what string) int64 {
 }
 
 func TestBodiesParseBackPerConformanceDomain(t *testing.T) {
-	if got, want := len(domainTable), len(IDs()); got != want {
+	if got, want := len(domainTable), len(goIDs()); got != want {
 		t.Fatalf("domain table covers %d profiles, registry has %d", got, want)
 	}
 	for _, row := range domainTable {

@@ -79,8 +79,8 @@ func TestVerdicts(t *testing.T) {
 			{302, nil, "[accepted]", Retry},
 		},
 	}
-	if len(cases) != len(IDs()) {
-		t.Fatalf("verdict table covers %d profiles, registry has %d", len(cases), len(IDs()))
+	if len(cases) != len(goIDs()) {
+		t.Fatalf("verdict table covers %d profiles, registry has %d", len(cases), len(goIDs()))
 	}
 	for id, rows := range cases {
 		p, err := Lookup(id)
