@@ -16,11 +16,11 @@ import (
 // send the same bytes.
 var goBacked = []string{"stripe", "github", "shopify", "standard-webhooks", "svix", "slack", "paddle"}
 
-// goProfiles are the registry's Go profiles (the seven with a data file and
+// goProfilesChecked are the registry's Go profiles (the seven with a data file and
 // Adyen's two), sorted by ID: the subject of the tests written for them
 // (oracle, domain, verdicts), which All() no longer is once the registry
 // serves contracts without a Go profile.
-func goProfiles(t testing.TB) []Profile {
+func goProfilesChecked(t testing.TB) []Profile {
 	t.Helper()
 	var out []Profile
 	for _, p := range All() {
@@ -285,7 +285,7 @@ func TestGoProfilesCarryTheirContract(t *testing.T) {
 }
 
 func TestBuiltinContractsAreTheGoProfilesPlusData(t *testing.T) {
-	for _, p := range goProfiles(t) {
+	for _, p := range goProfilesChecked(t) {
 		if _, ok := ContractOf(p.ID()); !ok && !strings.HasPrefix(p.ID(), "adyen") {
 			t.Errorf("%s: a Go profile without its data file", p.ID())
 		}
