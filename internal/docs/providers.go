@@ -83,8 +83,10 @@ func handshakeCell(p profiles.Profile) string {
 	}
 	hf := h.HandshakeFacts()
 	s := hf.Method
-	if hf.Summary != "" {
+	if hf.Summary != "" && !strings.HasPrefix(hf.Summary, hf.Method) {
 		s += ": " + hf.Summary
+	} else if hf.Summary != "" {
+		s = hf.Summary
 	}
 	if hf.Deadline > 0 {
 		s += "; answered within " + dur(hf.Deadline)

@@ -1,6 +1,8 @@
 package docs
 
 import (
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -50,4 +52,63 @@ func TestRetriesCellSaysWhatIsUndocumented(t *testing.T) {
 	if got := cellText("a |\n<hex b>"); got != `a \| &lt;hex b&gt;` {
 		t.Errorf("cellText = %q", got)
 	}
+}
+
+// Every field of a declared profile — the schema of profiles.Contract, read
+// from its yaml tags — is documented in docs/target.md's "Declaring a
+// provider": a field added to the schema fails here until it is.
+func TestTargetDocumentsEveryProfileField(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/target.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(doc)
+	start := strings.Index(text, "\n## Declaring a provider")
+	end := strings.Index(text[start+1:], "\n## ")
+	if start < 0 || end < 0 {
+		t.Fatal("docs/target.md has no \"Declaring a provider\" section")
+	}
+	section := text[start : start+1+end]
+	paths := contractPaths(reflect.TypeOf(profiles.Contract{}), "", map[reflect.Type]bool{})
+	if len(paths) < 50 {
+		t.Fatalf("only %d fields found in profiles.Contract: %v", len(paths), paths)
+	}
+	for _, p := range paths {
+		if !strings.Contains(section, "`"+p+"`") {
+			t.Errorf("docs/target.md, \"Declaring a provider\", does not document `%s`", p)
+		}
+	}
+}
+
+// contractPaths lists the yaml paths of t's fields: a.b for a section's
+// field, a[].b for a field of a list's entries; a type that holds itself
+// (signature.also) is listed once, not entered again.
+func contractPaths(t reflect.Type, prefix string, open map[reflect.Type]bool) []string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct || open[t] {
+		return nil
+	}
+	open[t] = true
+	defer delete(open, t)
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("yaml"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		ft, path := f.Type, prefix+name
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if ft.Kind() == reflect.Slice && ft.Elem().Kind() == reflect.Struct {
+			path += "[]"
+			ft = ft.Elem()
+		}
+		out = append(out, path)
+		out = append(out, contractPaths(ft, path+".", open)...)
+	}
+	return out
 }
