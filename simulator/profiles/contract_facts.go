@@ -299,7 +299,8 @@ func (p *contractProfile) buildInputs() []Input {
 	if len(sigs) > 0 {
 		in = append(in, Input{Name: "key", Signed: true})
 	}
-	in = append(in, Input{Name: "body", Body: true, Signed: bodySigned})
+	// A signed form covers every parameter, so a changed body is refused too.
+	in = append(in, Input{Name: "body", Body: true, Signed: bodySigned || fields["Form"]})
 	add("id", p.eventID, signedAt(p.eventID, "ID"), true)
 	if p.account != nil {
 		add("account", p.account, signedAt(p.account, ""), true)
