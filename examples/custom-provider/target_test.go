@@ -4,6 +4,8 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,6 +60,44 @@ func TestTargetDeclaresWhatTheReceiverVerifies(t *testing.T) {
 		err = s.verify(h.Get(HeaderSignature), h.Get(HeaderEventID), body, []string{testSecret})
 		if (err == nil) != tc.ok {
 			t.Errorf("%s: the receiver's verify = %v, want ok %v (header %q)", tc.name, err, tc.ok, h.Get(HeaderSignature))
+		}
+	}
+}
+
+// TestDocumentedErrors: the errors docs/target.md quotes for this file with
+// a broken algorithm are the loader's, lines included.
+func TestDocumentedErrors(t *testing.T) {
+	t.Setenv("ACME_SECRET_ACCT_ALPHA", testSecret)
+	t.Setenv("ACME_SECRET_ACCT_BETA", "acme_sk_test_beta_0123456789abcdef")
+	data, err := os.ReadFile("target.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("../../docs/target.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The docs wrap the quotes over lines.
+	docText := strings.Join(strings.Fields(string(doc)), " ")
+	broken := strings.Replace(string(data), "algorithm: hmac-sha256", "algorithm: hmac-md5", 1)
+	err = targetfile.Validate([]byte(broken), profiles.IDs())
+	if err == nil {
+		t.Fatal("a contract with hmac-md5 was accepted")
+	}
+	lines := strings.Split(err.Error(), "\n")
+	if len(lines) != 3 {
+		t.Fatalf("want the algorithm's error and each endpoint's, got:\n%v", err)
+	}
+	for _, l := range lines[:2] {
+		// The docs quote the start of each: up to the rule's first clause.
+		quote := l
+		if i := strings.Index(l, ", which has errors"); i >= 0 {
+			quote = l[:i+len(", which has errors")]
+		} else if i := strings.Index(l, " is not one of"); i >= 0 {
+			quote = l[:i+len(" is not one of")]
+		}
+		if !strings.Contains(docText, quote) {
+			t.Errorf("docs/target.md does not quote %q", quote)
 		}
 	}
 }
