@@ -71,6 +71,11 @@ envelope carries the object; --pad-to pads the legitimate body to an exact size.
 --dry-run prints, for each step, the request its first attempt would send
 (method, URL, every header, body) and sends nothing.
 
+A provider hookcert has no built-in profile for is declared in a YAML file's
+top-level profiles: list (docs/target.md, "Declaring a provider"): a file of
+profiles (--profile-file) or a target file (--config, whose other sections are
+not read); --profile then names it.
+
 Event and object IDs the flags or the plan leave empty are new on every
 invocation: a fresh nonce is mixed into them, so two runs with one --seed (or
 one plan file) never deliver the same event twice by accident. --seed still
@@ -88,7 +93,9 @@ Exit status: 0 when every delivery ended acknowledged (or after --dry-run), 1
 otherwise, 2 on usage errors, 3 when the receiver could not be reached at all.`,
 		Example: `  HOOKCERT_SECRET=whsec_... hookcert fire --profile stripe \
     --url http://127.0.0.1:8080/webhooks/stripe/acct_A \
-    --event-type payment_intent.succeeded --copies 16 --lost-ack --retry --time-scale 3600`,
+    --event-type payment_intent.succeeded --copies 16 --lost-ack --retry --time-scale 3600
+  HOOKCERT_SECRET=acme_sk_... hookcert fire --profile acme --profile-file acme.yaml \
+    --url http://127.0.0.1:8080/acme/acct_alpha/events --event-type credit.granted`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFire(cmd, &f) },
 	}
