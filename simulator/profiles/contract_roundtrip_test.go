@@ -542,3 +542,27 @@ func TestContractInputs(t *testing.T) {
 		t.Errorf("adyen: %+v", ad)
 	}
 }
+
+// TestWrongSecret: every contract makes a wrong secret its signature
+// accepts, and it signs differently.
+func TestWrongSecret(t *testing.T) {
+	for name, cp := range everyContract(t) {
+		p := cp.wrap()
+		sec := drawSecret(t, p, 5)
+		wrong, err := p.(WrongSecreter).WrongSecret(sec)
+		if err != nil || wrong == sec {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		ev, at, _, h := sampleDelivery(t, p, []string{sec})
+		body, hw, err := Render(p, ev, at, []string{wrong})
+		if err != nil {
+			t.Errorf("%s: the wrong secret does not sign: %v", name, err)
+			continue
+		}
+		right, _, _ := Render(p, ev, at, []string{sec})
+		if reflect.DeepEqual(h, hw) && bytes.Equal(body, right) {
+			t.Errorf("%s: the wrong secret signs alike", name)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func TestValidateRules(t *testing.T) {
 		{"envelope empty", func(c *Contract) { c.Body.Envelope = "" }, ".body.envelope: must not be empty for a JSON body"},
 		{"envelope parse", func(c *Contract) { c.Body.Envelope = `{"id": {{json .ID}` }, ".body.envelope: does not parse"},
 		{"envelope escaping", func(c *Contract) { c.Body.Envelope = `{"id": "{{.ID}}", "type": {{json .Type}}, "data": {{.Object}}}` }, ".body.envelope: renders invalid JSON when a string holds quotes"},
-		{"envelope unknown field", func(c *Contract) { c.Body.Envelope = `{"id": {{json .Nope}}}` }, ".body: does not render a sample event"},
+		{"envelope unknown field", func(c *Contract) { c.Body.Envelope = `{"id": {{json .Nope}}}` }, ".body: does not render a sample event: body.envelope: {{.Nope}} is not a field here"},
 		{"fields with json", func(c *Contract) { c.Body.Fields = map[string]string{"a": "b"} }, ".body.fields: must be empty for a JSON body"},
 		{"form without fields", func(c *Contract) {
 			form(c)
@@ -119,7 +119,7 @@ func TestValidateRules(t *testing.T) {
 		}, ".signature.also[0].json_path: only the main signature can live in the body"},
 		{"header name", func(c *Contract) { c.Headers = map[string]string{"Bad Name": "x"} }, `.headers.Bad Name: "Bad Name" is not a valid header name`},
 		{"header twice", func(c *Contract) { c.Headers = map[string]string{"x-sig": "x"} }, ".headers.x-sig: header X-Sig is already sent by signature.header"},
-		{"header template", func(c *Contract) { c.Headers = map[string]string{"X-A": "{{.Nope}}"} }, "does not sign a sample delivery"},
+		{"header template", func(c *Contract) { c.Headers = map[string]string{"X-A": "{{.Nope}}"} }, ".headers: a sample delivery's headers do not render: headers.X-A:"},
 		{"timeout", func(c *Contract) { c.Delivery.Timeout = "soon" }, `.delivery.timeout: "soon" is not a duration`},
 		{"timeout zero", func(c *Contract) { c.Delivery.Timeout = "0s" }, ".delivery.timeout: must be more than 0"},
 		{"success", func(c *Contract) { c.Delivery.Success = []string{"2xxx"} }, `.delivery.success[0]: "2xxx" is not a status class (2xx), a status (200) or a range`},

@@ -2,8 +2,12 @@ package simulator
 
 import (
 	"context"
+	"crypto/ecdsa"
 	"crypto/hmac"
+	crand "crypto/rand"
 	"crypto/sha1" //nolint:gosec // the provider's algorithm, verified here
+	"crypto/sha256"
+	"crypto/x509"
 	"encoding/base64"
 	"io"
 	"net/http"
@@ -105,5 +109,88 @@ func TestAttemptsCarryTheURLTheReceiverSees(t *testing.T) {
 	defer mu.Unlock()
 	if n != 5 || len(bad) > 0 {
 		t.Fatalf("%d requests, refused: %q", n, bad)
+	}
+}
+
+// ecdsaSigned is a SendGrid-shaped contract: ECDSA P-256 over the
+// timestamp and a batch body.
+const ecdsaSigned = `
+id: x-ecdsa
+name: ECDSA-signed batch
+body:
+  batch: true
+  envelope: '{"sg_event_id": {{json .ID}}, "event": {{json .Type}}}'
+event_id: {json_path: $.sg_event_id}
+event_type: {json_path: $.event}
+timestamp: {header: X-Ts}
+signature:
+  algorithm: ecdsa-p256
+  key: base64
+  signed: "{{.Timestamp}}{{.Body}}"
+  encoding: base64
+  header: X-Sig
+  source: providers.yaml sendgrid.signature
+sources: [providers.yaml sendgrid]
+`
+
+// TestForgedDeliveriesOfAnECDSAProfile: the wrong-secret and
+// missing-signature faults work for a profile whose secret is a DER key
+// (one changed character would be no key at all): the receiver, holding
+// the public key, refuses the forged delivery and gets none unsigned.
+func TestForgedDeliveriesOfAnECDSAProfile(t *testing.T) {
+	cs, err := profiles.ParseContracts([]byte(ecdsaSigned))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := profiles.NewContractProfile(cs[0], nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := p.(profiles.SecretMaker).MakeSecret(crand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubB64, err := p.(profiles.PublicKeyer).PublicKey(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := base64.StdEncoding.DecodeString(pubB64)
+	pk, err := x509.ParsePKIXPublicKey(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var verdicts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		sig, _ := base64.StdEncoding.DecodeString(r.Header.Get("X-Sig"))
+		d := sha256.Sum256([]byte(r.Header.Get("X-Ts") + string(body)))
+		v := "refused"
+		switch {
+		case r.Header.Get("X-Sig") == "":
+			v = "unsigned"
+		case ecdsa.VerifyASN1(pk.(*ecdsa.PublicKey), d[:], sig):
+			v = "accepted"
+		}
+		mu.Lock()
+		verdicts = append(verdicts, v)
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	r, err := NewRunner(Target{URL: srv.URL + "/hooks", Profile: p, Secrets: []string{secret}, Account: "a"}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ev := profiles.Event{Source: "x-ecdsa", Account: "a", ID: "sg_1", Type: "delivered", ObjectID: "o", Created: time.Now()}
+	for _, f := range []Faults{{}, {WrongSecret: true}, {MissingSignature: true}} {
+		if _, err := r.Send(context.Background(), ev, SendOptions{Shape: Shape{Faults: f}}); err != nil {
+			t.Fatalf("%+v: %v", f, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if strings.Join(verdicts, ",") != "accepted,refused,unsigned" {
+		t.Fatalf("verdicts %v", verdicts)
 	}
 }
