@@ -16,12 +16,15 @@ func (v *validator) build(doc *rawDoc) *Target {
 	}
 	rt := doc.Target
 	base := []any{"target"}
+	t := &Target{Name: rt.Name}
+	v.target = t
+	// Declared profiles first: endpoints may name them.
+	v.declaredProfiles(t, doc.Profiles)
 	if v.vars.Port == "" && v.vars.ListenAddr != "" {
 		if _, p, err := net.SplitHostPort(v.vars.ListenAddr); err == nil {
 			v.vars.Port = p
 		}
 	}
-	t := &Target{Name: rt.Name}
 	if t.Name == "" {
 		v.fail(at(base, "name"), "required")
 	}

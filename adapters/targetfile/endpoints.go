@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 	"time"
 )
@@ -35,10 +34,12 @@ func (v *validator) endpoints(t *Target, eps []rawEndpoint) {
 			v.fail(at(p, "profile"), "required")
 		} else if !slugRE.MatchString(re.Profile) {
 			v.fail(at(p, "profile"), "must be a lower-case name like stripe or standard-webhooks (got %q)", re.Profile)
-		} else if known := v.opts.profiles; len(known) > 0 && !contains(known, re.Profile) {
-			sorted := append([]string(nil), known...)
-			sort.Strings(sorted)
-			v.fail(at(p, "profile"), "unknown profile %q (valid: %s)", re.Profile, strings.Join(sorted, ", "))
+		} else if known := v.opts.profiles; len(known) > 0 && !contains(known, re.Profile) && t.declared[re.Profile] == nil {
+			if i, ok := declaredIndex(t.DeclaredProfiles, re.Profile); ok {
+				v.fail(at(p, "profile"), "profile %q is declared at profiles[%d], which has errors", re.Profile, i)
+			} else {
+				v.fail(at(p, "profile"), "unknown profile %q (valid: %s)", re.Profile, strings.Join(t.KnownProfiles(known), ", "))
+			}
 		}
 		if re.Account == "" {
 			v.fail(at(p, "account"), "required")
@@ -122,8 +123,10 @@ func (t *Target) CheckProfiles(known []string) error {
 	for _, k := range known {
 		ok[k] = true
 	}
-	sorted := append([]string(nil), known...)
-	sort.Strings(sorted)
+	for id := range t.declared {
+		ok[id] = true
+	}
+	sorted := t.KnownProfiles(known)
 	var errs []error
 	for i, e := range t.Endpoints {
 		if !ok[e.Profile] {

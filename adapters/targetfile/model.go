@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/hookcert/hookcert/simulator/profiles"
 	"github.com/hookcert/hookcert/vocab"
 )
 
@@ -75,6 +76,12 @@ type Target struct {
 	// Inbox and Outbox are the declared asynchronous work (nil when absent).
 	Inbox  *InboxSpec
 	Outbox *OutboxSpec
+	// DeclaredProfiles are the providers the file declares (its top-level
+	// profiles: list), in file order; endpoints may name them beside the
+	// built-in profiles (LookupProfile).
+	DeclaredProfiles []profiles.Contract
+	// declared are DeclaredProfiles compiled, by ID.
+	declared map[string]profiles.Profile
 	// vars are the template variables the file uses.
 	vars map[string]bool
 	// envValues are the values {{env}} read (EnvSecrets).

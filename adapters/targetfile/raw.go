@@ -8,11 +8,15 @@ import (
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
 // The raw* types mirror the file one to one; the decoder rejects unknown fields.
 type rawDoc struct {
 	Target *rawTarget `yaml:"target"`
+	// Profiles are the providers the file declares (profiles.go).
+	Profiles []profiles.Contract `yaml:"profiles"`
 }
 
 type rawTarget struct {

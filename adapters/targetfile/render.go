@@ -61,6 +61,12 @@ func (v *validator) renderTemplate(segs []any, s string, allowEnv bool) (string,
 		}
 		read = append(read, val)
 		return val, nil
+	}, publicKeyFunc: func(name string) (string, error) {
+		key, err := v.publicKey(name)
+		if err != nil {
+			envErr = err
+		}
+		return key, err
 	}}
 	tpl, err := template.New(pathString(segs)).Option("missingkey=error").Funcs(funcs).Parse(s)
 	if err != nil {
@@ -148,6 +154,10 @@ func templateVars(n tparse.Node, into map[string]bool) {
 // envFunc is the template function name that reads the harness's environment.
 const envFunc = "env"
 
+// publicKeyFunc is the template function that gives the public key of an
+// endpoint whose provider signs with a private key (publickey.go).
+const publicKeyFunc = "publicKey"
+
 // minScrubbedEnv is the shortest value passed with {{env}} that is scrubbed
 // from outputs: shorter ones ("1", "on") would blank ordinary text.
 const minScrubbedEnv = 4
@@ -208,7 +218,7 @@ func UsesEnv(src string) bool {
 		return false
 	}
 	t, err := template.New("").Funcs(template.FuncMap{envFunc: func(string) string { return "" },
-		"ref": func(string) string { return "" }}).Parse(src)
+		"ref": func(string) string { return "" }, publicKeyFunc: func(string) string { return "" }}).Parse(src)
 	return err == nil && usesFunc(t.Tree.Root, envFunc)
 }
 

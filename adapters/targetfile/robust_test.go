@@ -110,7 +110,7 @@ func TestTypeErrorsWithPathsBesideOtherErrors(t *testing.T) {
 
 func TestShapeErrors(t *testing.T) {
 	cases := map[string]struct{ src, want string }{
-		"top level list":  {"- a\n- b\n", "(top level) (line 1): must be a mapping with the fields target, got a list"},
+		"top level list":  {"- a\n- b\n", "(top level) (line 1): must be a mapping with the fields profiles, target, got a list"},
 		"target scalar":   {"target: 5\n", "target (line 1): must be a mapping with the fields acceptance, base_url, capabilities,"},
 		"endpoints map":   {"target:\n  endpoints: {profile: x}\n", "target.endpoints (line 2): must be a list of mappings, got a mapping"},
 		"endpoint string": {"target:\n  endpoints: [stripe]\n", "target.endpoints[0] (line 2): must be a mapping with the fields account, ack_timeout, key_ttl,"},

@@ -177,7 +177,7 @@ func TestUnknownFieldsAndShape(t *testing.T) {
 			`target.bse_url (line 3): unknown field in target (valid: acceptance, base_url, capabilities, endpoints, events, failpoints, fixtures, inbox, lifecycle, limits, name, observe, outbox, retention, setup)`},
 		"unknown query": {"target:\n  observe:\n    postgres:\n      queries:\n        events: SELECT 1\n",
 			`target.observe.postgres.queries.events (line 5): unknown field in target.observe.postgres.queries`},
-		"unknown top": {"targets: {}\n", `targets (line 1): unknown field in (top level) (valid: target)`},
+		"unknown top": {"targets: {}\n", `targets (line 1): unknown field in (top level) (valid: profiles, target)`},
 		"empty":       {"", "target: required (the file is empty)"},
 		"bad yaml":    {"target: [\n", "invalid YAML"},
 		"no observe":  {"target:\n  name: x\n", "target.observe.postgres (line 1): required"},

@@ -34,6 +34,8 @@ type validator struct {
 	envValues []string
 	// store is the observer section once read: the form its queries take.
 	store *Store
+	// target is the model being built: {{publicKey}} reads its endpoints.
+	target *Target
 }
 
 // fail records a FieldError at path segs, unless the shape check already reported

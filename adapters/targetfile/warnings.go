@@ -3,8 +3,6 @@ package targetfile
 import (
 	"fmt"
 	"slices"
-
-	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
 // Warning is something a valid target file says that would make a guarantee
@@ -45,7 +43,7 @@ func (t *Target) sharedObjectWarnings() []Warning {
 	if q.Effects == "" || references(q.Effects, 3) {
 		return nil
 	}
-	ep, ok := t.firstEndpoint(func(e Endpoint) bool { return headerEventID(e.Profile) })
+	ep, ok := t.firstEndpoint(func(e Endpoint) bool { return t.headerEventID(e.Profile) })
 	if !ok {
 		// No two events share a body or an object: per-object counting
 		// tells every event sent apart.
@@ -119,7 +117,7 @@ func (t *Target) scopeWarnings() []Warning {
 func (t *Target) bodyLimitWarnings() []Warning {
 	var out []Warning
 	for _, id := range t.Profiles() {
-		p, err := profiles.Lookup(id)
+		p, err := t.LookupProfile(id)
 		if err != nil {
 			continue
 		}
@@ -147,8 +145,8 @@ func references(sql string, n int) bool {
 	return err != nil || slices.Contains(params, n)
 }
 
-func headerEventID(profile string) bool {
-	p, err := profiles.Lookup(profile)
+func (t *Target) headerEventID(profile string) bool {
+	p, err := t.LookupProfile(profile)
 	return err == nil && p.Facts().EventIDHeader != ""
 }
 

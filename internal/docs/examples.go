@@ -29,6 +29,9 @@ var ExampleNotApplicable = map[string][]string{
 	"django-receiver": {"DEDUP-4", "ATOMIC-4", "RETENTION-5", "OUTBOX"},
 	// One endpoint, no lifecycle or ordered role, no retention, no outbox.
 	"github-gateway": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-4", "ORDER", "RETENTION", "INBOX-7", "OUTBOX"},
+	// A declared provider (Acme): one profile, an effect and an unhandled
+	// role only, no failpoints, retention, inbox or outbox.
+	"custom-provider": {"DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ORDER", "RETENTION", "INBOX", "OUTBOX"},
 }
 
 // ExampleVerdicts returns an example's clean verdicts, in catalogue order: the

@@ -22,6 +22,7 @@ import (
 //	example-passed-ids DIR                      an example receiver's clean verdicts
 //	file PATH                                   a file of the repository, fenced
 //	observer-kinds                              each guarantee by kind of observer (docs/target.md)
+//	provider-table                              every profile's contract in one table (docs/providers.md)
 func Figures(root string) Renderer {
 	counts := map[string]func() int{
 		"guarantee-count": func() int { return len(scenarios.Catalogue()) },
@@ -56,8 +57,10 @@ func Figures(root string) Renderer {
 			return fenced(root, arg)
 		case "observer-kinds":
 			return scenarios.ObserverKindsMarkdown(), noArg(name, arg)
+		case "provider-table":
+			return ProvidersMarkdown(), noArg(name, arg)
 		}
-		return "", fmt.Errorf("unknown region (valid: %s, profile-list, example-passed DIR, example-not-applicable DIR, example-passed-ids DIR, file PATH, observer-kinds)",
+		return "", fmt.Errorf("unknown region (valid: %s, profile-list, example-passed DIR, example-not-applicable DIR, example-passed-ids DIR, file PATH, observer-kinds, provider-table)",
 			strings.Join(sortedKeys(counts), ", "))
 	}
 }

@@ -252,7 +252,8 @@ func (b *Builder) Open(ctx context.Context, tg *targetfile.Target) (_ *Harness, 
 		hs.secrets = append(hs.secrets, cfg.ConnConfig.Password)
 	}
 	for _, ep := range tg.Endpoints {
-		p, err := profiles.Lookup(ep.Profile)
+		// A profile the file declares, else a built-in one.
+		p, err := tg.LookupProfile(ep.Profile)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrConfig, err)
 		}

@@ -98,7 +98,11 @@ func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
 	if tg.Kill != nil && tg.Restart != nil {
 		hooks.Kill, hooks.Restart, hooks.Alive, gh.Controller = tg.Kill, tg.Restart, tg.Alive, true
 	}
-	data, err := yaml.Marshal(map[string]any{"target": t})
+	doc := map[string]any{"target": t}
+	if len(tg.Profiles) > 0 {
+		doc["profiles"] = tg.Profiles
+	}
+	data, err := yaml.Marshal(doc)
 	return data, hooks, gh, err
 }
 
@@ -355,7 +359,7 @@ func unjoin(err error) []error {
 }
 
 // pathRE finds a file path such as target.endpoints[0].path in a rule's text.
-var pathRE = regexp.MustCompile(`\btarget(\.[a-z_]+(\[\d+\])?)+`)
+var pathRE = regexp.MustCompile(`\btarget(\.[a-z_]+(\[\d+\])?)+|\bprofiles\[\d+\](\.[a-z_]+(\[\d+\])?)*`)
 
 // goFields map the file's paths to Target's fields where they differ beyond
 // spelling; longest first.
@@ -388,6 +392,11 @@ var goFields = []struct{ file, goName string }{
 // goField names the Target field of a file path: its mapped prefix, then
 // each remaining snake_case segment in Go's spelling (key_ttl → KeyTTL).
 func goField(path string) string {
+	if rest, ok := strings.CutPrefix(path, "profiles"); ok {
+		// A contract's fields keep their schema's spelling: the Go type is
+		// profiles.Contract, whose yaml names the rules speak of.
+		return "Target.Profiles" + rest
+	}
 	rest := path
 	out := "Target"
 	for _, m := range goFields {

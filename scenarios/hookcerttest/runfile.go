@@ -72,14 +72,21 @@ func generateSecrets(t testing.TB, data []byte) []string {
 	if yaml.Unmarshal(data, &doc) != nil {
 		return nil
 	}
+	// The file's declared profiles make secrets of their own shape; a file
+	// whose profiles do not load gets none here, and the loader names why.
+	declared, _ := targetfile.ParseProfiles(data)
 	var out []string
 	for _, ep := range doc.Target.Endpoints {
 		if ep.SecretEnv == "" || !envNameRE.MatchString(ep.SecretEnv) || os.Getenv(ep.SecretEnv) != "" {
 			continue
 		}
-		sec, err := profiles.GenerateSecret(ep.Profile, rand.Reader)
+		p, err := profiles.LookupIn(ep.Profile, declared)
 		if err != nil {
 			continue // an unknown profile: the loader names it
+		}
+		sec, err := targetfile.GenerateSecret(p, rand.Reader)
+		if err != nil {
+			continue
 		}
 		t.Setenv(ep.SecretEnv, sec)
 		out = append(out, sec)

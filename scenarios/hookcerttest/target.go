@@ -6,6 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/hookcert/hookcert/simulator/profiles"
 	"github.com/hookcert/hookcert/vocab"
 )
 
@@ -30,6 +31,10 @@ type Target struct {
 	BaseURL string
 	// Endpoints are one per event-key scope (source, account).
 	Endpoints []Endpoint
+	// Profiles declares providers hookcert has no built-in profile for (a
+	// target file's profiles:, docs/target.md "Declaring a provider"):
+	// Endpoints may name them beside the built-in ones.
+	Profiles []profiles.Contract
 
 	// DatabaseURL is the receiver's database, where the harness reads its
 	// state. Pool may be given instead: the harness then opens its own small

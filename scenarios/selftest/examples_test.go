@@ -129,6 +129,8 @@ var examples = []example{
 	},
 	// Django and gunicorn, an inbox table and worker processes (django_test.go).
 	djangoExample,
+	// A provider declared in the target file (custom_provider_test.go).
+	customProviderExample,
 }
 
 type exampleRun struct {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	mrand "math/rand/v2"
 	"os"
 	"slices"
 	"strings"
@@ -26,6 +27,7 @@ const fireMaxRows = 40
 
 type fireFlags struct {
 	profile, url, secret, account                  string
+	profileFile, config                            string
 	eventType, eventID, objectID, currency, status string
 	amount, version, seed                          int64
 	copies, maxAttempts, oversize, padTo           int
@@ -69,6 +71,11 @@ envelope carries the object; --pad-to pads the legitimate body to an exact size.
 --dry-run prints, for each step, the request its first attempt would send
 (method, URL, every header, body) and sends nothing.
 
+A provider hookcert has no built-in profile for is declared in a YAML file's
+top-level profiles: list (docs/target.md, "Declaring a provider"): a file of
+profiles (--profile-file) or a target file (--config, whose other sections are
+not read); --profile then names it.
+
 Event and object IDs the flags or the plan leave empty are new on every
 invocation: a fresh nonce is mixed into them, so two runs with one --seed (or
 one plan file) never deliver the same event twice by accident. --seed still
@@ -86,12 +93,16 @@ Exit status: 0 when every delivery ended acknowledged (or after --dry-run), 1
 otherwise, 2 on usage errors, 3 when the receiver could not be reached at all.`,
 		Example: `  HOOKCERT_SECRET=whsec_... hookcert fire --profile stripe \
     --url http://127.0.0.1:8080/webhooks/stripe/acct_A \
-    --event-type payment_intent.succeeded --copies 16 --lost-ack --retry --time-scale 3600`,
+    --event-type payment_intent.succeeded --copies 16 --lost-ack --retry --time-scale 3600
+  HOOKCERT_SECRET=acme_sk_... hookcert fire --profile acme --profile-file acme.yaml \
+    --url http://127.0.0.1:8080/acme/acct_alpha/events --event-type credit.granted`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runFire(cmd, &f) },
 	}
 	fl := cmd.Flags()
-	fl.StringVar(&f.profile, "profile", "", "provider profile ("+strings.Join(profiles.IDs(), ", ")+")")
+	fl.StringVar(&f.profile, "profile", "", "provider profile ("+strings.Join(profiles.IDs(), ", ")+", or one --profile-file or --config declares)")
+	fl.StringVar(&f.profileFile, "profile-file", "", "a YAML file whose top-level profiles: list declares --profile (docs/target.md, \"Declaring a provider\")")
+	fl.StringVar(&f.config, "config", "", "a target file whose profiles: list declares --profile")
 	fl.StringVar(&f.url, "url", "", "receiver endpoint URL for this profile and account")
 	fl.StringVar(&f.secret, "secret", "", "signing secret (default: env HOOKCERT_SECRET)")
 	fl.StringVar(&f.account, "account", "acct_A", "account scope of the endpoint")
@@ -134,7 +145,7 @@ otherwise, 2 on usage errors, 3 when the receiver could not be reached at all.`,
 func (f *fireFlags) validate() error {
 	switch {
 	case f.profile == "":
-		return usageErr("--profile is required (one of %s)", strings.Join(profiles.IDs(), ", "))
+		return usageErr("--profile is required (one of %s, or one --profile-file or --config declares)", strings.Join(profiles.IDs(), ", "))
 	case f.url == "":
 		return usageErr("--url is required")
 	case f.copies < 1 || f.copies > simulator.MaxCopies:
@@ -167,9 +178,13 @@ func runFire(cmd *cobra.Command, f *fireFlags) error {
 	if err := f.validate(); err != nil {
 		return err
 	}
-	p, err := profiles.Lookup(f.profile)
+	d, err := readDeclared(f.profileFile, f.config)
 	if err != nil {
-		return usageErr("--profile: %v", err)
+		return err
+	}
+	p, err := d.lookup(f.profile)
+	if err != nil {
+		return err
 	}
 	if f.secret == "" {
 		f.secret = os.Getenv("HOOKCERT_SECRET")
@@ -182,7 +197,7 @@ func runFire(cmd *cobra.Command, f *fireFlags) error {
 		return err
 	}
 	if !f.deterministicIDs {
-		if err := freshIDs(plan, p.ID(), f.account); err != nil {
+		if err := freshIDs(plan, p, f.account); err != nil {
 			return usageErr("%v", err)
 		}
 	}
@@ -358,23 +373,33 @@ func writeHistory(path string, h *history.History, sc *scrub.Scrubber) error {
 }
 
 // freshIDs fills the event and object IDs plan leaves empty from a random
-// nonce instead of the plan's seed, in the provider's formats (Resolve's), so
-// that no two invocations send the same event. A provider whose receivers
-// derive the event key (no event ID sent) keeps an empty ID.
-func freshIDs(plan *simulator.Plan, profile, account string) error {
+// nonce instead of the plan's seed, in the provider's formats (Resolve's, or
+// a declared profile's ids.event), so that no two invocations send the same
+// event. A provider whose receivers derive the event key (no event ID sent)
+// keeps an empty ID.
+func freshIDs(plan *simulator.Plan, p profiles.Profile, account string) error {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return fmt.Errorf("a nonce for fresh event IDs: %w", err)
 	}
 	nonced := *plan
 	nonced.Seed = int64(binary.LittleEndian.Uint64(b[:]) >> 1)
-	rp, err := nonced.Resolve(profile, account, time.Now())
+	rp, err := nonced.Resolve(p.ID(), account, time.Now())
 	if err != nil {
 		return err
+	}
+	// A declared profile is not in the registry Resolve shapes IDs from: it
+	// draws its own.
+	maker, _ := p.(profiles.EventIDMaker)
+	if _, registered := profiles.Lookup(p.ID()); registered == nil {
+		maker = nil
 	}
 	for i, e := range plan.Events {
 		if e.ID == "" {
 			plan.Events[i].ID = rp.Events[e.Name].ID
+			if maker != nil && rp.Events[e.Name].ID != "" {
+				plan.Events[i].ID = maker.MakeEventID(mrand.New(mrand.NewPCG(binary.LittleEndian.Uint64(b[:]), uint64(i))))
+			}
 		}
 		if e.ObjectID == "" {
 			plan.Events[i].ObjectID = rp.Events[e.Name].ObjectID

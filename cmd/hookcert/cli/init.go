@@ -20,6 +20,7 @@ import (
 
 type initFlags struct {
 	databaseURL, receiverURL, profile, out string
+	profileFile                            string
 	force                                  bool
 }
 
@@ -40,6 +41,11 @@ capabilities those tables justify. What it cannot know is left as TODO comments:
 the endpoint's path, account and secret, how to start the receiver, its event
 vocabulary. It prints that list.
 
+A provider hookcert has no built-in profile for is declared in a profile file
+(--profile-file, a top-level profiles: list, docs/target.md "Declaring a provider"):
+--profile names it, and the proposed file carries its declaration, as written there,
+in its own profiles: section.
+
 Exit status: 0 a target was proposed; 1 no event table was found (a skeleton is
 written); 2 usage error or an existing --out without --force; 3 the database cannot
 be reached.`,
@@ -49,7 +55,8 @@ be reached.`,
 	fl := cmd.Flags()
 	fl.StringVar(&f.databaseURL, "database-url", "", "the receiver's database, whose schema is read (required; postgres:// or mysql://)")
 	fl.StringVar(&f.receiverURL, "receiver-url", "", "the receiver's base URL (default: a TODO placeholder)")
-	fl.StringVar(&f.profile, "profile", "stripe", "the provider profile of the proposed endpoint")
+	fl.StringVar(&f.profile, "profile", "stripe", "the provider profile of the proposed endpoint (built in, or declared in --profile-file)")
+	fl.StringVar(&f.profileFile, "profile-file", "", "a YAML file whose top-level profiles: list declares --profile; the proposed file keeps its declaration")
 	fl.StringVar(&f.out, "out", "target.yaml", `where the target file goes ("-": standard output)`)
 	fl.BoolVar(&f.force, "force", false, "overwrite --out if it exists")
 	return cmd
@@ -59,8 +66,18 @@ func runInit(ctx context.Context, out io.Writer, f initFlags) error {
 	if f.databaseURL == "" {
 		return usageErr("--database-url is required (the receiver's database)")
 	}
-	if _, err := profiles.Lookup(f.profile); err != nil {
-		return usageErr("--profile: unknown profile %q (valid: %s)", f.profile, strings.Join(profiles.IDs(), ", "))
+	d, err := readDeclared(f.profileFile, "")
+	if err != nil {
+		return err
+	}
+	if _, err := profiles.LookupIn(f.profile, d.contracts); err != nil {
+		return usageErr("--profile: unknown profile %q (valid: %s)", f.profile, strings.Join(d.ids(), ", "))
+	}
+	var declaration []byte
+	if d.isDeclared(f.profile) {
+		if declaration, err = profileDeclaration(f.profileFile, f.profile); err != nil {
+			return usageErr("--profile-file: %v", err)
+		}
 	}
 	if f.receiverURL != "" {
 		if u, err := url.Parse(f.receiverURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -76,7 +93,6 @@ func runInit(ctx context.Context, out io.Writer, f initFlags) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	var db initDB
-	var err error
 	if isMySQLURL(f.databaseURL) {
 		db, err = openInitMySQL(ctx, f.databaseURL)
 	} else {
@@ -95,6 +111,7 @@ func runInit(ctx context.Context, out io.Writer, f initFlags) error {
 		return &ExitError{Code: ExitUnreachable, Err: clean.Error(fmt.Errorf("reading the schema: %w", err))}
 	}
 	p := propose(sc, f, db.name())
+	p.declaration = declaration
 	p.kind = db.kind()
 	p.accounts = db.sampleAccounts(ctx, p)
 	if len(p.accounts) > 0 && !strings.ContainsAny(p.accounts[0], " \t\r\n") {

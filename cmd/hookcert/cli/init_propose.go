@@ -74,6 +74,9 @@ type proposal struct {
 	accounts                 []string
 	urlHasPassword, keyless  bool
 	account, path, secretEnv string
+	// declaration is the profiles: section the file carries when --profile
+	// is declared in --profile-file: that profile's entry, as written there.
+	declaration []byte
 }
 
 // propose picks the event and effect tables and writes the queries over the

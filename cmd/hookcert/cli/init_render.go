@@ -23,11 +23,12 @@ func (p *proposal) render(selfCheck bool) []byte {
 	p.renderDatabase(w, selfCheck)
 	if p.event == nil {
 		renderSkeletonQueries(w)
-		return []byte(b.String())
+	} else {
+		p.renderTables(w)
+		p.renderQueries(w)
+		p.renderCapabilities(w)
 	}
-	p.renderTables(w)
-	p.renderQueries(w)
-	p.renderCapabilities(w)
+	p.renderDeclaration(&b)
 	return []byte(b.String())
 }
 
@@ -202,4 +203,16 @@ func yamlScalar(s string) string {
 		return fmt.Sprintf("%q", s)
 	}
 	return strings.TrimSuffix(string(b), "\n")
+}
+
+// renderDeclaration writes the profiles: section of a provider declared in
+// --profile-file: its entry as written there, comments and order kept.
+func (p *proposal) renderDeclaration(b *strings.Builder) {
+	if len(p.declaration) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n# The provider's delivery contract: hookcert has no built-in profile for %s, so the\n", p.f.profile)
+	fmt.Fprintf(b, "# file declares it (copied from %s; docs/target.md, \"Declaring a provider\").\n", p.f.profileFile)
+	b.WriteString("profiles:\n")
+	b.Write(p.declaration)
 }

@@ -35,6 +35,10 @@ and prepares every query, fixture and purge statement against the database. Then
 prints what the file declares: endpoints, capabilities, event roles, and which
 guarantees would be not applicable and why where that is known without a run.
 
+A provider the file declares (profiles:, docs/target.md "Declaring a provider") is
+checked with the rest of the file, and one delivery of it is rendered and signed as
+the harness would send it, and printed: its templates are proven before a run.
+
 It also warns where a valid file would mislead a guarantee: an effects query that
 does not bind the event ID ($3) while two events can share a body (DEDUP-5), a count
 that does not bind the account ($2) or source ($1) while two are declared (DEDUP-3,
@@ -95,6 +99,9 @@ func runValidate(ctx context.Context, out io.Writer, config, databaseURL string,
 		reach = certify.Reachable(ctx, tg.BaseURL)
 	}
 	printValidation(out, config, hs, noStart, hasLifecycle, reach)
+	if err := sampleDeliveries(out, tg); err != nil {
+		return fail(fmt.Errorf("%s: %w", config, err))
+	}
 	warnings := tg.Warnings()
 	printWarnings(out, warnings)
 	if strict && len(warnings) > 0 {
@@ -142,6 +149,13 @@ func printValidation(out io.Writer, config string, hs *certify.Harness, noStart,
 	fmt.Fprintf(out, "\n%s %s: target %q at %s\n", p.paint(ansiGreen, "valid"), config, tg.Name, tg.BaseURL)
 	if tg.Dir != "" {
 		fmt.Fprintf(out, "  paths relative to %s\n", tg.Dir)
+	}
+	if len(tg.DeclaredProfiles) > 0 {
+		var ids []string
+		for _, c := range tg.DeclaredProfiles {
+			ids = append(ids, c.ID)
+		}
+		fmt.Fprintf(out, "profiles declared: %s (a sample delivery of each is below)\n", strings.Join(ids, ", "))
 	}
 	fmt.Fprintln(out, "endpoints:")
 	for i, ep := range tg.Endpoints {
