@@ -7,10 +7,12 @@
 //   DATABASE_URL          PostgreSQL connection string (required)
 //   PUBLIC_BASE_URL       the URL the app is reached at (Twilio signs it);
 //                         default http:// and the request's Host
-//   TWILIO_ACCOUNT_SID, TWILIO_AUTH_TOKEN            POST /webhooks/twilio
-//   DISCORD_APPLICATION_ID, DISCORD_PUBLIC_KEY       POST /webhooks/discord
-//   ZOOM_ACCOUNT_ID, ZOOM_SECRET_TOKEN               POST /webhooks/zoom
-//   CLERK_INSTANCE_ID, CLERK_WEBHOOK_SECRET          POST /webhooks/clerk
+//   COMMUNITY             the community the app serves: the account its
+//                         events are keyed under (required)
+//   TWILIO_AUTH_TOKEN     POST /webhooks/twilio
+//   DISCORD_PUBLIC_KEY    POST /webhooks/discord
+//   ZOOM_SECRET_TOKEN     POST /webhooks/zoom
+//   CLERK_WEBHOOK_SECRET  POST /webhooks/clerk
 //   DB_POOL_MAX           connections in the pool (default 4)
 //   MAX_BODY_BYTES        largest accepted body (default 1 MiB)
 //   MULTI_DEFECT          a planted bug for certification runs (README.md)
@@ -47,11 +49,12 @@ function intEnv(name, def) {
   return n;
 }
 
-// accountEnv reads the account an endpoint serves: the event key's account.
-function accountEnv(name, secretName) {
-  const v = process.env[name];
-  if (!v) fail(`${name} must be set when ${secretName} is`);
-  if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(v)) fail(`${name} must be 1 to 128 letters, digits or _.:-`);
+// community reads the account every event is keyed under: the community
+// this deployment serves, from its configuration, never from a request.
+function community() {
+  const v = process.env.COMMUNITY;
+  if (!v) fail('COMMUNITY is not set');
+  if (!/^[A-Za-z0-9_.:-]{1,128}$/.test(v)) fail('COMMUNITY must be 1 to 128 letters, digits or _.:-');
   return v;
 }
 
@@ -76,9 +79,10 @@ function publicBaseURL() {
 function endpoints(defect) {
   const out = {};
   const env = process.env;
+  const account = community();
   if (env.TWILIO_AUTH_TOKEN) {
     out['/webhooks/twilio'] = twilio.endpoint({
-      account: accountEnv('TWILIO_ACCOUNT_SID', 'TWILIO_AUTH_TOKEN'),
+      account,
       authToken: env.TWILIO_AUTH_TOKEN,
       publicBaseURL: publicBaseURL(),
       pathOnly: defect === 'twilio-signature-path-only',
@@ -92,14 +96,14 @@ function endpoints(defect) {
       fail(`DISCORD_PUBLIC_KEY ${err.message}`);
     }
     out['/webhooks/discord'] = discord.endpoint({
-      account: accountEnv('DISCORD_APPLICATION_ID', 'DISCORD_PUBLIC_KEY'),
+      account,
       publicKey,
       pingFirst: defect === 'discord-ping-unverified',
     });
   }
   if (env.ZOOM_SECRET_TOKEN) {
     out['/webhooks/zoom'] = zoom.endpoint({
-      account: accountEnv('ZOOM_ACCOUNT_ID', 'ZOOM_SECRET_TOKEN'),
+      account,
       secretToken: env.ZOOM_SECRET_TOKEN,
       unkeyedValidation: defect === 'zoom-handshake-plain',
     });
@@ -111,7 +115,7 @@ function endpoints(defect) {
     } catch (err) {
       fail(`CLERK_WEBHOOK_SECRET ${err.message}`);
     }
-    out['/webhooks/clerk'] = clerk.endpoint({ account: accountEnv('CLERK_INSTANCE_ID', 'CLERK_WEBHOOK_SECRET'), webhook });
+    out['/webhooks/clerk'] = clerk.endpoint({ account, webhook });
   }
   return out;
 }

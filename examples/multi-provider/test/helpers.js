@@ -25,6 +25,10 @@ const SECRETS = {
   zoomSecretToken: crypto.randomBytes(16).toString('base64url'),
   clerkSecret: `whsec_${crypto.randomBytes(24).toString('base64')}`,
 };
+// The community the receiver serves: every event's account.
+const COMMUNITY = 'north';
+// What each provider names its account in the body (the receiver keys on
+// COMMUNITY, not on these).
 const ACCOUNTS = {
   twilio: `AC${crypto.randomBytes(16).toString('hex')}`,
   discord: '1234567890123456789',
@@ -78,13 +82,10 @@ function receiverEnv(port, dbURL, extra = {}) {
     PATH: process.env.PATH,
     PORT: String(port),
     DATABASE_URL: dbURL,
-    TWILIO_ACCOUNT_SID: ACCOUNTS.twilio,
+    COMMUNITY,
     TWILIO_AUTH_TOKEN: SECRETS.twilioAuthToken,
-    DISCORD_APPLICATION_ID: ACCOUNTS.discord,
     DISCORD_PUBLIC_KEY: SECRETS.discordPublicKey,
-    ZOOM_ACCOUNT_ID: ACCOUNTS.zoom,
     ZOOM_SECRET_TOKEN: SECRETS.zoomSecretToken,
-    CLERK_INSTANCE_ID: ACCOUNTS.clerk,
     CLERK_WEBHOOK_SECRET: SECRETS.clerkSecret,
     ...extra,
   };
@@ -272,7 +273,7 @@ async function post(base, req) {
 
 // stored counts the event's key rows and ledger rows.
 async function stored(db, source, id) {
-  const account = ACCOUNTS[source];
+  const account = COMMUNITY;
   const keys = await db.query('SELECT count(*)::int AS n FROM webhook_events WHERE source = $1 AND account = $2 AND event_id = $3', [
     source,
     account,
@@ -289,6 +290,7 @@ async function stored(db, source, id) {
 module.exports = {
   SERVER_URL,
   SECRETS,
+  COMMUNITY,
   ACCOUNTS,
   createDatabase,
   freePort,

@@ -153,6 +153,14 @@ test('the receiver', async (t) => {
     await refused(r, 'clerk', { ...fresh, body: fresh.body.replace('"amount":100', '"amount":101') }, 401);
   });
 
+  await t.test('the same event ID from two providers is two events, keyed under the community', async () => {
+    const id = h.newId('shared');
+    await accepted(r, 'clerk', h.clerk('user.created', { id }));
+    await accepted(r, 'discord', h.discord('user.created', { id }), 204);
+    const { rows } = await r.db.query('SELECT DISTINCT account FROM webhook_events WHERE event_id = $1', [id]);
+    assert.deepEqual(rows, [{ account: h.COMMUNITY }]);
+  });
+
   await t.test('unhandled types acknowledged on every endpoint, nothing stored', async () => {
     const before = await totalRows(r);
     assert.equal((await h.post(r.url, h.twilio(r.url, 'delivered'))).status, 200);
