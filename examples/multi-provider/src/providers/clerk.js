@@ -41,8 +41,6 @@ function verify(webhook, req, body) {
   return id;
 }
 
-module.exports = { verifier, verify };
-
 // endpoint receives one Clerk instance's events ({type, data, ...}); the
 // svix-id is the same in every retry of a message, and is what the app
 // deduplicates on, as Clerk's docs advise.
@@ -61,4 +59,4 @@ function endpoint({ account, webhook }) {
   };
 }
 
-module.exports.endpoint = endpoint;
+module.exports = { verifier, verify, endpoint };

@@ -30,8 +30,6 @@ async function verify(publicKey, req, body) {
   if (!(await verifyKey(body, sig, ts, publicKey))) throw new Refused(401, 'invalid request signature');
 }
 
-module.exports = { publicKeyFrom, verify };
-
 // endpoint receives one Discord application's requests: PINGs, which Discord
 // sends to check the endpoint, and events ({id, application_id, event: {type,
 // timestamp, data}}). pingFirst answers a PING before checking its signature
@@ -69,4 +67,4 @@ function isPing(msg) {
   return isObject(msg) && msg.type === InteractionType.PING && msg.event === undefined;
 }
 
-module.exports.endpoint = endpoint;
+module.exports = { publicKeyFrom, verify, endpoint };

@@ -51,8 +51,6 @@ function verify(authToken, req, url, params) {
   if (!match) throw new Refused(401, 'X-Twilio-Signature does not match');
 }
 
-module.exports = { signature, urlVariants, verify };
-
 // requestURL is the URL Twilio requested: the public base URL the app is
 // reached at (behind a proxy, the one configured in Twilio's console), else
 // http:// and the Host the request came with, then the path and query as
@@ -87,5 +85,4 @@ function endpoint({ account, authToken, publicBaseURL, pathOnly = false }) {
   };
 }
 
-module.exports.requestURL = requestURL;
-module.exports.endpoint = endpoint;
+module.exports = { signature, urlVariants, verify, requestURL, endpoint };

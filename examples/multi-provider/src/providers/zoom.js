@@ -35,8 +35,6 @@ function urlValidation(secretToken, plainToken) {
   return { plainToken, encryptedToken: crypto.createHmac('sha256', secretToken).update(plainToken).digest('hex') };
 }
 
-module.exports = { signature, verify, urlValidation };
-
 // endpoint receives one Zoom app's event notifications for its account. Zoom
 // sends no event ID: event_ts (the event's time in milliseconds) is the same
 // in every retry of an event, and is what the app deduplicates on.
@@ -65,4 +63,4 @@ function endpoint({ account, secretToken, unkeyedValidation = false }) {
   };
 }
 
-module.exports.endpoint = endpoint;
+module.exports = { signature, verify, urlValidation, endpoint };
