@@ -80,6 +80,7 @@ func TestDemoMySQLTarget(t *testing.T) {
 
 // What --store mysql cannot do is refused before anything starts.
 func TestDemoMySQLUsage(t *testing.T) {
+	besideOthers(t)
 	for _, c := range []struct {
 		args []string
 		want string
@@ -116,6 +117,7 @@ var demoDatabaseLine = regexp.MustCompile(`(?m)^database: mysql://[^ ]*/(hookcer
 // codes of a duplicated event; ack-before-commit fails ACK-1: acknowledged
 // events are gone after the kill.
 func TestDemoMySQL(t *testing.T) {
+	besideOthers(t)
 	if testing.Short() {
 		t.Skip("-short: runs the MySQL demo")
 	}

@@ -110,6 +110,7 @@ func demoEnv(tmp, dbURL string) []string {
 // secrets: no process's command line (ps), no report file, no line on stdout or
 // stderr carries the password or a secret.
 func TestDemoLeaksNoSecret(t *testing.T) {
+	besideOthers(t)
 	if testing.Short() {
 		t.Skip("-short: runs the demo")
 	}
@@ -266,6 +267,7 @@ var staleMsg = regexp.MustCompile(`(?m)^removed 1 stale demo directory left by a
 // SIGKILL of a running demo: its receiver is gone within seconds, and the next
 // demo removes the directory (with the endpoints file) the killed one left.
 func TestKilledDemoLeavesNoReceiver(t *testing.T) {
+	besideOthers(t)
 	if testing.Short() {
 		t.Skip("-short: runs the demo")
 	}
@@ -564,6 +566,7 @@ func TestDemoModeUsage(t *testing.T) {
 // --mode both certifies the reference in each design, one report directory per
 // mode, and summarises the two; a failure in either fails the whole.
 func TestDemoModeBoth(t *testing.T) {
+	besideOthers(t)
 	if testing.Short() {
 		t.Skip("-short: starts the reference twice")
 	}

@@ -167,6 +167,7 @@ func (f *exitFixture) noSecret(t *testing.T, what, where, text string) {
 // target, 4 for nothing selected and all not applicable. Every run that read
 // its target leaves results.json and summary.md saying what happened.
 func TestCertifyExitStatuses(t *testing.T) {
+	besideOthers(t)
 	if testing.Short() {
 		t.Skip("-short: starts receivers")
 	}
@@ -362,6 +363,7 @@ func closedPort(t *testing.T) string {
 // validate through the built binary: it provisions, runs the setup, starts the
 // receiver and prepares everything, delivering nothing; any error is exit 2.
 func TestValidate(t *testing.T) {
+	besideOthers(t)
 	if testing.Short() {
 		t.Skip("-short: starts receivers")
 	}

@@ -17,6 +17,7 @@ import (
 // label filter, unless NO_COLOR (any value) or --no-color says otherwise; a
 // pipe never does (every run of TestCertifyExitStatuses checks it too).
 func TestColourOnlyOnATerminal(t *testing.T) {
+	besideOthers(t)
 	bin := buildHookcert(t)
 	args := []string{"certify", "--config", "/dev/null", "--label-filter", "(("}
 	for _, c := range []struct {

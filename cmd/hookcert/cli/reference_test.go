@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -157,14 +158,27 @@ func hookcertBinary(t *testing.T) string {
 	return binPath
 }
 
-// TestMain removes the binary built for the tests.
+// TestMain removes the binary built for the tests. The tests that only run
+// hookcert as a child process (demos, soaks, certifications in databases of
+// their own) run side by side: they mostly wait for the child, so four at
+// once, not GOMAXPROCS, unless -parallel is given.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	explicit := false
+	flag.Visit(func(f *flag.Flag) { explicit = explicit || f.Name == "test.parallel" })
+	if !explicit {
+		_ = flag.Set("test.parallel", "4")
+	}
 	code := m.Run()
 	if binPath != "" {
 		_ = os.RemoveAll(filepath.Dir(binPath))
 	}
 	os.Exit(code)
 }
+
+// besideOthers runs t beside the package's other such tests: t runs hookcert
+// only as a child process, in directories and databases of its own.
+func besideOthers(t *testing.T) { t.Parallel() }
 
 func runChild(t *testing.T, args ...string) (int, string) {
 	t.Helper()
@@ -182,6 +196,7 @@ func runChild(t *testing.T, args ...string) (int, string) {
 // A label filter reports only what it selected (never as not applicable), and a
 // filter that selects nothing is a usage error.
 func TestDemoLabelFilter(t *testing.T) {
+	besideOthers(t)
 	server := pgtest.ServerURL()
 	dir := t.TempDir()
 	code, out := runChild(t, "demo", "--database-url", server, "--report-dir", dir, "--seed", "3", "--label-filter", "ACK-6 || ORDER-1")

@@ -229,6 +229,7 @@ func signedStripe(t *testing.T, base, id string) *http.Response {
 // starts and announces each inbox and outbox defect with the same flags, and a
 // worker process starts with one.
 func TestReferenceServeInboxOutboxDefects(t *testing.T) {
+	besideOthers(t)
 	db := pgtest.Database(t)
 	s, err := sink.New()
 	if err != nil {

@@ -86,6 +86,7 @@ func rejudge(t *testing.T, dir string, code int, s *reports.Soak) {
 // faults and figures are in results.json, and re-judging the stored history
 // offline gives the same verdict.
 func TestSoakDemoPasses(t *testing.T) {
+	besideOthers(t)
 	dir := t.TempDir()
 	code, out, s := soakDemoIn(t, dir, "--duration", "15s", "--concurrency", "64", "--nemesis", "kill=5s,pg-terminate=7s", "--seed", "11")
 	if code != ExitOK {
@@ -118,6 +119,7 @@ func TestSoakDemoPasses(t *testing.T) {
 // so the senders are held to 200 deliveries a second: the backlog left when
 // traffic stops drains in seconds, not minutes (make soak runs it unthrottled).
 func TestSoakDemoInboxPasses(t *testing.T) {
+	besideOthers(t)
 	code, out, s := soakDemo(t, "--mode", "inbox", "--duration", "15s", "--concurrency", "64", "--rate", "200",
 		"--nemesis", "kill=5s,pg-terminate=7s", "--seed", "13")
 	if code != ExitOK {
@@ -142,6 +144,7 @@ func TestSoakDemoInboxPasses(t *testing.T) {
 // termination of every session far more often (a session is idle in its
 // transaction while the answer goes out), so both run.
 func TestSoakDemoAckBeforeCommitLoses(t *testing.T) {
+	besideOthers(t)
 	code, out, s := soakDemo(t, "--defect", "ack-before-commit", "--duration", "6s", "--concurrency", "32", "--nemesis", "kill=1s,pg-terminate=700ms", "--seed", "12")
 	if code != ExitFailed {
 		t.Fatalf("exit %d, want 1:\n%s", code, out)
@@ -157,6 +160,7 @@ func TestSoakDemoAckBeforeCommitLoses(t *testing.T) {
 // Check-then-insert stores both of two concurrent copies; the soak names the
 // duplicated keys and exits 1.
 func TestSoakDemoCheckThenInsertDuplicates(t *testing.T) {
+	besideOthers(t)
 	dir := t.TempDir()
 	code, out, s := soakDemoIn(t, dir, "--defect", "check-then-insert", "--duration", "5s", "--rate", "200", "--dup-rate", "0.3", "--seed", "13")
 	if code != ExitFailed {

@@ -11,6 +11,7 @@ import (
 // hookcert version names the module version, the commit the binary was built
 // from and the Go version, read from the binary's build information.
 func TestVersionNamesTheCommit(t *testing.T) {
+	besideOthers(t)
 	if testing.Short() {
 		t.Skip("-short: builds the binary")
 	}
