@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -65,6 +67,9 @@ type Runner struct {
 	reqHead []byte
 	// lastExcerpt is the last response excerpt (see excerpt).
 	lastExcerpt atomic.Pointer[excerptText]
+	// hsClient sends handshakes (handshake.go), made on first use.
+	hsOnce   sync.Once
+	hsClient *http.Client
 }
 
 // NewRunner checks the target and builds a runner. Errors name the field.
@@ -158,7 +163,9 @@ func (r *Runner) newAttempt(seed int64, ev profiles.Event, n, step, cp int, deli
 	if signedAt.IsZero() {
 		signedAt = time.Now()
 	}
-	return profiles.Attempt{N: n, DeliveryID: deliveryID, SignedAt: signedAt.Add(f.AheadBy.D() - f.StaleBy.D())}
+	// The URL as posted, for profiles that sign it.
+	return profiles.Attempt{N: n, DeliveryID: deliveryID, SignedAt: signedAt.Add(f.AheadBy.D() - f.StaleBy.D()),
+		URL: r.target.URL, Method: http.MethodPost}
 }
 
 func (o *SendOptions) validate() error {
