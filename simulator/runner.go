@@ -65,6 +65,9 @@ type Runner struct {
 	objects profiles.ObjectIDMaker
 	// reqHead is the request line and Host header, the same for every request.
 	reqHead []byte
+	// attemptURL is the URL as the receiver sees it (no userinfo, no
+	// fragment: neither is sent), for profiles that sign it (Twilio).
+	attemptURL string
 	// lastExcerpt is the last response excerpt (see excerpt).
 	lastExcerpt atomic.Pointer[excerptText]
 	// hsClient sends handshakes (handshake.go), made on first use.
@@ -94,6 +97,9 @@ func NewRunner(t Target, o Options) (*Runner, error) {
 	r := &Runner{target: t, u: u, opts: o, start: start, pool: &connPool{max: MaxCopies}, facts: t.Profile.Facts(),
 		ids: deliveryIDMakerOf(t.Profile), objects: objectIDMakerOf(t.Profile)}
 	r.reqHead = []byte("POST " + u.RequestURI() + " HTTP/1.1\r\nHost: " + u.Host + "\r\n")
+	sent := *u
+	sent.User, sent.Fragment, sent.RawFragment = nil, "", ""
+	r.attemptURL = sent.String()
 	r.rec = &recorder{h: history.History{Meta: r.meta(0, "", 0)}}
 	return r, nil
 }
@@ -163,9 +169,8 @@ func (r *Runner) newAttempt(seed int64, ev profiles.Event, n, step, cp int, deli
 	if signedAt.IsZero() {
 		signedAt = time.Now()
 	}
-	// The URL as posted, for profiles that sign it.
 	return profiles.Attempt{N: n, DeliveryID: deliveryID, SignedAt: signedAt.Add(f.AheadBy.D() - f.StaleBy.D()),
-		URL: r.target.URL, Method: http.MethodPost}
+		URL: r.attemptURL, Method: "POST"}
 }
 
 func (o *SendOptions) validate() error {

@@ -86,13 +86,25 @@ func RetryAfter(h http.Header, now time.Time) (time.Duration, bool) {
 	return 0, true
 }
 
-// base carries what every profile shares.
+// base carries what every profile shares. data is the profile's embedded
+// contract (nil for Adyen, which is Go only): it gives the Go profile the
+// parts the data describes beyond rendering (inputs, handshake).
 type base struct {
 	id    string
 	facts Facts
+	data  *contractProfile
 }
 
 func (b base) ID() string { return b.id }
+
+// Inputs lists what the signature and event identity depend on, from the
+// profile's contract.
+func (b base) Inputs() []Input {
+	if b.data == nil {
+		return nil
+	}
+	return b.data.Inputs()
+}
 
 // Facts returns a copy, so callers cannot change the shared contract.
 func (b base) Facts() Facts {

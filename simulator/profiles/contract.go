@@ -37,6 +37,9 @@ type Contract struct {
 	Secret     ContractSecretShape `yaml:"secret,omitempty"`
 	Sources    []string            `yaml:"sources"`
 	Notes      []string            `yaml:"notes,omitempty"`
+	// Vectors are signatures the contract must reproduce (published by the
+	// provider where it publishes any): Validate signs each one and compares.
+	Vectors []ContractVector `yaml:"vectors,omitempty"`
 }
 
 // ContractBody is the request body.
@@ -47,12 +50,19 @@ type ContractBody struct {
 	// application/x-www-form-urlencoded by Format.
 	ContentType string `yaml:"content_type,omitempty"`
 	// Envelope (json) renders one event: {{.ID}} {{.Type}} {{.Account}}
-	// {{.Source}} {{.ObjectID}} {{.Created}} (time.Time; helpers unix, unixms,
-	// rfc3339, rfc3339nano) and {{.Object}}, the business object as JSON. The
-	// result must be valid JSON.
-	Envelope string `yaml:"envelope,omitempty"`
+	// {{.Source}} {{.ObjectID}} {{.Amount}} {{.Currency}} {{.Status}}
+	// {{.Version}} {{.Created}} (time.Time; helpers unix, unixms, usec,
+	// rfc3339, rfc3339nano) and {{.Object}}, the conformance object as JSON.
+	// Strings go through {{json .X}} (encoding/json's escaping), so the result
+	// is valid JSON for every event: Validate renders it with hostile strings.
+	// A declared Event.Object replaces the value at ObjectPath verbatim.
+	// The white space outside strings is removed (write the envelope
+	// readably) unless KeepSpace says the provider sends it.
+	Envelope  string `yaml:"envelope,omitempty"`
+	KeepSpace bool   `yaml:"keep_space,omitempty"`
 	// Fields (form) are the form parameters, each a template as Envelope;
-	// {{.Object}} is not available, the object's fields are ({{.Amount}}…).
+	// the object's fields are available one by one ({{.Amount}} {{.Currency}}
+	// {{.Status}} {{.Version}}). Parameters are sent sorted by name.
 	Fields map[string]string `yaml:"fields,omitempty"`
 	// Batch sends the envelope as the only element of a JSON array (SendGrid,
 	// HubSpot): the receiver must take each event from the array.
@@ -60,6 +70,10 @@ type ContractBody struct {
 	// ObjectPath is where the business object sits in the rendered envelope
 	// ("$.data"), for declared objects and the Facts.
 	ObjectPath string `yaml:"object_path,omitempty"`
+	// DomainObjectPath is where the envelope renders hookcert's conformance
+	// object ({{.Object}}) when no object is declared, when that differs from
+	// ObjectPath (GitHub: "$.object" while a declared object is the whole body).
+	DomainObjectPath string `yaml:"domain_object_path,omitempty"`
 	// MaxBytes is the largest body the provider documents it sends (0:
 	// undocumented); MaxBytesSource quotes where.
 	MaxBytes       int    `yaml:"max_bytes,omitempty"`
@@ -73,13 +87,23 @@ type ContractLocation struct {
 	Header   string `yaml:"header,omitempty"`
 	JSONPath string `yaml:"json_path,omitempty"`
 	Form     string `yaml:"form,omitempty"`
+	// Value renders a header location from the event and attempt (default:
+	// the value itself): "{{.Account}}.myshopify.com". Body locations are
+	// rendered by the envelope or the fields.
+	Value string `yaml:"value,omitempty"`
+	// MustNotContain lists characters the value may not hold (Standard
+	// Webhooks' webhook-id: "." separates the signed parts).
+	MustNotContain string `yaml:"must_not_contain,omitempty"`
 	// Note says what the provider documents about it (or that it is ours).
 	Note string `yaml:"note,omitempty"`
 }
 
 // ContractTimestamp is the signed timestamp.
 type ContractTimestamp struct {
-	// Header carries it; empty when it lives in the body (JSONPath).
+	// Header carries it (the attempt's signing time), or JSONPath names where
+	// the envelope renders it in the body (the event's creation: the body does
+	// not change across attempts); neither when it is only part of the
+	// signature header's value (Stripe's t=, Paddle's ts=).
 	Header   string `yaml:"header,omitempty"`
 	JSONPath string `yaml:"json_path,omitempty"`
 	// Format: unix (seconds, default), unix_ms, rfc3339, rfc3339nano.
@@ -110,22 +134,49 @@ type ContractSignature struct {
 	// sent), {{.Body}} (raw bytes), {{.URL}} (the full delivery URL),
 	// {{.Method}}, {{.Form}} (form parameters sorted by name, each name then
 	// value, no separators: Twilio), {{header "X-Name"}} (a header as sent),
-	// {{.DeliveryID}}. Empty for token.
+	// {{.DeliveryID}}. Empty for token. A signature inside the body signs
+	// parts of the body only ({{.ID}} {{.Timestamp}} {{.DeliveryID}}, read
+	// back from their locations).
 	Signed string `yaml:"signed,omitempty"`
 	// Encoding of the MAC or signature: hex (default), base64, base64url.
 	Encoding string `yaml:"encoding,omitempty"`
 	// Header carries it (or JSONPath, for a signature inside the body).
 	Header   string `yaml:"header,omitempty"`
 	JSONPath string `yaml:"json_path,omitempty"`
-	// Format writes one signature into the header: {{.Signature}} and
-	// {{.Timestamp}} ("v1={{.Signature}}", "sha256={{.Signature}}"); default
+	// Format writes one signature: {{.Signature}} and {{.Timestamp}}
+	// ("v1={{.Signature}}", "sha256={{.Signature}}"); default
 	// "{{.Signature}}".
 	Format string `yaml:"format,omitempty"`
+	// Value writes the whole header: {{.Signatures}} (the formatted
+	// signatures joined by Separator) and {{.Timestamp}}
+	// ("t={{.Timestamp}},{{.Signatures}}"); default "{{.Signatures}}".
+	Value string `yaml:"value,omitempty"`
 	// Multiple: during a secret roll the provider sends one signature per
 	// active secret, joined by Separator (default " ").
 	Multiple  bool   `yaml:"multiple,omitempty"`
 	Separator string `yaml:"separator,omitempty"`
-	Source    string `yaml:"source,omitempty"`
+	// Optional: the provider signs only when a secret is configured
+	// (GitHub); otherwise a delivery needs one.
+	Optional bool `yaml:"optional,omitempty"`
+	// Variants sign a secret that starts with their Prefix their own way
+	// (Standard Webhooks: a whsk_ secret is an ed25519 seed, "v1a,<sig>").
+	Variants []ContractSignatureVariant `yaml:"variants,omitempty"`
+	// Also lists further signature headers sent beside this one, signed the
+	// same way from the same secrets (GitHub's legacy X-Hub-Signature).
+	Also   []ContractSignature `yaml:"also,omitempty"`
+	Source string              `yaml:"source,omitempty"`
+}
+
+// ContractSignatureVariant signs the secrets that start with Prefix (which
+// is stripped) with another algorithm, key encoding, encoding and format;
+// the signed content is the signature's.
+type ContractSignatureVariant struct {
+	Prefix            string `yaml:"prefix"`
+	Algorithm         string `yaml:"algorithm"`
+	Key               string `yaml:"key,omitempty"`
+	PublicKeyEncoding string `yaml:"public_key_encoding,omitempty"`
+	Encoding          string `yaml:"encoding,omitempty"`
+	Format            string `yaml:"format,omitempty"`
 }
 
 // ContractDelivery is what the provider does with an attempt.
@@ -136,22 +187,33 @@ type ContractDelivery struct {
 	Success []string `yaml:"success,omitempty"`
 	// Stop lists statuses after which the provider gives up (Standard
 	// Webhooks' 410; Mailgun's 406); StopHeader a response header that does.
-	Stop              []int  `yaml:"stop,omitempty"`
-	StopHeader        string `yaml:"stop_header,omitempty"` // "name: value"
-	HonoursRetryAfter bool   `yaml:"honours_retry_after,omitempty"`
-	MaxRedirects      int    `yaml:"max_redirects,omitempty"`
-	ResignsOnRetry    bool   `yaml:"resigns_on_retry,omitempty"`
-	Retry             struct {
-		Delays      []string `yaml:"delays,omitempty"`
-		MaxAttempts int      `yaml:"max_attempts,omitempty"`
-		Horizon     string   `yaml:"horizon,omitempty"`
-		Source      string   `yaml:"source,omitempty"`
-	} `yaml:"retry,omitempty"`
+	Stop              []int         `yaml:"stop,omitempty"`
+	StopHeader        string        `yaml:"stop_header,omitempty"` // "name: value"
+	HonoursRetryAfter bool          `yaml:"honours_retry_after,omitempty"`
+	MaxRedirects      int           `yaml:"max_redirects,omitempty"`
+	ResignsOnRetry    bool          `yaml:"resigns_on_retry,omitempty"`
+	Retry             ContractRetry `yaml:"retry,omitempty"`
 	// Ordered: nil when undocumented.
 	Ordered          *bool  `yaml:"ordered,omitempty"`
 	OrderedSource    string `yaml:"ordered_source,omitempty"`
 	ManualRedelivery *bool  `yaml:"manual_redelivery,omitempty"`
 	ManualWindow     string `yaml:"manual_window,omitempty"`
+}
+
+// ContractRetry is the automatic redelivery schedule (RetrySchedule).
+type ContractRetry struct {
+	// Delays are the published waits before each retry; empty when
+	// unpublished.
+	Delays      []string `yaml:"delays,omitempty"`
+	MaxAttempts int      `yaml:"max_attempts,omitempty"` // the first attempt included
+	Horizon     string   `yaml:"horizon,omitempty"`
+	Source      string   `yaml:"source,omitempty"`
+	// ContinuesUntilHorizon: retries go on after Delays until Horizon.
+	ContinuesUntilHorizon bool `yaml:"continues_until_horizon,omitempty"`
+	// Model is hookcert's MODEL of an unpublished schedule and ModelNote
+	// says so (RetrySchedule.Modelled).
+	Model     []string `yaml:"model,omitempty"`
+	ModelNote string   `yaml:"model_note,omitempty"`
 }
 
 // ContractHandshake is a verification the provider makes before (and, where
@@ -167,15 +229,8 @@ type ContractHandshake struct {
 	Body    string            `yaml:"body,omitempty"`
 	Query   map[string]string `yaml:"query,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty"`
-	// Expect: the status (default 200) and either the exact body (Body,
-	// template, compared after trimming white space) or JSON fields (JSON,
-	// name → template; {{hmacHex .Secret .Challenge}} computes Zoom's
-	// encryptedToken).
-	Expect struct {
-		Status int               `yaml:"status,omitempty"`
-		Body   string            `yaml:"body,omitempty"`
-		JSON   map[string]string `yaml:"json,omitempty"`
-	} `yaml:"expect"`
+	// Expect is the answer the provider accepts.
+	Expect ContractExpect `yaml:"expect"`
 	// Deadline is how long the provider waits for the answer.
 	Deadline string `yaml:"deadline,omitempty"`
 	// Refuse lists the bad handshakes the receiver must refuse (any non-2xx,
@@ -188,15 +243,57 @@ type ContractHandshake struct {
 	Source     string `yaml:"source,omitempty"`
 }
 
-// ContractIDs shapes the IDs the simulator draws: a prefix and Length
-// characters of Alphabet (base62, base36, hex, upper36), or uuid.
+// ContractExpect is a handshake's accepted answer: the status (default 200)
+// and at least one of an exact body (Body, compared after trimming white
+// space), JSON fields (JSON: name → a template rendering the JSON value,
+// '{{json .Challenge}}', '1') or form fields (Form: name → template). Where
+// several are given, an answer matching any one is accepted (Slack takes the
+// challenge as plain text, JSON or a form). Templates see {{.Challenge}}
+// {{.VerifyToken}} {{.Created}} and hmacHex / hmacB64 (HMAC-SHA256 keyed
+// with the first secret: Zoom's encryptedToken is {{hmacHex .Challenge}}).
+type ContractExpect struct {
+	Status int               `yaml:"status,omitempty"`
+	Body   string            `yaml:"body,omitempty"`
+	JSON   map[string]string `yaml:"json,omitempty"`
+	Form   map[string]string `yaml:"form,omitempty"`
+}
+
+// ContractVector is one signature the contract must reproduce: the inputs
+// a delivery signs and the signature header's value (or, for a signature in
+// the body, the signature itself). An asymmetric vector may give only the
+// public key: the signature must then verify.
+type ContractVector struct {
+	Name      string `yaml:"name"`
+	Published bool   `yaml:"published,omitempty"` // copied from the provider's own material
+	Source    string `yaml:"source,omitempty"`
+	Secret    string `yaml:"secret,omitempty"`
+	PublicKey string `yaml:"public_key,omitempty"`
+	ID        string `yaml:"id,omitempty"`
+	// Timestamp as sent (parsed with timestamp.format).
+	Timestamp  string `yaml:"timestamp,omitempty"`
+	URL        string `yaml:"url,omitempty"`
+	Method     string `yaml:"method,omitempty"`
+	DeliveryID string `yaml:"delivery_id,omitempty"`
+	// Body is the raw body; a form body is its URL encoding (repeated names
+	// allowed), from which {{.Form}} is built.
+	Body    string            `yaml:"body,omitempty"`
+	Headers map[string]string `yaml:"headers,omitempty"` // for {{header "X"}}
+	// Signature is the expected value.
+	Signature string `yaml:"signature"`
+}
+
+// ContractIDs shapes the IDs the simulator draws: literal text and
+// {{base62 N}}, {{base36 N}}, {{hex N}}, {{upper36 N}} (N characters of the
+// alphabet) or {{uuid}}, drawn from a seeded RandSource.
 type ContractIDs struct {
 	Event    string `yaml:"event,omitempty"`    // e.g. "evt_{{base62 24}}", "{{uuid}}"
 	Delivery string `yaml:"delivery,omitempty"` // per attempt, when DeliveryID is a header of its own
 }
 
 // ContractSecretShape says how hookcert generates a secret for the profile
-// (demo, library mode): Bytes random bytes in Encoding behind Prefix.
+// (demo, library mode): Bytes random bytes in Encoding behind Prefix (for
+// base62, Bytes characters). Asymmetric algorithms generate a key pair
+// instead; an empty shape gives 32 random bytes in hex.
 type ContractSecretShape struct {
 	Bytes    int    `yaml:"bytes,omitempty"`
 	Encoding string `yaml:"encoding,omitempty"` // hex, base64, base62
@@ -257,7 +354,9 @@ type HandshakeHTTP struct {
 // derived checks change exactly one Input.
 type Input struct {
 	// Name is stable and names the deviation: "key", "body", "id",
-	// "timestamp", "url", "delivery-id", "form:<field>", "header:<name>".
+	// "account", "timestamp", "url", "method", "delivery-id",
+	// "form:<field>", "header:<name>", "field:<name>" (a signed field of
+	// the body: Adyen).
 	Name string
 	// Where it is: a header, a JSON path into the body, a form field, the
 	// URL's query (URL), or the whole body (Body).

@@ -16,7 +16,7 @@ const githubUserAgent = "GitHub-Hookshot/hookcert"
 type githubProfile struct{ base }
 
 func newGitHub() Profile {
-	return githubProfile{base{id: "github", facts: Facts{
+	return githubProfile{base{id: "github", data: builtinData("github"), facts: Facts{
 		Name:        "GitHub",
 		ContentType: "application/json", // configurable per hook; JSON chosen (docs.github.com webhook content type)
 		// "If you request a redelivery, the X-GitHub-Delivery header will be the same

@@ -106,7 +106,8 @@ func appendBase36(dst []byte, sum *[32]byte, n int) []byte {
 }
 
 // NewEventID returns a provider-side event ID in the provider's format, drawn
-// from r (deterministic for a seeded r):
+// from r (deterministic for a seeded r). The shape is the contract's
+// ids.event (contracts/*.yaml), e.g.:
 //
 //	stripe            evt_ + 24 base-62 chars (evt_1NG8Du2eZvKYlo2CUI79vXWy, API reference)
 //	standard-webhooks msg_ + 27 base-62 chars (msg_2KWPBgLlAfxdpx2AI54pPJ85f4W, spec example)
@@ -121,22 +122,22 @@ func NewEventID(profileID string, r RandSource) (string, error) {
 	if r == nil {
 		return "", fmt.Errorf("event ID for %q: random source: must not be nil", profileID)
 	}
-	switch profileID {
-	case "stripe":
-		return "evt_" + randString(r, base62, 24), nil
-	case "standard-webhooks", "svix":
-		return "msg_" + randString(r, base62, 27), nil
-	case "github", "shopify":
-		return randUUID(r), nil
-	case "slack":
-		return "Ev" + randString(r, base62[:36], 10), nil
-	case "paddle":
-		return "evt_" + randString(r, base36, 26), nil
-	case "adyen", "adyen-legacy":
+	p, err := Lookup(profileID)
+	if err != nil {
+		return "", fmt.Errorf("event ID: %w", err)
+	}
+	if _, ok := p.(eventIDDeriver); ok {
 		return "", fmt.Errorf("event ID for %q: Adyen has no event ID; receivers key on pspReference:eventCode:success (use EventKey)", profileID)
 	}
-	if _, err := Lookup(profileID); err != nil {
-		return "", fmt.Errorf("event ID: %w", err)
+	if m, ok := p.(EventIDMaker); ok {
+		return m.MakeEventID(r), nil
+	}
+	if c, ok := ContractOf(profileID); ok && c.IDs.Event != "" {
+		sh, err := parseIDShape(c.IDs.Event)
+		if err != nil {
+			return "", fmt.Errorf("event ID for %q: ids.event: %w", profileID, err)
+		}
+		return sh.draw(r), nil
 	}
 	return "", fmt.Errorf("event ID for %q: no generator", profileID)
 }

@@ -25,7 +25,7 @@ var paddleModel = func() []time.Duration {
 type paddleProfile struct{ base }
 
 func newPaddle() Profile {
-	return paddleProfile{base{id: "paddle", facts: Facts{
+	return paddleProfile{base{id: "paddle", data: builtinData("paddle"), facts: Facts{
 		Name:               "Paddle Billing",
 		ContentType:        "application/json",  // providers.yaml paddle_billing.payload.content_type
 		EventIDJSONPath:    "$.event_id",        // "make your handler idempotent using event_id as a deduplication key"

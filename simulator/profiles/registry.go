@@ -7,6 +7,8 @@ import (
 )
 
 // registry holds one instance per profile; profiles are immutable values.
+// The Go profiles are the fast path; every embedded contract without one is
+// served by the contract engine.
 var registry = func() map[string]Profile {
 	m := map[string]Profile{}
 	for _, p := range []Profile{
@@ -14,6 +16,16 @@ var registry = func() map[string]Profile {
 		newSlack(), newPaddle(), newAdyen(), newAdyenLegacy(),
 	} {
 		m[p.ID()] = p
+	}
+	for _, c := range builtin.list {
+		if _, ok := m[c.ID]; ok {
+			continue
+		}
+		p, err := NewContractProfile(c, ContractOf)
+		if err != nil {
+			panic(fmt.Sprintf("profiles: contracts/%s.yaml: %v", c.ID, err))
+		}
+		m[c.ID] = p
 	}
 	return m
 }()

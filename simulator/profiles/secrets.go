@@ -1,7 +1,6 @@
 package profiles
 
 import (
-	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -28,50 +27,27 @@ func GenerateSecret(profileID string, r io.Reader) (string, error) {
 		}
 		return b, nil
 	}
-	switch profileID {
-	case "stripe":
-		var s strings.Builder
-		s.WriteString("whsec_")
-		for s.Len() < len("whsec_")+32 {
-			b, err := read(32)
-			if err != nil {
-				return "", err
-			}
-			for _, c := range b {
-				// Rejection sampling: 248 = 4*62, so bytes below it map uniformly.
-				if c < 248 && s.Len() < len("whsec_")+32 {
-					s.WriteByte(base62[c%62])
-				}
-			}
-		}
-		return s.String(), nil
-	case "standard-webhooks", "svix":
-		b, err := read(24)
-		if err != nil {
-			return "", err
-		}
-		return "whsec_" + base64.StdEncoding.EncodeToString(b), nil
-	case "adyen", "adyen-legacy":
+	if profileID == "adyen" || profileID == "adyen-legacy" {
+		// Adyen is Go only (no contract): its HMAC key is 32 bytes in upper-case hex.
 		b, err := read(32)
 		if err != nil {
 			return "", err
 		}
 		return strings.ToUpper(hex.EncodeToString(b)), nil
-	case "slack":
-		b, err := read(16)
-		if err != nil {
-			return "", err
-		}
-		return hex.EncodeToString(b), nil
-	case "github", "shopify", "paddle":
-		b, err := read(32)
-		if err != nil {
-			return "", err
-		}
-		return hex.EncodeToString(b), nil
 	}
-	if _, err := Lookup(profileID); err != nil {
+	p, err := Lookup(profileID)
+	if err != nil {
 		return "", fmt.Errorf("secret: %w", err)
+	}
+	if m, ok := p.(SecretMaker); ok {
+		return m.MakeSecret(r)
+	}
+	if c, ok := ContractOf(profileID); ok {
+		s, err := generateSecret(c.Secret, r)
+		if err != nil {
+			return "", fmt.Errorf("secret for %q: %w", profileID, err)
+		}
+		return s, nil
 	}
 	return "", fmt.Errorf("secret for %q: no generator", profileID)
 }

@@ -28,7 +28,7 @@ var shopifyModel = func() []time.Duration {
 type shopifyProfile struct{ base }
 
 func newShopify() Profile {
-	return shopifyProfile{base{id: "shopify", facts: Facts{
+	return shopifyProfile{base{id: "shopify", data: builtinData("shopify"), facts: Facts{
 		Name:             "Shopify",
 		ContentType:      "application/json",     // providers.yaml shopify.payload.content_type
 		EventIDHeader:    "X-Shopify-Event-Id",   // "A unique ID shared across all deliveries produced by the same merchant action." (delivery-structure)

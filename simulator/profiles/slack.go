@@ -15,7 +15,7 @@ var slackRetryReasons = []string{"http_timeout", "too_many_redirects", "connecti
 type slackProfile struct{ base }
 
 func newSlack() Profile {
-	return slackProfile{base{id: "slack", facts: Facts{
+	return slackProfile{base{id: "slack", data: builtinData("slack"), facts: Facts{
 		Name:              "Slack Events API",
 		ContentType:       "application/json", // providers.yaml slack_events.payload.content_type
 		EventIDJSONPath:   "$.event_id",       // "A unique identifier for this specific event, globally unique across all workspaces."
@@ -188,4 +188,22 @@ func (p slackProfile) Verdict(status int, header http.Header, _ []byte) AckVerdi
 		return Stop
 	}
 	return Retry
+}
+
+// Slack verifies a Request URL with a url_verification event before it
+// delivers (contracts/slack.yaml): the handshake comes from the contract.
+
+// HandshakeFacts is the url_verification contract.
+func (p slackProfile) HandshakeFacts() HandshakeFacts {
+	return handshakeMethods{p.data}.HandshakeFacts()
+}
+
+// HandshakeRequest builds a url_verification request, signed like an event.
+func (p slackProfile) HandshakeRequest(in HandshakeInput, bad string) (HandshakeHTTP, error) {
+	return handshakeMethods{p.data}.HandshakeRequest(in, bad)
+}
+
+// HandshakeAnswer accepts the challenge as plain text, JSON or a form.
+func (p slackProfile) HandshakeAnswer(in HandshakeInput, status int, header http.Header, body []byte) error {
+	return handshakeMethods{p.data}.HandshakeAnswer(in, status, header, body)
 }

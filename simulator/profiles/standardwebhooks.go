@@ -22,7 +22,7 @@ var stdSources = []string{
 }
 
 func newStandardWebhooks() Profile {
-	return stdProfile{prefix: "webhook-", hdr: stdHeaderKeys("webhook-"), base: base{id: "standard-webhooks", facts: Facts{
+	return stdProfile{prefix: "webhook-", hdr: stdHeaderKeys("webhook-"), base: base{id: "standard-webhooks", data: builtinData("standard-webhooks"), facts: Facts{
 		Name:              "Standard Webhooks v1",
 		ContentType:       "application/json", // "JSON recommended" (spec)
 		EventIDHeader:     "webhook-id",       // "remains the same no matter how many times a webhook that has failed is retried"
@@ -59,7 +59,7 @@ func newStandardWebhooks() Profile {
 }
 
 func newSvix() Profile {
-	return stdProfile{prefix: "svix-", hdr: stdHeaderKeys("svix-"), svix: true, base: base{id: "svix", facts: Facts{
+	return stdProfile{prefix: "svix-", hdr: stdHeaderKeys("svix-"), svix: true, base: base{id: "svix", data: builtinData("svix"), facts: Facts{
 		Name:              "Svix",
 		ContentType:       "application/json", // "application/json (most common)"
 		EventIDHeader:     "svix-id",          // "will be the same when the same webhook is being resent"

@@ -28,7 +28,7 @@ var stripeModel = func() []time.Duration {
 type stripeProfile struct{ base }
 
 func newStripe() Profile {
-	return stripeProfile{base{id: "stripe", facts: Facts{
+	return stripeProfile{base{id: "stripe", data: builtinData("stripe"), facts: Facts{
 		Name:            "Stripe",
 		ContentType:     "application/json", // providers.yaml stripe.payload.content_type
 		EventIDJSONPath: "$.id",             // docs.stripe.com/webhooks: log processed event IDs
