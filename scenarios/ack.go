@@ -44,7 +44,7 @@ var (
 	codeAckUnsignedBody       = Code{"ack.unsigned-body", "a delivery whose body (or a value in it) was changed after signing was accepted or stored"}
 	codeAckUnsignedID         = Code{"ack.unsigned-id", "a delivery whose signed event ID was changed after signing was accepted or stored"}
 	codeAckUnsignedTimestamp  = Code{"ack.unsigned-timestamp", "a delivery whose signed timestamp was changed after signing was accepted or stored"}
-	codeAckUnsignedURL        = Code{"ack.unsigned-url", "a delivery posted to a URL other than the signed one (an extra query parameter) was accepted or stored"}
+	codeAckUnsignedURL        = Code{"ack.unsigned-url", "a delivery posted to a URL other than the signed one (an extra query parameter), or with another method than the signed one, was accepted or stored"}
 	codeAckUnsignedForm       = Code{"ack.unsigned-form", "a delivery whose signed form field was changed after signing was accepted or stored"}
 	codeAckUnsignedHeader     = Code{"ack.unsigned-header", "a delivery whose signed header was changed after signing was accepted or stored"}
 	codeAckWrongKey           = Code{"ack.wrong-key-accepted", "a delivery signed with another key of the right shape (or with several keys, none the endpoint's) was accepted or stored"}
@@ -553,9 +553,9 @@ var ack9 = Guarantee{
 				tol := *facts.Tolerance
 				switch refuses, known := ep.refusesFuture(); {
 				case !known:
-					s.note("%s: profile %s does not say whether its tolerance applies to future timestamps; none is sent", ep.name(), ep.Profile.ID())
+					s.note("%s: profile %s's contract does not say whether its tolerance applies to future timestamps (timestamp.future); none beyond it is sent", ep.name(), ep.Profile.ID())
 				case !refuses:
-					s.note("%s: profile %s documents that receivers accept future timestamps; none beyond the tolerance is sent", ep.name(), ep.Profile.ID())
+					s.note("%s: profile %s's contract says receivers accept future timestamps (timestamp.future: false); none beyond the tolerance is sent", ep.name(), ep.Profile.ID())
 				default:
 					ahead := futureACK9(tol)
 					jobs = append(jobs, s.derivedBad(ep, codeAckFutureAccepted, fmt.Sprintf("%s signed %s ahead (tolerance %s)", ep.name(), ahead, tol), simulator.Faults{AheadBy: simulator.Duration(ahead)}))

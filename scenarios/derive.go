@@ -57,19 +57,25 @@ func (ep Endpoint) identityID() (profiles.Input, bool) {
 	return profiles.Input{}, false
 }
 
-// futureRuler is a profile that says whether its timestamp tolerance applies
-// ahead of now as well as behind (a contract's timestamp.future).
-type futureRuler interface {
-	RefusesFuture() bool
+// contracted is a profile built from a contract (or described by one).
+type contracted interface {
+	Contract() profiles.Contract
 }
 
-// refusesFuture reports whether ep's profile refuses a timestamp more than
-// its tolerance ahead of now, and whether the profile says at all.
+// refusesFuture reports whether ep's profile's contract says receivers refuse
+// a timestamp more than its tolerance ahead of now (timestamp.future), and
+// whether it says at all: a contract that leaves it out says nothing, and
+// nothing is held against the receiver.
 func (ep Endpoint) refusesFuture() (refuses, known bool) {
-	if f, ok := ep.Profile.(futureRuler); ok {
-		return f.RefusesFuture(), true
+	c, ok := ep.Profile.(contracted)
+	if !ok {
+		return false, false
 	}
-	return false, false
+	ts := c.Contract().Timestamp
+	if ts == nil || ts.Future == nil {
+		return false, false
+	}
+	return *ts.Future, true
 }
 
 // profileNames names the profiles of the target's endpoints, for a reason
@@ -97,7 +103,7 @@ func inputCode(in profiles.Input) Code {
 		return codeAckUnsignedTimestamp
 	case in.Name == "id":
 		return codeAckUnsignedID
-	case in.URL:
+	case in.URL, in.Name == "method":
 		return codeAckUnsignedURL
 	case in.Form != "":
 		return codeAckUnsignedForm
@@ -113,6 +119,8 @@ func where(in profiles.Input) string {
 	switch {
 	case in.Name == "key":
 		return "the signing key"
+	case in.Name == "method":
+		return "the request method"
 	case in.Header != "":
 		return "header " + in.Header
 	case in.JSONPath != "":

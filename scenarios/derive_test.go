@@ -85,7 +85,10 @@ func (derivProfile) Inputs() []profiles.Input {
 	}
 }
 
-func (derivProfile) RefusesFuture() bool { return true }
+func (derivProfile) Contract() profiles.Contract {
+	future := true
+	return profiles.Contract{ID: "derivprof", Timestamp: &profiles.ContractTimestamp{Tolerance: "5m", Future: &future}}
+}
 
 func (derivProfile) HandshakeFacts() profiles.HandshakeFacts {
 	return profiles.HandshakeFacts{Method: "POST", Deadline: time.Second, Refuse: []string{"bad-signature"}, Revalidate: 72 * time.Hour,

@@ -25,6 +25,10 @@ import (
 // changed after signing.
 const alterQuery = "hookcert_altered=1"
 
+// alterMethod is the method a delivery is sent with when the method is the
+// input changed after signing.
+const alterMethod = http.MethodPut
+
 // inputOf is the input of p called name.
 func inputOf(p profiles.Profile, name string) (profiles.Input, error) {
 	l, ok := p.(profiles.InputLister)

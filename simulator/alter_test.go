@@ -72,6 +72,7 @@ func (coverProfile) Inputs() []profiles.Input {
 		{Name: "url", URL: true, Signed: true},
 		{Name: "header:X-Cover-Nonce", Header: "X-Cover-Nonce", Signed: true},
 		{Name: "object", JSONPath: "$.data.object.id", Signed: true},
+		{Name: "method", Signed: true},
 	}
 }
 
@@ -100,6 +101,7 @@ func coverVerify(r *http.Request, body []byte, secret string) string {
 
 // coverRequest is one request coverProfile's receiver saw.
 type coverRequest struct {
+	method  string
 	uri     string
 	header  http.Header
 	body    []byte
@@ -114,7 +116,7 @@ func coverReceiver(t *testing.T) (*httptest.Server, func() []coverRequest) {
 		body, _ := io.ReadAll(r.Body)
 		bad := coverVerify(r, body, testSecret)
 		mu.Lock()
-		got = append(got, coverRequest{r.URL.RequestURI(), r.Header.Clone(), body, bad})
+		got = append(got, coverRequest{r.Method, r.URL.RequestURI(), r.Header.Clone(), body, bad})
 		mu.Unlock()
 		if bad != "" {
 			http.Error(w, bad, http.StatusUnauthorized)
@@ -172,6 +174,8 @@ func TestAlterEveryInputOverHTTP(t *testing.T) {
 				want = "header X-Cover-Nonce"
 			case "object":
 				want = "body"
+			case "method":
+				want = "method"
 			}
 			// The signature header changes with the timestamp too: it is signed over.
 			if in.Name != "key" && in.Name != "timestamp" {
@@ -188,6 +192,9 @@ func TestAlterEveryInputOverHTTP(t *testing.T) {
 // at the same second, besides the signature.
 func describeChange(a, b coverRequest) string {
 	var out []string
+	if a.method != b.method {
+		out = append(out, "method")
+	}
 	if a.uri != b.uri {
 		out = append(out, "uri")
 	}
@@ -272,7 +279,7 @@ func TestAlterErrors(t *testing.T) {
 		f    Faults
 		want string
 	}{
-		{r, Faults{Alter: "nonce"}, `faults.alter: profile coverprof has no input "nonce" (its inputs: key, body, id, timestamp, url, header:X-Cover-Nonce, object)`},
+		{r, Faults{Alter: "nonce"}, `faults.alter: profile coverprof has no input "nonce" (its inputs: key, body, id, timestamp, url, header:X-Cover-Nonce, object, method)`},
 		{plain, Faults{Alter: "body"}, "faults.alter: profile testprof lists no inputs"},
 		{plain, Faults{Signature: SignatureAllInvalid}, "faults.signature: all-invalid needs a profile that sends several signatures; testprof sends one"},
 		{plain, Faults{Signature: SignaturePrefix}, "faults.signature: profile testprof sends its signature in the body, not a header"},

@@ -20,9 +20,11 @@ type prepared struct {
 	faults   []string
 	padTo    int
 	// head replaces the runner's request line and Host header when the URL
-	// is the input a fault changed after signing; url is that URL.
-	head []byte
-	url  string
+	// or the method is the input a fault changed after signing; url and
+	// method are then those sent.
+	head   []byte
+	url    string
+	method string
 }
 
 // userAgent is the User-Agent value when the profile sets none; shared by every
@@ -132,18 +134,24 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 		}
 	}
 	if f.Alter != "" && f.Alter != "key" {
-		b, u, err := alterInput(alter, sent, h, at)
-		if err != nil {
-			return nil, err
+		u, method := "", http.MethodPost
+		if f.Alter == "method" {
+			// Another method to the same URL: the request line is the input.
+			u, method = at.URL, alterMethod
+		} else {
+			b, altURL, err := alterInput(alter, sent, h, at)
+			if err != nil {
+				return nil, err
+			}
+			out.body, u = b, altURL
 		}
-		out.body = b
 		if u != "" {
 			pu, err := url.Parse(u)
-			if err != nil {
-				return nil, fmt.Errorf("faults.alter: input %s: %w", alter.Name, err)
+			if err != nil || pu.Host == "" {
+				return nil, fmt.Errorf("faults.alter: input %s: the attempt's URL %q is not absolute", alter.Name, u)
 			}
-			out.url = u
-			out.head = []byte("POST " + pu.RequestURI() + " HTTP/1.1\r\nHost: " + pu.Host + "\r\n")
+			out.url, out.method = u, method
+			out.head = []byte(method + " " + pu.RequestURI() + " HTTP/1.1\r\nHost: " + pu.Host + "\r\n")
 		}
 	}
 	return out, nil

@@ -65,7 +65,10 @@ func (r *Runner) Preview(plan *Plan) ([]Request, error) {
 		// As serialize writes them: its own Host and Content-Length win.
 		h.Set("Host", r.u.Host)
 		h.Set("Content-Length", strconv.Itoa(len(g.p.body)))
-		u := r.u.Redacted()
+		u, method := r.u.Redacted(), http.MethodPost
+		if g.p.method != "" {
+			method = g.p.method
+		}
 		if g.p.url != "" {
 			if pu, err := url.Parse(g.p.url); err == nil {
 				u = pu.Redacted()
@@ -74,7 +77,7 @@ func (r *Runner) Preview(plan *Plan) ([]Request, error) {
 		}
 		out = append(out, Request{
 			Step: k, StepName: s.Name, Event: evName, Key: profiles.EventKey(r.target.Profile, d.ev),
-			Attempt: g.at.N, Copies: d.copies, Method: http.MethodPost, URL: u,
+			Attempt: g.at.N, Copies: d.copies, Method: method, URL: u,
 			Header: h, Body: g.p.body, SignedAt: g.p.signedAt.UTC(), Faults: g.p.faults, PadTo: g.p.padTo,
 		})
 	}
