@@ -209,4 +209,3 @@ func TestHandshakeDefectsExcludeEachOther(t *testing.T) {
 		t.Fatal("two key modes accepted together")
 	}
 }
-
