@@ -538,9 +538,16 @@ var ack9 = Guarantee{
 				jobs = append(jobs, s.derivedBad(ep, inputCode(in), what, simulator.Faults{Alter: in.Name}))
 			}
 			if facts.SignatureHeader != "" {
-				jobs = append(jobs,
-					s.derivedBad(ep, codeAckSignatureFormat, ep.name()+" "+facts.SignatureHeader+" with its format prefix changed", simulator.Faults{Signature: simulator.SignaturePrefix}),
-					s.derivedBad(ep, codeAckSignatureTruncated, ep.name()+" "+facts.SignatureHeader+" cut to half its length", simulator.Faults{Signature: simulator.SignatureTruncate}))
+				prefix, err := simulator.SignatureFormat(ep.Profile, ep.Secrets)
+				if err != nil {
+					s.abort("reading %s's signature format: %v", ep.name(), err)
+				}
+				if prefix != "" {
+					jobs = append(jobs, s.derivedBad(ep, codeAckSignatureFormat, fmt.Sprintf("%s %s with its format prefix %s changed", ep.name(), facts.SignatureHeader, prefix), simulator.Faults{Signature: simulator.SignaturePrefix}))
+				} else {
+					s.note("%s: %s holds the signature alone, with no format prefix to change", ep.name(), facts.SignatureHeader)
+				}
+				jobs = append(jobs, s.derivedBad(ep, codeAckSignatureTruncated, ep.name()+" "+facts.SignatureHeader+" cut to half its length", simulator.Faults{Signature: simulator.SignatureTruncate}))
 			} else {
 				s.note("%s: the signature is not sent in a header; its format and length are not varied", ep.name())
 			}

@@ -471,16 +471,7 @@ func alterSignature(p profiles.Profile, facts *profiles.Facts, ev profiles.Event
 	case SignatureTruncate:
 		h.Set(name, v[:lo+(hi-lo)/2]+v[hi:])
 	case SignaturePrefix:
-		// The format prefix is the word and separator right before the
-		// signature: "v1=", "sha256=", "v1,".
-		j := lo
-		if j > 0 && strings.ContainsRune("=,:", rune(v[j-1])) {
-			j--
-		}
-		k := j
-		for k > 0 && isAlnum(v[k-1]) {
-			k--
-		}
+		k, j := formatPrefix(v, lo)
 		if k == j {
 			return fmt.Errorf("faults.signature: profile %s writes its signature with no format prefix", p.ID())
 		}
@@ -492,6 +483,48 @@ func alterSignature(p profiles.Profile, facts *profiles.Facts, ev profiles.Event
 		h.Set(name, v[:k]+nw+v[j:])
 	}
 	return nil
+}
+
+// formatPrefix finds the format prefix of the signature starting at lo in a
+// header value v: the word and separator right before it ("v1=", "sha256=",
+// "v1,"). The word is v[k:j]; k == j when there is none.
+func formatPrefix(v string, lo int) (k, j int) {
+	j = lo
+	if j > 0 && strings.ContainsRune("=,:", rune(v[j-1])) {
+		j--
+	}
+	k = j
+	for k > 0 && isAlnum(v[k-1]) {
+		k--
+	}
+	return k, j
+}
+
+// SignatureFormat is the format prefix p writes its signature header with
+// ("v1=", "sha256="), read off a request it renders and signs with secrets;
+// "" when the header holds the signature alone, or p signs in the body.
+func SignatureFormat(p profiles.Profile, secrets []string) (string, error) {
+	facts := p.Facts()
+	if facts.SignatureHeader == "" {
+		return "", nil
+	}
+	ev := profiles.Event{Source: p.ID(), Account: "acct_probe", ID: "evt_probe", Type: "probe.created", ObjectID: "obj_probe",
+		Amount: 1, Currency: "usd", Created: time.Unix(1700000000, 0).UTC()}
+	at := profiles.Attempt{N: 1, DeliveryID: "dlv_probe", SignedAt: time.Now(), URL: "https://example.invalid/hook", Method: http.MethodPost}
+	body, h, err := profiles.Render(p, ev, at, secrets)
+	if err != nil {
+		return "", fmt.Errorf("render a probe request of %s: %w", p.ID(), err)
+	}
+	v := h.Get(facts.SignatureHeader)
+	lo, _, err := signatureSpan(p, facts.SignatureHeader, ev, body, at, secrets, v)
+	if err != nil {
+		return "", err
+	}
+	k, j := formatPrefix(v, lo)
+	if k == j {
+		return "", nil
+	}
+	return v[k:lo], nil
 }
 
 func isAlnum(c byte) bool { _, ok := swapAlnum(c); return ok }

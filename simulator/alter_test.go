@@ -373,3 +373,28 @@ func TestNewFaultsLeavePlansAlone(t *testing.T) {
 		t.Errorf("alter not written: %s", b)
 	}
 }
+
+func TestSignatureFormat(t *testing.T) {
+	for _, c := range []struct {
+		p    profiles.Profile
+		want string
+	}{{coverProfile{}, "v1="}, {testProfile{}, ""}} {
+		got, err := SignatureFormat(c.p, []string{testSecret})
+		if err != nil || got != c.want {
+			t.Errorf("%s: %q %v, want %q", c.p.ID(), got, err, c.want)
+		}
+	}
+	for id, want := range map[string]string{"stripe": "v1=", "github": "sha256=", "shopify": "", "slack": "v0=", "standard-webhooks": "v1,"} {
+		p, err := profiles.Lookup(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sec, err := profiles.GenerateSecret(id, strings.NewReader(strings.Repeat("k", 256)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := SignatureFormat(p, []string{sec}); err != nil || got != want {
+			t.Errorf("%s: %q %v, want %q", id, got, err, want)
+		}
+	}
+}
