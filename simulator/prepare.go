@@ -37,7 +37,7 @@ var userAgent = []string{"hookcert-simulator"}[:1:1]
 func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev profiles.Event, at profiles.Attempt, f Faults, padTo int) (*prepared, error) {
 	signSecrets := secrets
 	if f.WrongSecret {
-		signSecrets = wrongSecrets(secrets)
+		signSecrets = wrongSecretsFor(p, secrets)
 	}
 	var alter profiles.Input
 	if f.Alter != "" {
@@ -99,7 +99,7 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 	if f.MissingSignature {
 		// The signature headers are exactly those that change with the secret;
 		// profiles are deterministic, so everything else is equal.
-		other, err := p.Headers(ev, body, at, wrongSecrets(signSecrets))
+		other, err := p.Headers(ev, body, at, wrongSecretsFor(p, signSecrets))
 		if err != nil {
 			return nil, fmt.Errorf("faults.missing_signature: %w", err)
 		}
@@ -155,6 +155,24 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 		}
 	}
 	return out, nil
+}
+
+// wrongSecretsFor asks the profile for wrong secrets where it can make them
+// (contract profiles: an ECDSA key with one character changed is no key),
+// else changes a character (wrongSecrets).
+func wrongSecretsFor(p profiles.Profile, secrets []string) []string {
+	if w, ok := p.(profiles.WrongSecreter); ok && len(secrets) > 0 {
+		out := make([]string, len(secrets))
+		for i, s := range secrets {
+			ws, err := w.WrongSecret(s)
+			if err != nil {
+				return wrongSecrets(secrets)
+			}
+			out[i] = ws
+		}
+		return out
+	}
+	return wrongSecrets(secrets)
 }
 
 // wrongSecrets returns secrets of the same shape (prefix, alphabet, length) that

@@ -242,3 +242,35 @@ func (p adyenProfile) Verdict(status int, _ http.Header, body []byte) AckVerdict
 	}
 	return Acknowledged
 }
+
+// Adyen stays Go only, with no data file: its signature is an HMAC over a
+// colon-joined selection of the item's fields (pspReference … success,
+// amount.value among them) written back into the same item, its event key
+// is derived from three of those fields (there is no event ID), and the
+// item has fixed fields, so declared objects have no place. A contract's
+// signed content sees only the event ID, timestamp and delivery ID of a
+// body it signs; Adyen's inputs are therefore listed here by hand.
+
+// adyenItemPath is where the one NotificationRequestItem sits.
+const adyenItemPath = "$.notificationItems[0].NotificationRequestItem."
+
+// Inputs: the key, and the item's signed fields; pspReference, eventCode
+// and success make the event key, merchantAccountCode the account. The
+// rest of the body (eventDate, additionalData's status and version) is not
+// signed.
+func (p adyenProfile) Inputs() []Input {
+	field := func(name string, identity bool) Input {
+		return Input{Name: "field:" + name, JSONPath: adyenItemPath + name, Signed: true, Identity: identity}
+	}
+	return []Input{
+		{Name: "key", Signed: true},
+		{Name: "body", Body: true},
+		{Name: "id", JSONPath: adyenItemPath + "pspReference", Signed: true, Identity: true},
+		{Name: "account", JSONPath: adyenItemPath + "merchantAccountCode", Signed: true, Identity: true},
+		field("eventCode", true),
+		field("success", true),
+		field("merchantReference", false),
+		field("amount.value", false),
+		field("amount.currency", false),
+	}
+}

@@ -14,29 +14,52 @@ import (
 // signature and event identity depend on) comes from here.
 //
 // Templates are Go text/template strings; the fields each one may use are
-// listed beside it. Durations are Go durations ("5m", "300s").
+// listed beside it. Durations are Go durations ("5m", "300s"). Besides
+// text/template's own (printf, eq, or, …), templates may call:
+//
+//	json v               v as encoding/json writes it (strings escaped, HTML-safe)
+//	unix, unixms t       Unix seconds / milliseconds of a time
+//	usec t               the microseconds within its second
+//	rfc3339, rfc3339nano t in UTC
+//	trimLast sep s       s up to its last sep (when not at the start)
+//	lastPart sep s       s after its last sep
+//	stableNumber parts…  a 9-digit number derived from the parts (ours: IDs a provider would assign)
+//	stableUpper36 parts… up to 10 upper-case base-36 characters derived from the parts
+//	hash36 n parts…      n base-36 characters of SHA-256(parts)
+//	hashUUID parts…      a UUID-shaped SHA-256(parts)
+//	oneOf s a b …        whether s is one of the others
+//	fail msg             stop rendering with the error msg
+//	upper, lower s
+//	header "Name"        signature.signed only: a header as sent
+//	hmacHex, hmacB64 s   handshake.expect only: HMAC-SHA256 of s keyed with the first secret
 type Contract struct {
 	// ID names the profile in endpoints[].profile (lower case, digits, '-').
 	ID   string `yaml:"id"`
 	Name string `yaml:"name"`
 	// SameAs makes this profile an alias of another (Clerk and Resend send
-	// Svix's format): every field left empty is the other's.
+	// Svix's format): every field left empty is the other's. A location is
+	// taken whole; vectors are not inherited; a false bool cannot undo the
+	// other's true.
 	SameAs string `yaml:"same_as,omitempty"`
 
-	Body       ContractBody        `yaml:"body"`
-	EventID    ContractLocation    `yaml:"event_id"`
-	EventType  ContractLocation    `yaml:"event_type"`
-	DeliveryID *ContractLocation   `yaml:"delivery_id,omitempty"`
-	Account    *ContractLocation   `yaml:"account,omitempty"`
-	Timestamp  *ContractTimestamp  `yaml:"timestamp,omitempty"`
-	Signature  ContractSignature   `yaml:"signature"`
-	Headers    map[string]string   `yaml:"headers,omitempty"` // extra headers, templates over the event (Event)
-	Delivery   ContractDelivery    `yaml:"delivery"`
-	Handshake  *ContractHandshake  `yaml:"handshake,omitempty"`
-	IDs        ContractIDs         `yaml:"ids,omitempty"`
-	Secret     ContractSecretShape `yaml:"secret,omitempty"`
-	Sources    []string            `yaml:"sources"`
-	Notes      []string            `yaml:"notes,omitempty"`
+	Body       ContractBody       `yaml:"body"`
+	EventID    ContractLocation   `yaml:"event_id"`
+	EventType  ContractLocation   `yaml:"event_type"`
+	DeliveryID *ContractLocation  `yaml:"delivery_id,omitempty"`
+	Account    *ContractLocation  `yaml:"account,omitempty"`
+	Timestamp  *ContractTimestamp `yaml:"timestamp,omitempty"`
+	Signature  ContractSignature  `yaml:"signature"`
+	// Headers are extra headers, templates over the event (as the envelope)
+	// and the attempt: {{.DeliveryID}} {{.Attempt}} (1 for the first)
+	// {{.RetryNum}} (Attempt-1) {{.RetryReason}} {{.URL}} {{.Method}}. A
+	// header that renders empty is not sent.
+	Headers   map[string]string   `yaml:"headers,omitempty"`
+	Delivery  ContractDelivery    `yaml:"delivery"`
+	Handshake *ContractHandshake  `yaml:"handshake,omitempty"`
+	IDs       ContractIDs         `yaml:"ids,omitempty"`
+	Secret    ContractSecretShape `yaml:"secret,omitempty"`
+	Sources   []string            `yaml:"sources"`
+	Notes     []string            `yaml:"notes,omitempty"`
 	// Vectors are signatures the contract must reproduce (published by the
 	// provider where it publishes any): Validate signs each one and compares.
 	Vectors []ContractVector `yaml:"vectors,omitempty"`
@@ -62,7 +85,8 @@ type ContractBody struct {
 	KeepSpace bool   `yaml:"keep_space,omitempty"`
 	// Fields (form) are the form parameters, each a template as Envelope;
 	// the object's fields are available one by one ({{.Amount}} {{.Currency}}
-	// {{.Status}} {{.Version}}). Parameters are sent sorted by name.
+	// {{.Status}} {{.Version}}). Parameters are sent sorted by name; one
+	// that renders empty is left out.
 	Fields map[string]string `yaml:"fields,omitempty"`
 	// Batch sends the envelope as the only element of a JSON array (SendGrid,
 	// HubSpot): the receiver must take each event from the array.
@@ -123,7 +147,7 @@ type ContractSignature struct {
 	// for equality: GitLab's X-Gitlab-Token).
 	Algorithm string `yaml:"algorithm"`
 	// Key is how the secret becomes the key: raw (its UTF-8 bytes, default),
-	// base64 or hex; Prefix is stripped first (whsec_). For ed25519 and
+	// base64 or hex; Prefix is stripped first where present (whsec_). For ed25519 and
 	// ecdsa-p256 the secret is the private key (ed25519: a 32-byte seed;
 	// ecdsa-p256: a PKCS#8 DER key), in Key's encoding; the receiver is given
 	// the public key (PublicKey) in PublicKeyEncoding.
@@ -138,7 +162,8 @@ type ContractSignature struct {
 	// parts of the body only ({{.ID}} {{.Timestamp}} {{.DeliveryID}}, read
 	// back from their locations).
 	Signed string `yaml:"signed,omitempty"`
-	// Encoding of the MAC or signature: hex (default), base64, base64url.
+	// Encoding of the MAC or signature: hex (default, lower case), base64
+	// (standard, padded), base64url (URL alphabet, unpadded).
 	Encoding string `yaml:"encoding,omitempty"`
 	// Header carries it (or JSONPath, for a signature inside the body).
 	Header   string `yaml:"header,omitempty"`
@@ -225,7 +250,10 @@ type ContractHandshake struct {
 	Unsigned bool   `yaml:"unsigned,omitempty"`
 	// Body (POST) and Query (GET, name → value) are templates over
 	// {{.Challenge}} (a fresh random token per handshake), {{.VerifyToken}}
-	// (the endpoint's verify token, Meta) and {{.Created}}.
+	// (the endpoint's verify token, Meta), {{.ID}} (an event ID of the
+	// ids.event shape, drawn from the challenge) and {{.Created}}. A signed
+	// POST also carries the event ID and timestamp headers the contract
+	// declares, and its signature; a GET is never signed.
 	Body    string            `yaml:"body,omitempty"`
 	Query   map[string]string `yaml:"query,omitempty"`
 	Headers map[string]string `yaml:"headers,omitempty"`
@@ -249,8 +277,9 @@ type ContractHandshake struct {
 // '{{json .Challenge}}', '1') or form fields (Form: name → template). Where
 // several are given, an answer matching any one is accepted (Slack takes the
 // challenge as plain text, JSON or a form). Templates see {{.Challenge}}
-// {{.VerifyToken}} {{.Created}} and hmacHex / hmacB64 (HMAC-SHA256 keyed
-// with the first secret: Zoom's encryptedToken is {{hmacHex .Challenge}}).
+// {{.VerifyToken}} {{.ID}} {{.Created}} and hmacHex / hmacB64 (HMAC-SHA256
+// keyed with the first secret's UTF-8 bytes: Zoom's encryptedToken is
+// {{json (hmacHex .Challenge)}}).
 type ContractExpect struct {
 	Status int               `yaml:"status,omitempty"`
 	Body   string            `yaml:"body,omitempty"`

@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 )
@@ -166,6 +167,32 @@ func (s *sigScheme) keySummary() string {
 	return k
 }
 
+var (
+	proseHeader = regexp.MustCompile(`\{\{\s*header\s+"([^"]+)"\s*\}\}`)
+	proseJSON   = regexp.MustCompile(`\{\{\s*json\s+\.(\w+)\s*\}\}`)
+	proseField  = regexp.MustCompile(`\{\{\s*\.(\w+)\s*\}\}`)
+	proseNames  = map[string]string{"Body": "raw body", "Form": "form parameters sorted by name, each name then value",
+		"DeliveryID": "delivery ID", "VerifyToken": "verify token", "URL": "full URL", "ID": "event ID"}
+)
+
+// prose writes a template the way the Go profiles' summaries read:
+// "{{.Timestamp}}.{{.Body}}" → "{timestamp}.{raw body}".
+func prose(t string) string {
+	name := func(f string) string {
+		if n, ok := proseNames[f]; ok {
+			return n
+		}
+		return strings.ToLower(f)
+	}
+	t = proseHeader.ReplaceAllString(t, "{$1}")
+	t = proseJSON.ReplaceAllStringFunc(t, func(m string) string {
+		return `"{` + name(proseJSON.FindStringSubmatch(m)[1]) + `}"`
+	})
+	return proseField.ReplaceAllStringFunc(t, func(m string) string {
+		return "{" + name(proseField.FindStringSubmatch(m)[1]) + "}"
+	})
+}
+
 func (p *contractProfile) sigSummary(s *sigSpec, cs *ContractSignature) string {
 	var b strings.Builder
 	if s.jsonPath != "" {
@@ -177,19 +204,24 @@ func (p *contractProfile) sigSummary(s *sigSpec, cs *ContractSignature) string {
 		b.WriteString(": the secret itself (token), compared for equality")
 		return b.String()
 	}
-	value := cs.Value
-	if value == "" {
-		value = "{{.Signatures}}"
-	}
 	format := cs.Format
 	if format == "" {
 		format = "{{.Signature}}"
 	}
-	fmt.Fprintf(&b, ": %s with each signature %s", value, format)
+	entry := strings.ReplaceAll(prose(format), "{signature}", "<"+s.scheme.enc+">")
+	entries := entry
 	if s.multiple {
-		fmt.Fprintf(&b, ", one per active secret joined by %q", s.sep)
+		entries = entry + "[" + s.sep + entry + "…]"
 	}
-	fmt.Fprintf(&b, "; %s (%s) over %q; %s", algNames[s.scheme.alg], s.scheme.enc, cs.Signed, s.scheme.keySummary())
+	value := cs.Value
+	if value == "" {
+		value = "{{.Signatures}}"
+	}
+	fmt.Fprintf(&b, ": %s", strings.ReplaceAll(prose(value), "{signatures}", entries))
+	if s.multiple {
+		b.WriteString(", one per active secret")
+	}
+	fmt.Fprintf(&b, "; %s over %q; %s", algNames[s.scheme.alg], prose(cs.Signed), s.scheme.keySummary())
 	for _, v := range s.variants {
 		fmt.Fprintf(&b, "; a %s secret signs %s (%s) instead, %s", v.prefix, algNames[v.scheme.alg], v.scheme.enc, v.scheme.keySummary())
 	}
@@ -222,7 +254,7 @@ func (p *contractProfile) signatureSummary() string {
 func (p *contractProfile) successSummary() string {
 	d := &p.c.Delivery
 	var b strings.Builder
-	if len(d.Success) == 0 {
+	if len(d.Success) == 0 || len(d.Success) == 1 && d.Success[0] == "2xx" {
 		b.WriteString("any 2xx")
 	} else {
 		b.WriteString("HTTP " + strings.Join(d.Success, ", "))
@@ -299,7 +331,8 @@ func (p *contractProfile) buildInputs() []Input {
 	if len(sigs) > 0 {
 		in = append(in, Input{Name: "key", Signed: true})
 	}
-	in = append(in, Input{Name: "body", Body: true, Signed: bodySigned})
+	// A signed form covers every parameter, so a changed body is refused too.
+	in = append(in, Input{Name: "body", Body: true, Signed: bodySigned || fields["Form"]})
 	add("id", p.eventID, signedAt(p.eventID, "ID"), true)
 	if p.account != nil {
 		add("account", p.account, signedAt(p.account, ""), true)

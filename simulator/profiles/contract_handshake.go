@@ -178,7 +178,7 @@ func handshakeSummary(c *ContractHandshake, hs *handshakeSpec) string {
 		b.WriteString(strings.Join(sortedKeys(c.Query), ", "))
 	} else {
 		b.WriteString(" ")
-		b.WriteString(strings.TrimSpace(c.Body))
+		b.WriteString(prose(strings.TrimSpace(c.Body)))
 		if hs.signed {
 			b.WriteString(", signed like an event")
 		} else {
@@ -188,7 +188,7 @@ func handshakeSummary(c *ContractHandshake, hs *handshakeSpec) string {
 	fmt.Fprintf(&b, "; answer %d with", hs.status)
 	var alts []string
 	if c.Expect.Body != "" {
-		alts = append(alts, "the body "+c.Expect.Body)
+		alts = append(alts, "the body "+prose(c.Expect.Body))
 	}
 	if len(c.Expect.JSON) > 0 {
 		alts = append(alts, "JSON fields "+strings.Join(sortedKeys(c.Expect.JSON), ", "))

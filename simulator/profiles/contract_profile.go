@@ -65,6 +65,14 @@ type PublicKeyer interface {
 	PublicKey(secret string) (string, error)
 }
 
+// WrongSecreter is a profile that makes, for a secret, another secret of the
+// same shape that its signatures accept but the receiver does not hold (a
+// forged delivery's key). Contract profiles implement it: changing a
+// character of an ECDSA key's encoding would not give a key at all.
+type WrongSecreter interface {
+	WrongSecret(secret string) (string, error)
+}
+
 // contractProfile is a compiled contract.
 type contractProfile struct {
 	c     Contract // same_as resolved
@@ -274,6 +282,27 @@ func (p *contractProfile) MakeSecret(r io.Reader) (string, error) {
 	return sec, nil
 }
 
+// WrongSecret is a secret of secret's shape holding a wrong key.
+func (p *contractProfile) WrongSecret(secret string) (string, error) {
+	s := p.bodySig
+	if len(p.sigs) > 0 {
+		s = p.sigs[0]
+	}
+	sc := s.schemeFor(secret)
+	if sc.alg == algToken {
+		return "wrong-" + secret, nil
+	}
+	key, err := sc.keyBytes(secret)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p.id, err)
+	}
+	wk, err := sc.wrongKey(key)
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", p.id, err)
+	}
+	return encodeKey(sc.keyEncoding(), sc.prefix, wk), nil
+}
+
 // eventData is what body and header templates see of an event.
 type eventData struct {
 	ID, Type, Account, Source, ObjectID string
@@ -331,7 +360,7 @@ func (l *location) raw(ev *Event, at *Attempt) string {
 	return ""
 }
 
-// check applies a location's rules to the raw value.
+// checkLocation applies a location's rules to the raw value.
 func (p *contractProfile) checkLocation(l *location, v string) error {
 	if l == nil {
 		return nil

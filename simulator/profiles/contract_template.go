@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"text/template"
@@ -153,10 +154,13 @@ func execTemplate(t *template.Template, data any) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+var unknownField = regexp.MustCompile(`can't evaluate field (\w+) in type [\w.*]+`)
+
 // cleanTemplateError drops text/template's "template: name:1:2: " prefix,
-// which names our internal template, not the data file's field.
+// which names our internal template, not the data file's field, and the Go
+// type names a data file's author never sees.
 func cleanTemplateError(err error) string {
-	s := err.Error()
+	s := unknownField.ReplaceAllString(err.Error(), "{{.$1}} is not a field here")
 	if rest, ok := strings.CutPrefix(s, "template: "); ok {
 		// "name:line:col: executing \"name\" at <.X>: msg" or "name:line: msg"
 		if i := strings.Index(rest, ": "); i >= 0 {

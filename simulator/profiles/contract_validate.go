@@ -748,7 +748,7 @@ func (p *contractProfile) compileSecretShape(pr *problems) {
 		pr.add("secret", "must be empty for %s: hookcert generates a key pair", sig.Algorithm)
 	}
 	if s.Bytes < 0 || s.Bytes > 1024 {
-		pr.add("secret.bytes", "%d must be between 1 and 1024", s.Bytes)
+		pr.add("secret.bytes", "%d must be between 1 and 1024 (0: 32)", s.Bytes)
 	}
 	if s.Encoding != "" && !oneOf(s.Encoding, "hex", "base64", "base62") {
 		pr.add("secret.encoding", "%s", notOneOf(s.Encoding, []string{"hex", "base64", "base62"}))
@@ -820,7 +820,7 @@ func (p *contractProfile) checkSamples(pr *problems) {
 			p.checkBodyPaths(pr, body)
 		}
 		if _, err := p.Headers(ev, body, at, []string{secret}); err != nil {
-			pr.add("signature", "does not sign a sample delivery: %v", trimID(p.id, err))
+			pr.add("headers", "a sample delivery's headers do not render: %v", trimID(p.id, err))
 			return
 		}
 	}

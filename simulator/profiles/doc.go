@@ -13,5 +13,17 @@
 // handles providers that sign inside the body (Adyen). EventKey gives the key a
 // receiver derives, which differs from Event.ID only for Adyen (no event ID).
 //
+// # Contracts as data
+//
+// A provider's contract is data (Contract): contracts/*.yaml are embedded,
+// and a target file may declare more. ParseContracts reads them strictly,
+// Contract.Validate checks every rule (and signs the contract's vectors),
+// NewContractProfile turns one into a Profile, with a Handshaker, an
+// InputLister and the ID, secret and public-key makers the data calls for.
+// The registry serves every embedded contract; the Go profiles above are
+// the fast path of the seven that have one, held to their data file byte
+// for byte. Templates, their functions and the schema are documented on
+// Contract's fields.
+//
 // Secrets never appear in errors produced here.
 package profiles

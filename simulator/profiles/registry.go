@@ -7,28 +7,36 @@ import (
 )
 
 // registry holds one instance per profile; profiles are immutable values.
-// The Go profiles are the fast path; every embedded contract without one is
-// served by the contract engine.
 var registry = func() map[string]Profile {
-	m := map[string]Profile{}
-	for _, p := range []Profile{
+	m, err := buildRegistry([]Profile{
 		newStripe(), newGitHub(), newShopify(), newStandardWebhooks(), newSvix(),
 		newSlack(), newPaddle(), newAdyen(), newAdyenLegacy(),
-	} {
+	}, builtin.list)
+	if err != nil {
+		panic(fmt.Sprintf("profiles: %v", err))
+	}
+	return m
+}()
+
+// buildRegistry serves the Go profiles (the fast path) and, for every
+// contract without one, the contract engine.
+func buildRegistry(goProfiles []Profile, contracts []Contract) (map[string]Profile, error) {
+	m := map[string]Profile{}
+	for _, p := range goProfiles {
 		m[p.ID()] = p
 	}
-	for _, c := range builtin.list {
+	for _, c := range contracts {
 		if _, ok := m[c.ID]; ok {
 			continue
 		}
 		p, err := NewContractProfile(c, ContractOf)
 		if err != nil {
-			panic(fmt.Sprintf("profiles: contracts/%s.yaml: %v", c.ID, err))
+			return nil, fmt.Errorf("contracts/%s.yaml: %w", c.ID, err)
 		}
 		m[c.ID] = p
 	}
-	return m
-}()
+	return m, nil
+}
 
 // IDs returns every profile ID, sorted.
 func IDs() []string {
