@@ -51,7 +51,7 @@ func inputOf(p profiles.Profile, name string) (profiles.Input, error) {
 func alterSecrets(p profiles.Profile, facts *profiles.Facts, secrets []string, f Faults) ([]string, error) {
 	switch {
 	case f.Alter == "key":
-		return wrongSecretsN(secrets, 0), nil
+		return wrongSecretsK(p, secrets, 0), nil
 	case f.Signature == SignatureAllInvalid || f.Signature == SignatureValidAmongInvalid:
 		if !facts.MultipleSignatures {
 			return nil, fmt.Errorf("faults.signature: %s needs a profile that sends several signatures; %s sends one", f.Signature, p.ID())
@@ -60,10 +60,10 @@ func alterSecrets(p profiles.Profile, facts *profiles.Facts, secrets []string, f
 			return nil, fmt.Errorf("faults.signature: %s needs the endpoint's secret", f.Signature)
 		}
 		if f.Signature == SignatureAllInvalid {
-			return []string{wrongSecretsN(secrets[:1], 0)[0], wrongSecretsN(secrets[:1], 1)[0]}, nil
+			return []string{wrongSecretsK(p, secrets[:1], 0)[0], wrongSecretsK(p, secrets[:1], 1)[0]}, nil
 		}
 		// The invalid one first: a receiver that reads only the first refuses.
-		return []string{wrongSecretsN(secrets[:1], 0)[0], secrets[0]}, nil
+		return []string{wrongSecretsK(p, secrets[:1], 0)[0], secrets[0]}, nil
 	}
 	return nil, nil
 }
@@ -430,7 +430,7 @@ func alterForm(body []byte, field string) ([]byte, error) {
 func signatureSpan(p profiles.Profile, header string, ev profiles.Event, body []byte, at profiles.Attempt, secrets []string, v string) (int, int, error) {
 	lo, hi := len(v), len(v)
 	for k := range 6 {
-		o, err := p.Headers(ev, body, at, wrongSecretsN(secrets, k))
+		o, err := p.Headers(ev, body, at, wrongSecretsK(p, secrets, k))
 		if err != nil {
 			return 0, 0, fmt.Errorf("faults.signature: %w", err)
 		}
@@ -528,6 +528,28 @@ func SignatureFormat(p profiles.Profile, secrets []string) (string, error) {
 }
 
 func isAlnum(c byte) bool { _, ok := swapAlnum(c); return ok }
+
+// wrongSecretsK are the k-th of distinct wrong secrets of p's shape: the
+// profile's own (profiles.WrongSecreter, applied k+1 times: a key one
+// character off may be no key at all), else wrongSecretsN.
+func wrongSecretsK(p profiles.Profile, secrets []string, k int) []string {
+	w, ok := p.(profiles.WrongSecreter)
+	if !ok || len(secrets) == 0 {
+		return wrongSecretsN(secrets, k)
+	}
+	out := make([]string, len(secrets))
+	for i, s := range secrets {
+		for range k + 1 {
+			ws, err := w.WrongSecret(s)
+			if err != nil {
+				return wrongSecretsN(secrets, k)
+			}
+			s = ws
+		}
+		out[i] = s
+	}
+	return out
+}
 
 // wrongSecretsN is wrongSecrets changing the k-th significant character of
 // each secret instead of the first: distinct keys of the same shape.

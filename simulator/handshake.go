@@ -3,6 +3,7 @@ package simulator
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -57,17 +58,17 @@ func (r *Runner) Handshake(ctx context.Context, hs Handshake) (history.Attempt, 
 		return history.Attempt{}, fmt.Errorf("handshake: profile %s makes no handshake (it is no profiles.Handshaker)", r.target.Profile.ID())
 	}
 	facts := p.HandshakeFacts()
-	if hs.Bad != "" && !slices.Contains(facts.Refuse, hs.Bad) {
-		return history.Attempt{}, fmt.Errorf("handshake.bad: %q is not one of the variants profile %s refuses (%s)", hs.Bad, r.target.Profile.ID(), strings.Join(facts.Refuse, ", "))
-	}
 	if hs.Challenge == "" {
 		return history.Attempt{}, errors.New("handshake.challenge must not be empty")
 	}
 	in := profiles.HandshakeInput{Challenge: hs.Challenge, VerifyToken: hs.VerifyToken, Secrets: r.target.Secrets, URL: r.target.URL, At: time.Now()}
-	req, err := p.HandshakeRequest(in, hs.Bad)
+	req, err := r.handshakeRequest(p, facts, in, hs.Bad)
 	if err != nil {
-		return history.Attempt{}, fmt.Errorf("handshake: profile %s: %w", r.target.Profile.ID(), err)
+		return history.Attempt{}, err
 	}
+	// A handshake that carries an event ID (Twitch's message ID) is recorded
+	// under it: a receiver that stores the handshake stores it there.
+	hs.Key.EventID = r.carriedEventID(req)
 	timeout := hs.Timeout
 	if timeout <= 0 {
 		timeout = facts.Deadline + DefaultTimeout
@@ -143,6 +144,91 @@ func (r *Runner) Handshake(ctx context.Context, hs Handshake) (history.Attempt, 
 		}
 	}
 	return rec, nil
+}
+
+// handshakeRequest builds the real handshake (bad ""), a variant the
+// contract says to refuse, or — for a handshake signed like an event whose
+// contract leaves it out of its refuse list — the bad-signature variant all
+// the same: the real one made with another key.
+func (r *Runner) handshakeRequest(p profiles.Handshaker, facts profiles.HandshakeFacts, in profiles.HandshakeInput, bad string) (profiles.HandshakeHTTP, error) {
+	id := r.target.Profile.ID()
+	switch {
+	case bad == "" || slices.Contains(facts.Refuse, bad):
+		req, err := p.HandshakeRequest(in, bad)
+		if err != nil {
+			return req, fmt.Errorf("handshake: profile %s: %w", id, err)
+		}
+		return req, nil
+	case bad == profiles.BadSignature:
+		signed, err := r.HandshakeSigned()
+		if err != nil {
+			return profiles.HandshakeHTTP{}, err
+		}
+		if !signed {
+			return profiles.HandshakeHTTP{}, fmt.Errorf("handshake.bad: profile %s's handshake is not signed: there is no bad signature to send", id)
+		}
+		wrong := in
+		wrong.Secrets = wrongSecretsFor(r.target.Profile, in.Secrets)
+		req, err := p.HandshakeRequest(wrong, "")
+		if err != nil {
+			return req, fmt.Errorf("handshake: profile %s: %w", id, err)
+		}
+		return req, nil
+	}
+	valid := slices.Clone(facts.Refuse)
+	if !slices.Contains(valid, profiles.BadSignature) {
+		valid = append(valid, profiles.BadSignature+" (where the handshake is signed)")
+	}
+	return profiles.HandshakeHTTP{}, fmt.Errorf("handshake.bad: %q is not one of the variants profile %s refuses (%s)", bad, id, strings.Join(valid, ", "))
+}
+
+// HandshakeSigned reports whether the runner's profile signs its handshake
+// with the endpoint's secret: the same handshake made with another key
+// differs from it.
+func (r *Runner) HandshakeSigned() (bool, error) {
+	p, ok := r.target.Profile.(profiles.Handshaker)
+	if !ok {
+		return false, fmt.Errorf("handshake: profile %s makes no handshake (it is no profiles.Handshaker)", r.target.Profile.ID())
+	}
+	in := profiles.HandshakeInput{Challenge: "hookcert-probe", VerifyToken: "hookcert-probe-token", Secrets: r.target.Secrets, URL: r.target.URL, At: time.Unix(1700000000, 0)}
+	real, err := p.HandshakeRequest(in, "")
+	if err != nil {
+		return false, fmt.Errorf("handshake: profile %s: %w", r.target.Profile.ID(), err)
+	}
+	in.Secrets = wrongSecretsFor(r.target.Profile, in.Secrets)
+	other, err := p.HandshakeRequest(in, "")
+	if err != nil {
+		return false, fmt.Errorf("handshake: profile %s: %w", r.target.Profile.ID(), err)
+	}
+	same := bytes.Equal(real.Body, other.Body) && real.Query.Encode() == other.Query.Encode() && len(real.Header) == len(other.Header)
+	for k, v := range real.Header {
+		same = same && strings.Join(v, "\x00") == strings.Join(other.Header[k], "\x00")
+	}
+	return !same, nil
+}
+
+// carriedEventID is the event ID a handshake request carries where the
+// profile puts event IDs, "" when it carries none.
+func (r *Runner) carriedEventID(req profiles.HandshakeHTTP) string {
+	switch {
+	case r.facts.EventIDHeader != "":
+		return req.Header.Get(r.facts.EventIDHeader)
+	case r.facts.EventIDJSONPath != "" && len(req.Body) > 0:
+		segs, err := parsePath(r.facts.EventIDJSONPath)
+		if err != nil {
+			return ""
+		}
+		start, end, err := jsonValueSpan(req.Body, segs)
+		if err != nil {
+			return ""
+		}
+		var id string
+		if json.Unmarshal(req.Body[start:end], &id) != nil {
+			return ""
+		}
+		return id
+	}
+	return ""
 }
 
 // handshakeClient is the HTTP client handshakes go through: they are rare,

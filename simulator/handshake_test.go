@@ -138,3 +138,65 @@ func TestHandshakeErrors(t *testing.T) {
 		t.Errorf("no receiver: %v %+v", err, a)
 	}
 }
+
+// quietProfile is shakeProfile whose contract lists nothing to refuse, and
+// whose handshake is signed or not.
+type quietProfile struct {
+	shakeProfile
+	unsigned bool
+}
+
+func (q quietProfile) HandshakeFacts() profiles.HandshakeFacts {
+	f := q.shakeProfile.HandshakeFacts()
+	f.Refuse = nil
+	return f
+}
+
+func (q quietProfile) HandshakeRequest(in profiles.HandshakeInput, bad string) (profiles.HandshakeHTTP, error) {
+	if q.unsigned {
+		in.Secrets = []string{"constant"}
+	}
+	return q.shakeProfile.HandshakeRequest(in, bad)
+}
+
+// A signed handshake's bad-signature variant is sent even where the contract
+// leaves it out of its refuse list: it is the real one made with another key.
+func TestHandshakeBadSignatureDerived(t *testing.T) {
+	srv := shakeReceiver(t, 0, true, func(c string) string { return c })
+	key := profiles.Key{Source: "shakeprof", Account: "acct_A"}
+	r := newTestRunner(t, srv.URL+"/hook", quietProfile{})
+	if signed, err := r.HandshakeSigned(); err != nil || !signed {
+		t.Fatalf("signed: %v %v", signed, err)
+	}
+	a, err := r.Handshake(context.Background(), Handshake{Key: key, Challenge: "c1", Bad: "bad-signature"})
+	if err != nil || a.Status != http.StatusUnauthorized || a.Outcome != history.OutcomeFailed {
+		t.Fatalf("the derived bad signature: %v %+v, want a 401 from the verifying receiver", err, a)
+	}
+	u := newTestRunner(t, srv.URL+"/hook", quietProfile{unsigned: true})
+	if signed, err := u.HandshakeSigned(); err != nil || signed {
+		t.Fatalf("an unsigned handshake taken for signed: %v %v", signed, err)
+	}
+	if _, err := u.Handshake(context.Background(), Handshake{Key: key, Challenge: "c1", Bad: "bad-signature"}); err == nil || !strings.Contains(err.Error(), "handshake is not signed") {
+		t.Fatalf("an unsigned handshake's bad signature: %v", err)
+	}
+}
+
+// idShakeProfile's handshake carries an event ID, where its events carry it.
+type idShakeProfile struct{ shakeProfile }
+
+func (p idShakeProfile) HandshakeRequest(in profiles.HandshakeInput, bad string) (profiles.HandshakeHTTP, error) {
+	req, err := p.shakeProfile.HandshakeRequest(in, bad)
+	req.Header.Set("X-Test-Event-Id", "hs_"+in.Challenge)
+	return req, err
+}
+
+// A handshake that carries an event ID is recorded under it: a receiver that
+// stores the handshake stores it there.
+func TestHandshakeRecordedUnderItsEventID(t *testing.T) {
+	srv := shakeReceiver(t, 0, false, func(c string) string { return c })
+	r := newTestRunner(t, srv.URL+"/hook", idShakeProfile{})
+	a, err := r.Handshake(context.Background(), Handshake{Key: profiles.Key{Source: "s", Account: "a"}, Challenge: "c9"})
+	if err != nil || a.Key.EventID != "hs_c9" {
+		t.Fatalf("%v: key %+v, want event ID hs_c9", err, a.Key)
+	}
+}
