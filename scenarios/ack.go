@@ -399,10 +399,10 @@ var ack8 = Guarantee{
 	Why:     "A provider that cannot verify the endpoint never delivers to it (or stops, at its next re-validation); a receiver that answers a forged handshake confirms a URL to anyone; a handshake stored as an event is an event that never happened.",
 	Needs:   []Capability{"handshake"},
 	Spec:    "the provider's handshake is answered within its deadline, bad ones refused",
-	Sends:   "on every endpoint whose profile makes a handshake: the real one with a fresh challenge, each bad variant the profile documents (signed with another key, a wrong verify token), a valid `effect` event (the positive control), and, where the provider re-validates, the handshake again",
+	Sends:   "on every endpoint whose profile makes a handshake: the real one with a fresh challenge, each bad variant the profile documents (signed with another key, a wrong verify token; signed with another key too wherever the handshake is signed), a valid `effect` event (the positive control), and, where the provider re-validates, the handshake again",
 	Expects: "the real handshake and the re-validation answered as the profile's contract says within its deadline; the bad variants refused (the documented status, else any non-2xx); no event row and no effect for any handshake; the control 2xx, 1 row, 1 effect",
 	codes:   []Code{codeAckHandshakeWrong, codeAckHandshakeLate, codeAckHandshakeBadAccepted, codeAckHandshakeStored, codeAckHandshakeRevalidate, codeAckControlRejected},
-	Reads: []Read{{Query: queryEventRows, Tells: "each handshake's endpoint with no event ID ($3 empty) and with the challenge as one: 0; the control's: 1"},
+	Reads: []Read{{Query: queryEventRows, Tells: "each handshake's endpoint with no event ID ($3 empty), with the challenge as one, and with the event ID the handshake carries where it carries one: 0; the control's: 1"},
 		{Query: queryEffects, Tells: "the same keys' effects: 0; the control's: 1"}},
 	judge: bind(func(s *session, f *handshakeFacts) {
 		f.Deadline, f.RefuseStatus, f.Revalidate = map[string]time.Duration{}, map[string]int{}, map[string]time.Duration{}
@@ -416,36 +416,45 @@ var ack8 = Guarantee{
 			at := endpointFact(ep.source(), ep.Account)
 			f.Deadline[at], f.RefuseStatus[at], f.Revalidate[at] = hf.Deadline, hf.RefuseStatus, hf.Revalidate
 			s.note("%s: %s (deadline %s; source %s)", ep.name(), hf.Summary, describeDur(hf.Deadline), hf.Source)
+			refuse := slices.Clone(hf.Refuse)
+			signed, err := s.run.runner(ep).HandshakeSigned()
+			if err != nil {
+				s.abort("reading %s's handshake: %v", ep.name(), err)
+			}
+			if signed && !slices.Contains(refuse, profiles.BadSignature) {
+				// Signed like an event, so a forged one is refused like one.
+				refuse = append(refuse, profiles.BadSignature)
+				s.note("%s: the handshake is signed; one signed with another key must be refused, as a forged event is", ep.name())
+			}
 			// Every challenge is drawn now: the jobs run together and draw nothing.
 			real := s.newID("chal")
-			bads := make([]string, len(hf.Refuse))
+			bads := make([]string, len(refuse))
 			for i := range bads {
 				bads[i] = s.newID("chal")
 			}
 			again := s.newID("chal")
 			ctl := s.control(ep)
-			jobs = append(jobs, func() {
-				s.handshake(ep, roleHandshake, real, "")
-				for _, k := range handshakeKeys(ep, real) {
-					s.rows(k, phaseHandshake)
-					s.effects(k, phaseHandshake)
+			shake := func(role, phase, challenge, bad string) {
+				a := s.handshake(ep, role, challenge, bad)
+				keys := handshakeKeys(ep, challenge)
+				if a.Key.EventID != "" {
+					keys = append(keys, a.Key)
 				}
-				for i, bad := range hf.Refuse {
-					s.handshake(ep, roleHandshakeBad+bad, bads[i], bad)
-					for _, k := range handshakeKeys(ep, bads[i]) {
-						s.rows(k, phaseHandshakeBad)
-						s.effects(k, phaseHandshakeBad)
-					}
+				for _, k := range keys {
+					s.rows(k, phase)
+					s.effects(k, phase)
+				}
+			}
+			jobs = append(jobs, func() {
+				shake(roleHandshake, phaseHandshake, real, "")
+				for i, bad := range refuse {
+					shake(roleHandshakeBad+bad, phaseHandshakeBad, bads[i], bad)
 				}
 				// Events flow between the verification and the re-validation.
 				ctl()
 				if hf.Revalidate > 0 {
 					s.note("%s: the handshake sent again after an event stands for the provider's re-validation every %s", ep.name(), hf.Revalidate)
-					s.handshake(ep, roleHandshakeRevalidation, again, "")
-					for _, k := range handshakeKeys(ep, again) {
-						s.rows(k, phaseHandshakeRevalidation)
-						s.effects(k, phaseHandshakeRevalidation)
-					}
+					shake(roleHandshakeRevalidation, phaseHandshakeRevalidation, again, "")
 				}
 			})
 		}

@@ -67,11 +67,16 @@ type contracted interface {
 // whether it says at all: a contract that leaves it out says nothing, and
 // nothing is held against the receiver.
 func (ep Endpoint) refusesFuture() (refuses, known bool) {
-	c, ok := ep.Profile.(contracted)
-	if !ok {
+	var ct profiles.Contract
+	if c, ok := ep.Profile.(contracted); ok {
+		ct = c.Contract()
+	} else if c, ok := profiles.ContractOf(ep.Profile.ID()); ok {
+		// A built-in profile described by an embedded contract.
+		ct = c
+	} else {
 		return false, false
 	}
-	ts := c.Contract().Timestamp
+	ts := ct.Timestamp
 	if ts == nil || ts.Future == nil {
 		return false, false
 	}
