@@ -110,7 +110,7 @@ var defectTable = map[string]string{
 
 	DefectHandshakeEchoWrong:     "answers Slack's url_verification with the challenge encoded as a JSON string (quotes included), which is none of the answers Slack reads; the provider never verifies the endpoint",
 	DefectHandshakeUnsigned:      "answers a handshake before checking its signature (\"it carries no event\"); a forged handshake gets the endpoint confirmed for someone else's app",
-	DefectHandshakeAsEvent:       "answers the handshake, then records it in the event table like any verified request, under no event ID: a handshake counts as an event",
+	DefectHandshakeAsEvent:       "answers the handshake, then records it in the event table like any verified request, under its challenge (the one unique value it carries): a handshake counts as an event",
 	DefectSignaturePrefixCompare: "compares a signature with the expected one on the received signature's length only; a signature cut short is accepted",
 	DefectSignatureAnyScheme:     "reads the signature whatever scheme or version it is written under (v0= for v1=, sha257= for sha256=); a signature of a scheme it does not verify is taken for one it does",
 	DefectFutureTimestamps:       "holds the signed timestamp to the tolerance in the past only; a delivery signed far ahead is accepted, and stays replayable until that time has passed",

@@ -337,13 +337,15 @@ func answerHandshakeQuoted(_ context.Context, w http.ResponseWriter, _ Endpoint,
 	log.Info("handshake", "outcome", "answered")
 }
 
-// installHandshakeAsEvent records every answered handshake in the event table.
+// installHandshakeAsEvent records every answered handshake in the event table,
+// under its challenge.
 // Wrong: a handshake is no event; the row stands for one that never happened.
 func installHandshakeAsEvent(s *Server) {
 	next := s.steps.handshake
 	s.steps.handshake = func(ctx context.Context, w http.ResponseWriter, ep Endpoint, challenge string, log *slog.Logger) {
 		next(ctx, w, ep, challenge, log)
-		ev := store.Event{Key: store.Key{Source: ep.KeySource(), AccountID: ep.Account}, Type: "url_verification"}
+		// Keyed on the one unique value the request carries.
+		ev := store.Event{Key: store.Key{Source: ep.KeySource(), AccountID: ep.Account, EventID: challenge}, Type: "url_verification"}
 		if _, err := store.InsertKey(context.WithoutCancel(ctx), s.pool, ev); err != nil {
 			log.Warn("record handshake", "err", err)
 		}
