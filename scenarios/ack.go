@@ -388,6 +388,7 @@ const (
 	roleHandshakeBad          = "handshake-bad:"
 	roleHandshakeRevalidation = "handshake-revalidation"
 
+	phaseHandshakeBefore       = "handshake-before"
 	phaseHandshake             = "handshake"
 	phaseHandshakeBad          = "handshake-bad"
 	phaseHandshakeRevalidation = "handshake-revalidation"
@@ -402,7 +403,7 @@ var ack8 = Guarantee{
 	Sends:   "on every endpoint whose profile makes a handshake: the real one with a fresh challenge, each bad variant the profile documents (signed with another key, a wrong verify token; signed with another key too wherever the handshake is signed), a valid `effect` event (the positive control), and, where the provider re-validates, the handshake again",
 	Expects: "the real handshake and the re-validation answered as the profile's contract says within its deadline; the bad variants refused (the documented status, else any non-2xx); no event row and no effect for any handshake; the control 2xx, 1 row, 1 effect",
 	codes:   []Code{codeAckHandshakeWrong, codeAckHandshakeLate, codeAckHandshakeBadAccepted, codeAckHandshakeStored, codeAckHandshakeRevalidate, codeAckControlRejected},
-	Reads: []Read{{Query: queryEventRows, Tells: "each handshake's endpoint with no event ID ($3 empty), with the challenge as one, and with the event ID the handshake carries where it carries one: 0; the control's: 1"},
+	Reads: []Read{{Query: queryEventRows, Tells: "each handshake's endpoint with no event ID ($3 empty): as many as before the first handshake; with the challenge as event ID, and with the event ID the handshake carries where it carries one: 0; the control's: 1"},
 		{Query: queryEffects, Tells: "the same keys' effects: 0; the control's: 1"}},
 	judge: bind(func(s *session, f *handshakeFacts) {
 		f.Deadline, f.RefuseStatus, f.Revalidate = map[string]time.Duration{}, map[string]int{}, map[string]time.Duration{}
@@ -446,6 +447,12 @@ var ack8 = Guarantee{
 				}
 			}
 			jobs = append(jobs, func() {
+				// An event stored earlier without an ID (another scenario's
+				// bad delivery, to a receiver that keeps those) is no
+				// handshake's: the rows under no event ID are counted first.
+				none := handshakeKeys(ep, real)[0]
+				s.rows(none, phaseHandshakeBefore)
+				s.effects(none, phaseHandshakeBefore)
 				shake(roleHandshake, phaseHandshake, real, "")
 				for i, bad := range refuse {
 					shake(roleHandshakeBad+bad, phaseHandshakeBad, bads[i], bad)
@@ -486,10 +493,26 @@ var ack8 = Guarantee{
 				v.deviate(codeAckHandshakeBadAccepted, "%s: a handshake with %s was answered %s; the provider documents status %d", at, variant, Describe(a), want)
 			}
 		}
+		// What was there before the first handshake, under no event ID.
+		before := map[string]int64{}
+		for _, q := range []string{queryEventRows, queryEffects} {
+			for _, o := range v.reads(q, phaseHandshakeBefore) {
+				before[q+"\x00"+strings.Join(o.Params[:3], "\x00")] = o.Count
+			}
+		}
 		for _, p := range []struct{ phase, what string }{{phaseHandshake, "after a handshake"}, {phaseHandshakeBad, "after a bad handshake"}, {phaseHandshakeRevalidation, "after a re-validation"}} {
-			if p.phase == phaseHandshake || len(v.reads(queryEventRows, p.phase)) > 0 {
-				v.count(codeAckHandshakeStored, queryEventRows, p.phase, 0, p.what)
-				v.count(codeAckHandshakeStored, queryEffects, p.phase, 0, p.what)
+			for _, q := range []string{queryEventRows, queryEffects} {
+				rs := v.reads(q, p.phase)
+				if len(rs) == 0 && p.phase == phaseHandshake {
+					v.fail("history: %s has no %s read in phase %q", v.sc.Name, q, p.phase)
+					return
+				}
+				for _, o := range rs {
+					was := before[q+"\x00"+strings.Join(o.Params[:3], "\x00")]
+					if o.Count != was {
+						v.deviate(codeAckHandshakeStored, "%s: %s for %s: got %d, want %d (as before the first handshake)", p.what, q, paramsText(o.Params), o.Count, was)
+					}
+				}
 			}
 		}
 		control(v)

@@ -42,6 +42,7 @@ var ack8 = register(&table{
 		ep, ctl := zoomKey(""), zoomKey("evt_1")
 		return scenario("ACK-8").
 			fact("deadline:zoom/acct_A", "3s").fact("revalidate:zoom/acct_A", "72h0m0s").
+			nothing("handshake-before", ep).
 			send("handshake", ep, "", faults("handshake"), took(40*time.Millisecond)).
 			nothing("handshake", ep, zoomKey("chal_1")).
 			send("handshake-bad:bad-signature", ep, "", faults("handshake:bad-signature"), refused(401)).
@@ -79,6 +80,13 @@ var ack8 = register(&table{
 			edits: do(setFact("refuse_status:zoom/acct_A", "403"))},
 		{name: "the handshake stored as an event", codes: is("ack.handshake-stored"),
 			edits: do(count("event_rows", "handshake", "", 1))},
+		// Another scenario's event without an ID, stored before: no finding,
+		// unless a handshake adds to it.
+		{name: "an event without an ID there before the handshakes", edits: do(count("event_rows", "handshake-before", "", 1),
+			keyCount("event_rows", "handshake", zoomKey(""), 1), keyCount("event_rows", "handshake-bad", zoomKey(""), 1), keyCount("event_rows", "handshake-revalidation", zoomKey(""), 1))},
+		{name: "the handshake stored under no event ID beside an earlier one", codes: is("ack.handshake-stored"),
+			edits: do(count("event_rows", "handshake-before", "", 1),
+				keyCount("event_rows", "handshake", zoomKey(""), 2), keyCount("event_rows", "handshake-bad", zoomKey(""), 2), keyCount("event_rows", "handshake-revalidation", zoomKey(""), 2))},
 		{name: "a bad handshake applied", codes: is("ack.handshake-stored"),
 			edits: do(count("effects", "handshake-bad", "chal_2", 1))},
 		{name: "the re-validation stored", codes: is("ack.handshake-stored"),
