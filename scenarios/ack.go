@@ -627,7 +627,8 @@ var ack9 = Guarantee{
 				byKey[alt] = code
 			}
 			if a.Status < 400 || a.Status > 499 {
-				v.deviate(code, "%s: want a 4xx rejection, got %s", strings.SplitN(a.Role, " ", 2)[1], Describe(a))
+				_, what, _ := strings.Cut(strings.TrimPrefix(a.Role, roleDerived), " ")
+				v.deviate(code, "%s: want a 4xx rejection, got %s", what, Describe(a))
 			}
 		}
 		for _, q := range []string{queryEventRows, queryEffects} {

@@ -209,6 +209,8 @@ var ack9 = register(&table{
 			edits: do(dropRole("derived:"))},
 		{name: "no effects read of the changed deliveries", reason: `has no effects read in phase "bad"`,
 			edits: do(drop("effects", "bad", ""))},
+		{name: "a role naming only its code, accepted", codes: is("ack.unsigned-body"),
+			edits: do(attempts(roleBody, "", acked, func(a *history.Attempt) { a.Role = "derived:ack.unsigned-body" }))},
 		{name: "a role naming no code", reason: `names no code of ACK-9`,
 			edits: do(attempts(roleBody, "", func(a *history.Attempt) { a.Role = "derived:ack.nonsense body" }))},
 		{name: "no control", reason: "sent no valid delivery to hold its expectations against",
