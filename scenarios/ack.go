@@ -497,7 +497,7 @@ var ack8 = Guarantee{
 		before := map[string]int64{}
 		for _, q := range []string{queryEventRows, queryEffects} {
 			for _, o := range v.reads(q, phaseHandshakeBefore) {
-				before[q+"\x00"+strings.Join(o.Params[:3], "\x00")] = o.Count
+				before[q+"\x00"+paramsKey(o.Params)] = o.Count
 			}
 		}
 		for _, p := range []struct{ phase, what string }{{phaseHandshake, "after a handshake"}, {phaseHandshakeBad, "after a bad handshake"}, {phaseHandshakeRevalidation, "after a re-validation"}} {
@@ -508,7 +508,7 @@ var ack8 = Guarantee{
 					return
 				}
 				for _, o := range rs {
-					was := before[q+"\x00"+strings.Join(o.Params[:3], "\x00")]
+					was := before[q+"\x00"+paramsKey(o.Params)]
 					if o.Count != was {
 						v.deviate(codeAckHandshakeStored, "%s: %s for %s: got %d, want %d (as before the first handshake)", p.what, q, paramsText(o.Params), o.Count, was)
 					}
@@ -638,7 +638,10 @@ var ack9 = Guarantee{
 				return
 			}
 			for _, o := range rs {
-				k := profiles.Key{Source: o.Params[0], Account: o.Params[1], EventID: o.Params[2]}
+				var k profiles.Key
+				if len(o.Params) >= 3 {
+					k = profiles.Key{Source: o.Params[0], Account: o.Params[1], EventID: o.Params[2]}
+				}
 				if code, ok := byKey[k]; ok && o.Count != 0 {
 					v.deviate(code, "a delivery with a signed input changed left %s %d for %s", q, o.Count, paramsText(o.Params))
 				}

@@ -242,3 +242,12 @@ func describeDur(d time.Duration) string {
 
 // endpointFact is the key a per-endpoint fact is recorded under.
 func endpointFact(source, account string) string { return fmt.Sprintf("%s/%s", source, account) }
+
+// paramsKey is a read's event key ($1 $2 $3) as one string; a read with fewer
+// parameters (a foreign history) has its own.
+func paramsKey(ps []string) string {
+	if len(ps) > 3 {
+		ps = ps[:3]
+	}
+	return strings.Join(ps, "\x00")
+}
