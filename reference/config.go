@@ -74,6 +74,9 @@ func DefaultEndpoints() []Endpoint {
 		// shpss_test_secret: providers.yaml shopify.test_vectors (derived, not published).
 		{Profile: "shopify", Account: "acct_A", Path: "/webhooks/shopify/acct_A", Secret: "shpss_test_secret"},
 		{Profile: "svix", Account: "acct_A", Path: "/webhooks/svix/acct_A", Secret: swSecret},
+		// The Slack signing-secret doc example (python-slack-sdk test_signature_verifier.py,
+		// providers.yaml slack_events.test_vectors).
+		{Profile: "slack", Account: "acct_A", Path: "/webhooks/slack/acct_A", Secret: "8f742231b10e8888abcd99yyyzzz85a5"},
 	}
 }
 

@@ -38,6 +38,17 @@ const (
 	DefectRotatedSecret      = "rotated-secret"
 	DefectSkipLargeBodies    = "skip-large-bodies"
 
+	// Derived from the provider contract: the handshake, every signed input,
+	// the event identity.
+	DefectHandshakeEchoWrong     = "handshake-echo-wrong"
+	DefectHandshakeUnsigned      = "handshake-unsigned"
+	DefectHandshakeAsEvent       = "handshake-as-event"
+	DefectSignaturePrefixCompare = "signature-prefix-compare"
+	DefectSignatureAnyScheme     = "signature-any-scheme"
+	DefectFutureTimestamps       = "future-timestamps"
+	DefectIDTruncated            = "id-truncated"
+	DefectIDCaseFolded           = "id-case-folded"
+
 	// Inbox defects (--mode inbox only).
 	DefectInboxAckBeforeCommit = "inbox-ack-before-commit"
 	DefectPollWithoutClaim     = "poll-without-claim"
@@ -96,6 +107,15 @@ var defectTable = map[string]string{
 	DefectRotatedSecret:      "verifies its GitHub endpoints with the secret from before the last rotation: every genuine GitHub delivery is refused with 401, as forged ones are, so the provider retries and then gives up",
 	DefectSkipLargeBodies:    "answers 200 to any verified body over 64 KiB without storing or applying it (\"too big to log, skip it\"); the provider stops sending an event that was never applied",
 	DefectNoTTLFloor:         "accepts any configured key TTL, even one below the provider's redelivery horizon; a redelivery after the key is gone is applied again",
+
+	DefectHandshakeEchoWrong:     "answers Slack's url_verification with the challenge encoded as a JSON string (quotes included), which is none of the answers Slack reads; the provider never verifies the endpoint",
+	DefectHandshakeUnsigned:      "answers a handshake before checking its signature (\"it carries no event\"); a forged handshake gets the endpoint confirmed for someone else's app",
+	DefectHandshakeAsEvent:       "answers the handshake, then records it in the event table like any verified request, under its challenge (the one unique value it carries): a handshake counts as an event",
+	DefectSignaturePrefixCompare: "compares a signature with the expected one on the received signature's length only; a signature cut short is accepted",
+	DefectSignatureAnyScheme:     "reads the signature whatever scheme or version it is written under (v0= for v1=, sha257= for sha256=); a signature of a scheme it does not verify is taken for one it does",
+	DefectFutureTimestamps:       "holds the signed timestamp to the tolerance in the past only; a delivery signed far ahead is accepted, and stays replayable until that time has passed",
+	DefectIDTruncated:            "deduplicates on the first 48 bytes of the event ID (as a key column or prefix index of 48 characters would); an event whose ID differs from another's only after them is dropped as a duplicate",
+	DefectIDCaseFolded:           "deduplicates on the lower-cased event ID (as a case-insensitive collation would); an event whose ID differs from another's only in case is dropped as a duplicate",
 
 	DefectInboxAckBeforeCommit: "inbox mode: the 202 is written and flushed before the event is inserted and committed (\"ack fast, store after\"); a crash after the ack loses an accepted event",
 	DefectPollWithoutClaim:     "inbox mode: workers take the oldest pending event with a plain SELECT (no FOR UPDATE, no SKIP LOCKED, no claim) and apply it; idle workers that poll together all apply the same event",
@@ -181,13 +201,18 @@ func ValidateDefects(names []string) error {
 	// These each replace how the key is recorded; two at once has no single meaning.
 	var keyModes []string
 	for _, n := range []string{DefectCheckThenInsert, DefectDuplicate500, DefectMarkerSeparateTx,
-		DefectBusinessFirst, DefectGlobalEventID, DefectAckBeforeCommit, DefectMemoryDedup, DefectDedupWindow} {
+		DefectBusinessFirst, DefectGlobalEventID, DefectAckBeforeCommit, DefectMemoryDedup, DefectDedupWindow,
+		DefectIDTruncated, DefectIDCaseFolded} {
 		if seen[n] {
 			keyModes = append(keyModes, n)
 		}
 	}
 	if len(keyModes) > 1 {
 		return fmt.Errorf("defects %s: at most one of them may be active (each replaces the transaction structure)", strings.Join(keyModes, ", "))
+	}
+	if seen[DefectHandshakeEchoWrong] && seen[DefectHandshakeAsEvent] {
+		return fmt.Errorf("defects %s, %s: at most one of them may be active (each replaces how a handshake is answered)",
+			DefectHandshakeAsEvent, DefectHandshakeEchoWrong)
 	}
 	if seen[DefectRejectUnknownTypes] && seen[DefectApplyUnknownTypes] {
 		return fmt.Errorf("defects %s, %s: at most one of them may be active (each decides what an unknown type does)",

@@ -91,6 +91,20 @@ func extract(ep Endpoint, h http.Header, body []byte, rules eventRules) (store.E
 		}
 	case "shopify":
 		id, typ, obj = h.Get("X-Shopify-Event-Id"), h.Get("X-Shopify-Topic"), body
+	case "slack":
+		// The event_callback envelope: the event ID beside the inner event,
+		// whose type is the event's.
+		var env struct {
+			EventID string `json:"event_id"`
+			Event   struct {
+				Type   string          `json:"type"`
+				Object json.RawMessage `json:"object"`
+			} `json:"event"`
+		}
+		if err := json.Unmarshal(body, &env); err != nil {
+			return store.Event{}, &badRequest{"malformed_json", "envelope: " + err.Error()}
+		}
+		id, typ, obj = env.EventID, env.Event.Type, env.Event.Object
 	default:
 		return store.Event{}, fmt.Errorf("profile %q: no field mapping", ep.Profile)
 	}

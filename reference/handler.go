@@ -103,6 +103,11 @@ func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 		reject(rejected(http.StatusUnauthorized, se.Reason), "")
 		return
 	}
+	if challenge, ok := handshakeChallenge(ep, body); ok {
+		// A verified handshake is answered, never stored: it is no event.
+		s.steps.handshake(r.Context(), w, ep, challenge, log)
+		return
+	}
 	ev, res, ok := s.steps.readEvent(ep, r.Header, body, log)
 	if !ok {
 		reject(res, ev.EventID)

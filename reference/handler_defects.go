@@ -44,6 +44,22 @@ var serverDefects = []serverDefect{
 		s.steps.sigOptions.SkipTimestampCheck = true
 	}},
 	{DefectRotatedSecret, installRotatedSecret},
+	{DefectSignaturePrefixCompare, func(s *Server) {
+		// Wrong: a signature cut short matches the start of the expected one.
+		s.steps.sigOptions.ComparePrefix = true
+	}},
+	{DefectSignatureAnyScheme, func(s *Server) {
+		// Wrong: the scheme tells how the signature was made; ignoring it takes
+		// a signature of another scheme for one of this.
+		s.steps.sigOptions.AnyScheme = true
+	}},
+	{DefectFutureTimestamps, func(s *Server) {
+		// Wrong: a delivery signed ahead can be replayed until its time comes.
+		s.steps.sigOptions.AcceptFuture = true
+	}},
+	{DefectHandshakeUnsigned, installHandshakeUnsigned},
+	{DefectHandshakeEchoWrong, func(s *Server) { s.steps.handshake = answerHandshakeQuoted }},
+	{DefectHandshakeAsEvent, installHandshakeAsEvent},
 
 	// Reading the event.
 	{DefectNoInputValidation, installNoInputValidation},
@@ -68,6 +84,8 @@ var serverDefects = []serverDefect{
 	}},
 	{DefectDuplicate500, func(s *Server) { s.steps.recordKey = s.insertKeyPlain }},
 	{DefectGlobalEventID, func(s *Server) { s.steps.recordKey = s.insertUnlessEventIDSeen }},
+	{DefectIDTruncated, func(s *Server) { s.steps.recordKey = s.insertUnlessIDMatches(store.IDMatchPrefix) }},
+	{DefectIDCaseFolded, func(s *Server) { s.steps.recordKey = s.insertUnlessIDMatches(store.IDMatchFolded) }},
 	{DefectAckBeforeCommit, func(s *Server) { s.steps.commit = s.ackThenCommit }},
 	{DefectDedupeByPayload, installDedupeByPayload},
 	{DefectOrphanPayloads, installOrphanPayloads},
@@ -278,6 +296,60 @@ func (s *Server) insertUnlessEventIDSeen(ctx context.Context, tx pgx.Tx, ev stor
 		return duplicate, false
 	}
 	return result{}, true
+}
+
+// insertUnlessIDMatches records the key unless an event ID match takes for
+// the same is there. Wrong: event IDs are compared whole, byte for byte.
+func (s *Server) insertUnlessIDMatches(match string) func(ctx context.Context, tx pgx.Tx, ev store.Event, log *slog.Logger) (result, bool) {
+	return func(ctx context.Context, tx pgx.Tx, ev store.Event, log *slog.Logger) (result, bool) {
+		inserted, err := store.InsertKeyUnlessIDMatches(ctx, tx, ev, match)
+		if err != nil {
+			return s.transient(log, ev, "insert key", err), false
+		}
+		if !inserted {
+			return duplicate, false
+		}
+		return result{}, true
+	}
+}
+
+// installHandshakeUnsigned lets a handshake through unverified. Wrong: the
+// handshake is signed like an event precisely so that only the provider can
+// have the endpoint confirmed.
+func installHandshakeUnsigned(s *Server) {
+	next := s.steps.verify
+	s.steps.verify = func(ep Endpoint, h http.Header, body []byte) error {
+		if _, ok := handshakeChallenge(ep, body); ok {
+			return nil
+		}
+		return next(ep, h, body)
+	}
+}
+
+// answerHandshakeQuoted writes the challenge as a JSON string. Wrong: Slack
+// reads the challenge as plain text, a form or {"challenge": …}; a quoted
+// string is none of them.
+func answerHandshakeQuoted(_ context.Context, w http.ResponseWriter, _ Endpoint, challenge string, log *slog.Logger) {
+	b, _ := json.Marshal(challenge) // a string: cannot fail
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	log.Info("handshake", "outcome", "answered")
+}
+
+// installHandshakeAsEvent records every answered handshake in the event table,
+// under its challenge.
+// Wrong: a handshake is no event; the row stands for one that never happened.
+func installHandshakeAsEvent(s *Server) {
+	next := s.steps.handshake
+	s.steps.handshake = func(ctx context.Context, w http.ResponseWriter, ep Endpoint, challenge string, log *slog.Logger) {
+		next(ctx, w, ep, challenge, log)
+		// Keyed on the one unique value the request carries.
+		ev := store.Event{Key: store.Key{Source: ep.KeySource(), AccountID: ep.Account, EventID: challenge}, Type: "url_verification"}
+		if _, err := store.InsertKey(context.WithoutCancel(ctx), s.pool, ev); err != nil {
+			log.Warn("record handshake", "err", err)
+		}
+	}
 }
 
 // installDedupeByPayload takes a body seen before for a duplicate, before the

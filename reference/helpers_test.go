@@ -220,6 +220,9 @@ func build(ep Endpoint, id, typ string, o obj, signedAt time.Time) delivery {
 		body = mustJSON(o)
 		h.Set("X-Shopify-Event-Id", id)
 		h.Set("X-Shopify-Topic", typ)
+	case "slack":
+		body = mustJSON(map[string]any{"team_id": ep.Account, "type": "event_callback", "event_id": id,
+			"event": map[string]any{"type": typ, "object": o}})
 	}
 	d := delivery{ep: ep, header: h, body: body}
 	d.sign(signedAt)
@@ -256,6 +259,9 @@ func (d *delivery) sign(at time.Time) {
 		d.header.Set("X-Hub-Signature-256", "sha256="+hex.EncodeToString(hmacSHA256([]byte(d.ep.Secret), string(d.body))))
 	case "shopify": // X-Shopify-Hmac-Sha256: base64(HMAC(body))
 		d.header.Set("X-Shopify-Hmac-Sha256", base64.StdEncoding.EncodeToString(hmacSHA256([]byte(d.ep.Secret), string(d.body))))
+	case "slack": // X-Slack-Signature: v0=hex(HMAC("v0:{ts}:{body}")) (docs.slack.dev verifying-requests-from-slack)
+		d.header.Set("X-Slack-Request-Timestamp", ts)
+		d.header.Set("X-Slack-Signature", "v0="+hex.EncodeToString(hmacSHA256([]byte(d.ep.Secret), "v0:", ts, ":", string(d.body))))
 	}
 }
 

@@ -449,7 +449,7 @@ func TestConfigValidation(t *testing.T) {
   - {profile: stripe, account: a, path: /x, secret: s}
   - {profile: stripe, account: b, path: /y, secret: s}
   - {profile: stripe, account: c, path: /z}`, "endpoints[2].secret: required"},
-		{`endpoints: [{profile: paypal, account: a, path: /x, secret: s}]`, `endpoints[0].profile: unknown profile "paypal" (valid: github, shopify, standard-webhooks, stripe, svix)`},
+		{`endpoints: [{profile: paypal, account: a, path: /x, secret: s}]`, `endpoints[0].profile: unknown profile "paypal" (valid: github, shopify, slack, standard-webhooks, stripe, svix)`},
 		{`endpoints: [{profile: stripe, account: a, path: x, secret: s}]`, "endpoints[0].path: must start with /"},
 		{`endpoints: [{profile: stripe, account: a, path: /metrics, secret: s}]`, "endpoints[0].path: /metrics is reserved"},
 		{`endpoints: [{profile: stripe, path: /a, secret: s}]`, "endpoints[0].account: required"},

@@ -86,6 +86,10 @@ var horizons = map[string]Horizon{
 	// resend window is undocumented (payloads are retained 90 days).
 	"svix": {Retry: 99305 * time.Second,
 		Source: "docs.svix.com/retries: 8 attempts, 27h35m05s in all; manual resend window undocumented"},
+	// providers.yaml slack_events.retries.delays_seconds [0, 60, 300] (6 min in
+	// all); slack_events.manual_redelivery.available false.
+	"slack": {Retry: 360 * time.Second,
+		Source: "api.slack.com/apis/connections/events-api: retries nearly immediately, after 1 minute and after 5 minutes; no manual resend"},
 }
 
 // ProfileHorizon returns the documented redelivery horizon of a profile.

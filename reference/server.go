@@ -126,6 +126,8 @@ type steps struct {
 	verify func(ep Endpoint, h http.Header, body []byte) error
 	// sigOptions are verify's options: the timestamp tolerance.
 	sigOptions signature.Options
+	// handshake answers a verified handshake's challenge (handshake.go).
+	handshake func(ctx context.Context, w http.ResponseWriter, ep Endpoint, challenge string, log *slog.Logger)
 	// readEvent reads the event of a verified delivery; ok false answers res
 	// without processing the event.
 	readEvent func(ep Endpoint, h http.Header, body []byte, log *slog.Logger) (ev store.Event, res result, ok bool)
@@ -164,6 +166,7 @@ func (s *Server) correctSteps() steps {
 	return steps{
 		verify:     s.verify,
 		sigOptions: signature.Options{Tolerance: s.tolerance},
+		handshake:  s.answerHandshake,
 		readEvent:  s.readEvent,
 		fields:     eventRules{checkID: requireEventID, unknownType: recordUnknown},
 		refuse:     refuse,

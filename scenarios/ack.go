@@ -2,7 +2,9 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,7 +18,7 @@ import (
 // get it: bad input is refused and leaves nothing, unhandled types are
 // acknowledged and change nothing, legitimate deliveries at a limit's edge are
 // accepted.
-var ackFamily = family{Name: "ACK", Guarantees: []*Guarantee{&ack1, &ack2, &ack3, &ack4, &ack5, &ack6, &ack7}}
+var ackFamily = family{Name: "ACK", Guarantees: []*Guarantee{&ack1, &ack2, &ack3, &ack4, &ack5, &ack6, &ack7, &ack8, &ack9}}
 
 // The ACK deviation codes.
 var (
@@ -30,6 +32,25 @@ var (
 	codeAckStoredBadInput     = Code{"ack.stored-bad-input", "an invalid delivery left a key row or an effect"}
 	codeAckUnknownRejected    = Code{"ack.unknown-type-rejected", "a valid event of an unhandled type was not acknowledged"}
 	codeAckUnknownApplied     = Code{"ack.unknown-type-applied", "a valid event of an unhandled type changed the receiver's state"}
+
+	// ACK-8: the provider's handshake.
+	codeAckHandshakeWrong       = Code{"ack.handshake-wrong", "the provider's handshake was not answered as the provider expects (status, or the challenge in the answer): the provider does not verify the endpoint"}
+	codeAckHandshakeLate        = Code{"ack.handshake-late", "the provider's handshake was answered after the provider's documented deadline, or not at all"}
+	codeAckHandshakeBadAccepted = Code{"ack.handshake-bad-accepted", "a handshake the provider documents must be refused (badly signed, a wrong verify token) was answered 2xx (or not with the status the provider documents)"}
+	codeAckHandshakeStored      = Code{"ack.handshake-stored", "a handshake left an event row or an effect: it was counted as an event"}
+	codeAckHandshakeRevalidate  = Code{"ack.handshake-revalidation", "the handshake repeated later, as the provider re-validates endpoints, was not answered as expected within the deadline"}
+
+	// ACK-9: one signed input changed after signing, per kind of input.
+	codeAckUnsignedBody       = Code{"ack.unsigned-body", "a delivery whose body (or a value in it) was changed after signing was accepted or stored"}
+	codeAckUnsignedID         = Code{"ack.unsigned-id", "a delivery whose signed event ID was changed after signing was accepted or stored"}
+	codeAckUnsignedTimestamp  = Code{"ack.unsigned-timestamp", "a delivery whose signed timestamp was changed after signing was accepted or stored"}
+	codeAckUnsignedURL        = Code{"ack.unsigned-url", "a delivery posted to a URL other than the signed one (an extra query parameter), or with another method than the signed one, was accepted or stored"}
+	codeAckUnsignedForm       = Code{"ack.unsigned-form", "a delivery whose signed form field was changed after signing was accepted or stored"}
+	codeAckUnsignedHeader     = Code{"ack.unsigned-header", "a delivery whose signed header was changed after signing was accepted or stored"}
+	codeAckWrongKey           = Code{"ack.wrong-key-accepted", "a delivery signed with another key of the right shape (or with several keys, none the endpoint's) was accepted or stored"}
+	codeAckSignatureFormat    = Code{"ack.signature-format-accepted", "a signature written with another format prefix (\"v0=\" for \"v1=\") was accepted or stored"}
+	codeAckSignatureTruncated = Code{"ack.signature-truncated-accepted", "a signature cut to half its length was accepted or stored: only a prefix of it is compared"}
+	codeAckFutureAccepted     = Code{"ack.future-accepted", "a delivery signed further in the future than the tolerance, which the provider's contract says receivers refuse, was accepted or stored"}
 )
 
 // ackFacts are what the ACK scenarios fix for their checkers.
@@ -350,6 +371,287 @@ var ack7 = Guarantee{
 		}
 		s.together(jobs...)
 	}, boundaryCheck),
+}
+
+// handshakeFacts are what ACK-8 fixes for its checker, per endpoint
+// ("source/account"): the provider's deadline, the status a bad handshake
+// must get (0: any non-2xx), and how often the provider re-validates.
+type handshakeFacts struct {
+	Deadline     map[string]time.Duration `fact:"deadline:"`
+	RefuseStatus map[string]int           `fact:"refuse_status:"`
+	Revalidate   map[string]time.Duration `fact:"revalidate:"`
+}
+
+// Roles and phases of ACK-8.
+const (
+	roleHandshake             = "handshake"
+	roleHandshakeBad          = "handshake-bad:"
+	roleHandshakeRevalidation = "handshake-revalidation"
+
+	phaseHandshakeBefore       = "handshake-before"
+	phaseHandshake             = "handshake"
+	phaseHandshakeBad          = "handshake-bad"
+	phaseHandshakeRevalidation = "handshake-revalidation"
+)
+
+var ack8 = Guarantee{
+	ID: "ACK-8", Title: "Provider handshake answered",
+	Promise: "The provider's endpoint verification (Slack's url_verification, Zoom's url_validation, Meta's hub.challenge…) is answered as the provider expects within its deadline, the bad variants the provider documents are refused, a re-validation is answered again, and no handshake counts as an event.",
+	Why:     "A provider that cannot verify the endpoint never delivers to it (or stops, at its next re-validation); a receiver that answers a forged handshake confirms a URL to anyone; a handshake stored as an event is an event that never happened.",
+	Needs:   []Capability{"handshake"},
+	Spec:    "the provider's handshake is answered within its deadline, bad ones refused",
+	Sends:   "on every endpoint whose profile makes a handshake: the real one with a fresh challenge, each bad variant the profile documents (signed with another key, a wrong verify token; signed with another key too wherever the handshake is signed), a valid `effect` event (the positive control), and, where the provider re-validates, the handshake again",
+	Expects: "the real handshake and the re-validation answered as the profile's contract says within its deadline; the bad variants refused (the documented status, else any non-2xx); no event row and no effect for any handshake; the control 2xx, 1 row, 1 effect",
+	codes:   []Code{codeAckHandshakeWrong, codeAckHandshakeLate, codeAckHandshakeBadAccepted, codeAckHandshakeStored, codeAckHandshakeRevalidate, codeAckControlRejected},
+	Reads: []Read{{Query: queryEventRows, Tells: "each handshake's endpoint with no event ID ($3 empty): as many as before the first handshake; with the challenge as event ID, and with the event ID the handshake carries where it carries one: 0; the control's: 1"},
+		{Query: queryEffects, Tells: "the same keys' effects: 0; the control's: 1"}},
+	judge: bind(func(s *session, f *handshakeFacts) {
+		f.Deadline, f.RefuseStatus, f.Revalidate = map[string]time.Duration{}, map[string]int{}, map[string]time.Duration{}
+		var jobs []func()
+		for _, ep := range s.endpoints() {
+			hs, ok := ep.handshaker()
+			if !ok {
+				continue
+			}
+			hf := hs.HandshakeFacts()
+			at := endpointFact(ep.source(), ep.Account)
+			f.Deadline[at], f.RefuseStatus[at], f.Revalidate[at] = hf.Deadline, hf.RefuseStatus, hf.Revalidate
+			s.note("%s: %s (deadline %s; source %s)", ep.name(), hf.Summary, describeDur(hf.Deadline), hf.Source)
+			refuse := slices.Clone(hf.Refuse)
+			signed, err := s.run.runner(ep).HandshakeSigned()
+			if err != nil {
+				s.abort("reading %s's handshake: %v", ep.name(), err)
+			}
+			if signed && !slices.Contains(refuse, profiles.BadSignature) {
+				// Signed like an event, so a forged one is refused like one.
+				refuse = append(refuse, profiles.BadSignature)
+				s.note("%s: the handshake is signed; one signed with another key must be refused, as a forged event is", ep.name())
+			}
+			// Every challenge is drawn now: the jobs run together and draw nothing.
+			real := s.newID("chal")
+			bads := make([]string, len(refuse))
+			for i := range bads {
+				bads[i] = s.newID("chal")
+			}
+			again := s.newID("chal")
+			ctl := s.control(ep)
+			shake := func(role, phase, challenge, bad string) {
+				a := s.handshake(ep, role, challenge, bad)
+				keys := handshakeKeys(ep, challenge)
+				if a.Key.EventID != "" {
+					keys = append(keys, a.Key)
+				}
+				for _, k := range keys {
+					s.rows(k, phase)
+					s.effects(k, phase)
+				}
+			}
+			jobs = append(jobs, func() {
+				// An event stored earlier without an ID (another scenario's
+				// bad delivery, to a receiver that keeps those) is no
+				// handshake's: the rows under no event ID are counted first.
+				none := handshakeKeys(ep, real)[0]
+				s.rows(none, phaseHandshakeBefore)
+				s.effects(none, phaseHandshakeBefore)
+				shake(roleHandshake, phaseHandshake, real, "")
+				for i, bad := range refuse {
+					shake(roleHandshakeBad+bad, phaseHandshakeBad, bads[i], bad)
+				}
+				// Events flow between the verification and the re-validation.
+				ctl()
+				if hf.Revalidate > 0 {
+					s.note("%s: the handshake sent again after an event stands for the provider's re-validation every %s", ep.name(), hf.Revalidate)
+					shake(roleHandshakeRevalidation, phaseHandshakeRevalidation, again, "")
+				}
+			})
+		}
+		s.together(jobs...)
+	}, func(v *view, f *handshakeFacts) {
+		if len(v.role(roleHandshake)) == 0 {
+			v.fail("history: %s sent no handshake", v.sc.Name)
+			return
+		}
+		for _, a := range v.role(roleHandshake) {
+			if code, why := handshakeAnswer(a, f.Deadline[endpointFact(a.Key.Source, a.Key.Account)]); why != "" {
+				v.deviate(code, "%s/%s: the handshake %s", a.Key.Source, a.Key.Account, why)
+			}
+		}
+		for _, a := range v.role(roleHandshakeRevalidation) {
+			at := endpointFact(a.Key.Source, a.Key.Account)
+			if _, why := handshakeAnswer(a, f.Deadline[at]); why != "" {
+				v.deviate(codeAckHandshakeRevalidate, "%s: the handshake sent again, as the provider re-validates every %s, %s", at, f.Revalidate[at], why)
+			}
+		}
+		for _, a := range v.role(roleHandshakeBad) {
+			at := endpointFact(a.Key.Source, a.Key.Account)
+			variant := strings.TrimPrefix(a.Role, roleHandshakeBad)
+			want := f.RefuseStatus[at]
+			switch {
+			case is2xx(a.Status):
+				v.deviate(codeAckHandshakeBadAccepted, "%s: a handshake with %s was answered %s; the provider documents it must be refused", at, variant, Describe(a))
+			case want > 0 && a.Status != want:
+				v.deviate(codeAckHandshakeBadAccepted, "%s: a handshake with %s was answered %s; the provider documents status %d", at, variant, Describe(a), want)
+			}
+		}
+		// What was there before the first handshake, under no event ID.
+		before := map[string]int64{}
+		for _, q := range []string{queryEventRows, queryEffects} {
+			for _, o := range v.reads(q, phaseHandshakeBefore) {
+				before[q+"\x00"+paramsKey(o.Params)] = o.Count
+			}
+		}
+		for _, p := range []struct{ phase, what string }{{phaseHandshake, "after a handshake"}, {phaseHandshakeBad, "after a bad handshake"}, {phaseHandshakeRevalidation, "after a re-validation"}} {
+			for _, q := range []string{queryEventRows, queryEffects} {
+				rs := v.reads(q, p.phase)
+				if len(rs) == 0 && p.phase == phaseHandshake {
+					v.fail("history: %s has no %s read in phase %q", v.sc.Name, q, p.phase)
+					return
+				}
+				for _, o := range rs {
+					was := before[q+"\x00"+paramsKey(o.Params)]
+					if o.Count != was {
+						v.deviate(codeAckHandshakeStored, "%s: %s for %s: got %d, want %d (as before the first handshake)", p.what, q, paramsText(o.Params), o.Count, was)
+					}
+				}
+			}
+		}
+		control(v)
+	}),
+}
+
+// handshakeAnswer judges one answer to a real handshake: the code and why
+// when it is not what the provider takes for a verification in time.
+func handshakeAnswer(a history.Attempt, deadline time.Duration) (Code, string) {
+	switch {
+	case a.Status == 0 && a.ErrorClass == history.ErrClassTimeout:
+		return codeAckHandshakeLate, fmt.Sprintf("was not answered (%s after %s; deadline %s)", Describe(a), a.Duration().Round(time.Millisecond), describeDur(deadline))
+	case a.Status == 0:
+		return codeAckHandshakeWrong, "got no answer: " + Describe(a)
+	case a.ErrorClass == simulator.ErrClassHandshake:
+		return codeAckHandshakeWrong, fmt.Sprintf("was answered %s, not as the provider expects: %s", Describe(a), a.Error)
+	case a.Outcome != history.OutcomeAcknowledged:
+		return codeAckHandshakeWrong, "was answered " + Describe(a)
+	case deadline > 0 && a.Duration() > deadline:
+		return codeAckHandshakeLate, fmt.Sprintf("was answered after %s, past the provider's deadline of %s", a.Duration().Round(time.Millisecond), deadline)
+	}
+	return Code{}, ""
+}
+
+// derivedCodes are the codes ACK-9's derived negative deliveries prove, one per
+// kind of input or signature fault.
+var derivedCodes = []Code{codeAckUnsignedBody, codeAckUnsignedID, codeAckUnsignedTimestamp, codeAckUnsignedURL, codeAckUnsignedForm, codeAckUnsignedHeader,
+	codeAckWrongKey, codeAckSignatureFormat, codeAckSignatureTruncated, codeAckFutureAccepted}
+
+// futureACK9 is how far past its tolerance ACK-9 signs a delivery in the
+// future, as ACK-4 does in the past.
+func futureACK9(tol time.Duration) time.Duration { return 2*tol + time.Minute }
+
+var ack9 = Guarantee{
+	ID: "ACK-9", Title: "Every signed input is checked",
+	Promise: "A correctly signed delivery with any one input its signature covers changed after signing (the body, the event ID, the timestamp, the URL, a form field, a header, the key), with its signature's format prefix changed or its signature cut short, or signed further in the future than the tolerance where the provider says receivers refuse that, gets a 4xx and leaves nothing behind; one valid signature among invalid ones is accepted.",
+	Why:     "A verifier that skips part of what the provider signs, compares only a prefix of the signature or ignores its scheme lets anyone replay a genuine delivery with that part changed: another event ID, another amount, another time.",
+	Needs:   []Capability{"signed-inputs"},
+	Spec:    "a delivery with any signed input changed after signing gets a 4xx and leaves nothing",
+	Sends:   "on every endpoint whose profile lists the inputs its signature covers: per signed input an `effect` event with that input changed after signing; the signature's format prefix changed, and the signature cut to half; where the profile sends several signatures, two invalid ones, and a valid one after an invalid one; where the profile's contract refuses future timestamps, one signed twice the tolerance plus a minute ahead (ACK-4 sends the past side and the deliveries inside the tolerance); a valid `effect` event (the positive control)",
+	Expects: "each changed delivery 4xx, no event row and no effect (under its event ID, and under the changed one when the ID was changed); the valid one among invalid signatures and the control 2xx, 1 row, 1 effect",
+	codes:   append(append([]Code{}, derivedCodes...), codeAckBoundaryRejected, codeAckBoundaryNotApplied, codeAckControlRejected),
+	Reads: []Read{{Query: queryEventRows, Tells: "each changed delivery's event (0), and the event ID it was changed to (0); the control's and the valid-among-invalid one's (1)"},
+		{Query: queryEffects, Tells: "the same events' effects"}},
+	judge: bind(func(s *session, _ *noFacts) {
+		var jobs []func()
+		for _, ep := range s.endpoints() {
+			ins := ep.signedInputs()
+			if len(ins) == 0 {
+				continue
+			}
+			facts := ep.Profile.Facts()
+			for _, in := range ins {
+				what := fmt.Sprintf("%s %s (%s) changed after signing", ep.name(), in.Name, where(in))
+				jobs = append(jobs, s.derivedBad(ep, inputCode(in), what, simulator.Faults{Alter: in.Name}))
+			}
+			if facts.SignatureHeader != "" {
+				prefix, err := simulator.SignatureFormat(ep.Profile, ep.Secrets)
+				if err != nil {
+					s.abort("reading %s's signature format: %v", ep.name(), err)
+				}
+				if prefix != "" {
+					jobs = append(jobs, s.derivedBad(ep, codeAckSignatureFormat, fmt.Sprintf("%s %s with its format prefix %s changed", ep.name(), facts.SignatureHeader, prefix), simulator.Faults{Signature: simulator.SignaturePrefix}))
+				} else {
+					s.note("%s: %s holds the signature alone, with no format prefix to change", ep.name(), facts.SignatureHeader)
+				}
+				jobs = append(jobs, s.derivedBad(ep, codeAckSignatureTruncated, ep.name()+" "+facts.SignatureHeader+" cut to half its length", simulator.Faults{Signature: simulator.SignatureTruncate}))
+			} else {
+				s.note("%s: the signature is not sent in a header; its format and length are not varied", ep.name())
+			}
+			if facts.MultipleSignatures {
+				jobs = append(jobs,
+					s.derivedBad(ep, codeAckWrongKey, ep.name()+" two signatures, neither with the endpoint's key", simulator.Faults{Signature: simulator.SignatureAllInvalid}),
+					s.boundary(ep, ep.name()+" a valid signature after an invalid one (a secret roll)", simulator.Shape{Faults: simulator.Faults{Signature: simulator.SignatureValidAmongInvalid}}))
+			}
+			if signsTimestamp(ep) {
+				tol := *facts.Tolerance
+				switch refuses, known := ep.refusesFuture(); {
+				case !known:
+					s.note("%s: profile %s's contract does not say whether its tolerance applies to future timestamps (timestamp.future); none beyond it is sent", ep.name(), ep.Profile.ID())
+				case !refuses:
+					s.note("%s: profile %s's contract says receivers accept future timestamps (timestamp.future: false); none beyond the tolerance is sent", ep.name(), ep.Profile.ID())
+				default:
+					ahead := futureACK9(tol)
+					jobs = append(jobs, s.derivedBad(ep, codeAckFutureAccepted, fmt.Sprintf("%s signed %s ahead (tolerance %s)", ep.name(), ahead, tol), simulator.Faults{AheadBy: simulator.Duration(ahead)}))
+				}
+			}
+			jobs = append(jobs, s.control(ep))
+		}
+		s.together(jobs...)
+	}, func(v *view, f *noFacts) {
+		bad := v.role(roleDerived)
+		if len(bad) == 0 {
+			v.fail("history: %s sent no delivery with a signed input changed", v.sc.Name)
+			return
+		}
+		codes := map[string]Code{}
+		for _, c := range derivedCodes {
+			codes[c.ID] = c
+		}
+		byKey := map[profiles.Key]Code{}
+		for _, a := range bad {
+			code, ok := codes[derivedCode(a.Role)]
+			if !ok {
+				v.fail("history: role %q names no code of %s", a.Role, v.sc.Guarantee)
+				return
+			}
+			byKey[a.Key] = code
+			if slices.Contains(a.Faults, "alter:id") {
+				alt := a.Key
+				alt.EventID = simulator.AlteredID(a.Key.EventID)
+				byKey[alt] = code
+			}
+			if a.Status < 400 || a.Status > 499 {
+				_, what, _ := strings.Cut(strings.TrimPrefix(a.Role, roleDerived), " ")
+				v.deviate(code, "%s: want a 4xx rejection, got %s", what, Describe(a))
+			}
+		}
+		for _, q := range []string{queryEventRows, queryEffects} {
+			rs := v.reads(q, phaseBad)
+			if len(rs) == 0 {
+				v.fail("history: %s has no %s read in phase %q", v.sc.Name, q, phaseBad)
+				return
+			}
+			for _, o := range rs {
+				var k profiles.Key
+				if len(o.Params) >= 3 {
+					k = profiles.Key{Source: o.Params[0], Account: o.Params[1], EventID: o.Params[2]}
+				}
+				if code, ok := byKey[k]; ok && o.Count != 0 {
+					v.deviate(code, "a delivery with a signed input changed left %s %d for %s", q, o.Count, paramsText(o.Params))
+				}
+			}
+		}
+		if len(v.role(roleBoundary)) > 0 {
+			boundaryCheck(v, f)
+		}
+		control(v)
+	}),
 }
 
 // boundaryCheck: every legitimate delivery at the edge of a limit or tolerance

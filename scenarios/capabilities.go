@@ -26,6 +26,9 @@ var capabilityDocs = []struct{ name, doc string }{
 	{"header-event-id", "derived: an endpoint whose profile carries the event ID in a header, outside the body"},
 	{"stop-in-transaction", "derived: the harness can stop the receiver inside its transaction: failpoints, or an effect table it may lock (lock-gating or connection-loss)"},
 	{"signed-timestamp", "derived: an endpoint whose profile signs a timestamp"},
+	{"handshake", "derived: an endpoint whose profile verifies the endpoint with a handshake (its contract's `handshake`: Slack's url_verification, Zoom's url_validation…)"},
+	{"signed-inputs", "derived: an endpoint whose profile lists the inputs its signature covers (a contract profile, or a built-in described by one)"},
+	{"event-identity", "derived: an endpoint whose profile lists where the event ID lives among its identity inputs, and lets the harness choose event IDs"},
 	{"key-ttl", "derived: the observer answers the `key_ttl` query (a store that expires keys by itself, such as Redis)"},
 }
 
@@ -78,6 +81,21 @@ func (e *Env) derived(c Capability) (ok bool, why string, known bool) {
 			return true, "", true
 		}
 		return false, "no endpoint's profile signs a timestamp", true
+	case "handshake":
+		if _, ok := e.endpointWhere(func(ep Endpoint) bool { _, ok := ep.handshaker(); return ok }); ok {
+			return true, "", true
+		}
+		return false, "no endpoint's profile verifies the endpoint with a handshake (" + e.profileNames() + ")", true
+	case "signed-inputs":
+		if _, ok := e.endpointWhere(func(ep Endpoint) bool { return len(ep.signedInputs()) > 0 }); ok {
+			return true, "", true
+		}
+		return false, "no endpoint's profile lists the inputs its signature covers (" + e.profileNames() + ")", true
+	case "event-identity":
+		if _, ok := e.endpointWhere(func(ep Endpoint) bool { _, ok := ep.identityID(); return ok }); ok {
+			return true, "", true
+		}
+		return false, "no endpoint's profile lists where its event ID lives among its identity inputs with an ID the harness chooses (" + e.profileNames() + ")", true
 	case "stop-in-transaction":
 		if ok, _ := e.has("failpoints"); ok {
 			return true, "", true

@@ -41,6 +41,7 @@ func CatalogueMarkdown() []byte {
 	}
 	b.WriteString("\n")
 	readsMarkdown(&b)
+	derivedMarkdown(&b)
 	b.WriteString("## Deviation codes\n\n")
 	b.WriteString("Every scenario also reconciles its delivery history with the rows (")
 	b.WriteString(codeList(ReconcileCodes) + ").\n\n")
@@ -187,4 +188,57 @@ func ObserverKindsMarkdown() string {
 		fmt.Fprintf(&b, "| %s %s | %s | %s | %s |\n", g.ID, g.Title, held, redis, other)
 	}
 	return "\n" + b.String()
+}
+
+// derivedChanges are how ACK-9 changes each kind of input its profile lists,
+// and the code a receiver that accepts the change gets, for the docs.
+var derivedChanges = []struct{ input, change string }{
+	{"`key`", "signed with another key of the same shape (the profile's own wrong key where it makes one: an asymmetric key one character off is no key)"},
+	{"`body` (the whole body)", "its last digit changed, so it stays valid JSON (or form)"},
+	{"`id`, `account`, `delivery-id`, `field:…` in the body (`json_path`)", "the value's last letter or digit changed within its class, byte for byte in place: the rest of the body stays as signed"},
+	{"`id`, `account`, `delivery-id`, `header:…` in a header", "the header's last letter or digit changed within its class"},
+	{"`timestamp`", "moved by one unit of its last digit (a second, a millisecond) where it is sent, header or body: well inside the tolerance, so only a signature that covers it tells"},
+	{"`form:…`", "the form field's last letter or digit changed (outside %XX escapes), or a letter added to an empty one"},
+	{"`url`", "an extra query parameter on the URL the delivery is posted to"},
+	{"`method`", "posted with PUT instead of POST"},
+}
+
+// derivedMarkdown documents how the derived checks take their deliveries
+// from the profile's contract.
+func derivedMarkdown(b *bytes.Buffer) {
+	b.WriteString("## Checks derived from the provider contract\n\n")
+	b.WriteString("ACK-8, ACK-9 and DEDUP-8 take what they send from the endpoint's profile as data, never from a\n")
+	b.WriteString("provider's name: a profile a target file declares gets the same checks as a built-in one.\n\n")
+	b.WriteString("- **ACK-8** sends the contract's handshake (`handshake:`) with a fresh challenge and judges the\n")
+	b.WriteString("  answer as the contract's `expect` says, against its `deadline` (none is judged where it documents\n")
+	b.WriteString("  none); each `refuse` variant, and wherever the handshake is signed like an event, one signed\n")
+	b.WriteString("  with another key even if `refuse` leaves it out; where `revalidate` is set, the handshake again\n")
+	b.WriteString("  after an event, standing for the provider's re-validation. Rows a handshake could leave are read\n")
+	b.WriteString("  under no event ID (against their count before the first handshake), under the challenge, and\n")
+	b.WriteString("  under the event ID the handshake carries where it carries one.\n")
+	b.WriteString("- **ACK-9** changes, after signing, each input the profile lists as signed (`Inputs`), one\n")
+	b.WriteString("  delivery per input; changes the signature header's format prefix (read off a signed request:\n")
+	b.WriteString("  the word before the signature, `v1=`, `sha256=`; none where the header holds the signature\n")
+	b.WriteString("  alone) and cuts the signature to half; where the profile sends several signatures, sends two\n")
+	b.WriteString("  invalid ones (refused) and a valid one after an invalid one (accepted); where the contract says\n")
+	b.WriteString("  the tolerance applies ahead of now (`timestamp.future: true`), signs twice the tolerance plus a\n")
+	b.WriteString("  minute ahead. A contract that leaves `future` out says nothing, and nothing is held against the\n")
+	b.WriteString("  receiver. ACK-4 keeps the past side and the deliveries inside the tolerance.\n")
+	b.WriteString("- **DEDUP-8** varies the event ID where the profile lists it among its identity inputs, and only\n")
+	b.WriteString("  where the harness chooses it (not Adyen's derived one): 64-byte IDs, one differing in its last\n")
+	b.WriteString("  byte, one in the case of its first letter. The same ID under another account is DEDUP-3's.\n\n")
+	b.WriteString("| input | changed after signing as | code when accepted or stored |\n|---|---|---|\n")
+	codes := map[string]string{"`key`": codeAckWrongKey.ID, "`body` (the whole body)": codeAckUnsignedBody.ID, "`timestamp`": codeAckUnsignedTimestamp.ID,
+		"`form:…`": codeAckUnsignedForm.ID, "`url`": codeAckUnsignedURL.ID, "`method`": codeAckUnsignedURL.ID}
+	for _, c := range derivedChanges {
+		code := "`" + codes[c.input] + "`"
+		switch {
+		case strings.Contains(c.input, "json_path"):
+			code = "`" + codeAckUnsignedID.ID + "` for `id`, else `" + codeAckUnsignedBody.ID + "`"
+		case strings.Contains(c.input, "header"):
+			code = "`" + codeAckUnsignedID.ID + "` for `id`, else `" + codeAckUnsignedHeader.ID + "`"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", c.input, c.change, code)
+	}
+	b.WriteString("\n")
 }

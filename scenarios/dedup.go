@@ -13,7 +13,7 @@ import (
 // DEDUP: one retained event key gates one effect, however often and however
 // concurrently the event arrives, and only that key: the same ID in another
 // scope, or another ID with the same payload, is another event.
-var dedupFamily = family{Name: "DEDUP", Guarantees: []*Guarantee{&dedup1, &dedup2, &dedup3, &dedup4, &dedup5, &dedup6, &dedup7}}
+var dedupFamily = family{Name: "DEDUP", Guarantees: []*Guarantee{&dedup1, &dedup2, &dedup3, &dedup4, &dedup5, &dedup6, &dedup7, &dedup8}}
 
 // The DEDUP deviation codes.
 var (
@@ -21,6 +21,8 @@ var (
 	codeDedupRows          = Code{"dedup.rows", "the event's key rows are not what one event per key means (0 or more than 1)"}
 	codeDedupEffects       = Code{"dedup.effects", "the event's effects are not exactly one"}
 	codeDedupObjectEffects = Code{"dedup.object-effects", "one business operation was applied other than once"}
+	codeDedupTruncated     = Code{"dedup.identity-truncated", "an event whose ID differs from another's only in its last byte was not stored and applied as its own event: the key keeps only part of the ID"}
+	codeDedupCaseFolded    = Code{"dedup.identity-case-folded", "an event whose ID differs from another's only in the case of one letter was not stored and applied as its own event: the key ignores case"}
 )
 
 // dedupFacts are what the DEDUP scenarios fix for their checkers.
@@ -320,6 +322,97 @@ var dedup7 = Guarantee{
 		v.acked(codeDedupNotAcked, roleFirst, roleLoad, roleRedelivery)
 		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after a redelivery that followed 100 other events")
 		v.count(codeDedupEffects, queryEffects, phaseAfter, 1, "after a redelivery that followed 100 other events")
+	}),
+}
+
+// Roles and phase of DEDUP-8: the event, and its twins whose IDs differ from
+// its own in one byte.
+const (
+	roleIdentity         = "identity"
+	roleIdentityLastByte = "identity-last-byte"
+	roleIdentityCase     = "identity-case"
+	phaseIdentity        = "identity"
+)
+
+var dedup8 = Guarantee{
+	ID: "DEDUP-8", Title: "Event identity is exact",
+	Promise: "Two events whose IDs differ in a single byte — the last one, or the case of one letter — are two events: both are stored and applied.",
+	Why:     "A key column or index that keeps only the first characters of an ID, or compares IDs without regard to case, drops a genuine event as a duplicate of another.",
+	Needs:   []Capability{"event-identity"},
+	Spec:    "two event IDs that differ in one byte are two events",
+	Sends:   "on the first endpoint of every profile that lists where its event ID lives: an `effect` event with a 64-byte ID, then one whose ID differs in its last byte, then one whose ID differs only in the case of its first letter (the same ID under another account is DEDUP-3's)",
+	Expects: "all three 2xx; 1 row and 1 effect each",
+	codes:   []Code{codeDedupNotAcked, codeDedupTruncated, codeDedupCaseFolded, codeDedupRows, codeDedupEffects},
+	Reads: []Read{{Query: queryEventRows, Tells: "event IDs byte for byte: the three IDs differ in one byte each, so a query (or key) that cuts IDs short or ignores case reads 0 or 2"},
+		{Query: queryEffects, Tells: "the three events' effects: 1 each"}},
+	judge: bind(func(s *session, _ *noFacts) {
+		seen := map[string]bool{}
+		var jobs []func()
+		for _, ep := range s.endpoints() {
+			in, ok := ep.identityID()
+			if !ok || seen[ep.Profile.ID()] {
+				continue
+			}
+			// Accounts of one profile share the code path; another account is DEDUP-3's.
+			seen[ep.Profile.ID()] = true
+			base := s.effectEvent(ep)
+			base.ID = s.longID(base.ID)
+			lastByte, caseTwin := identityTwins(base.ID)
+			evs := []profiles.Event{base, s.effectEvent(ep)}
+			evs[1].ID = lastByte
+			roles := []string{roleIdentity, roleIdentityLastByte}
+			if caseTwin != "" {
+				ev := s.effectEvent(ep)
+				ev.ID = caseTwin
+				evs, roles = append(evs, ev), append(roles, roleIdentityCase)
+			}
+			keys := make([]profiles.Key, len(evs))
+			for i, ev := range evs {
+				keys[i] = s.key(ep, ev)
+			}
+			s.note("%s: event IDs of %d bytes where %s puts them (%s), one differing in its last byte, one in the case of its first letter", ep.name(), len(base.ID), ep.Profile.ID(), where(in))
+			jobs = append(jobs, func() {
+				// One after another: the second must not be mistaken for the first.
+				for i, ev := range evs {
+					s.send(ep, ev, roles[i], simulator.Shape{})
+				}
+				s.states(phaseIdentity, 1, keys...)
+			})
+		}
+		s.together(jobs...)
+	}, func(v *view, _ *noFacts) {
+		if len(v.role(roleIdentity)) == 0 {
+			v.fail("history: %s sent no event", v.sc.Name)
+			return
+		}
+		v.acked(codeDedupNotAcked, roleIdentity, roleIdentityLastByte, roleIdentityCase)
+		for _, r := range []struct {
+			role string
+			code Code
+			what string
+		}{
+			{roleIdentity, codeDedupRows, "the first of three IDs one byte apart"},
+			{roleIdentityLastByte, codeDedupTruncated, "an ID differing from another only in its last byte"},
+			{roleIdentityCase, codeDedupCaseFolded, "an ID differing from another only in the case of its first letter"},
+		} {
+			for _, a := range v.role(r.role) {
+				for _, q := range []string{queryEventRows, queryEffects} {
+					o, ok := v.read(q, phaseIdentity, keyParams(a.Key))
+					if !ok {
+						v.fail("history: no %s read of %s in phase %q", q, KeyString(a.Key), phaseIdentity)
+						return
+					}
+					code := r.code
+					if code == codeDedupRows && q == queryEffects {
+						code = codeDedupEffects
+					}
+					if o.Count != 1 {
+						v.deviate(code, "%s: %s for %s: got %d, want 1", r.what, q, KeyString(a.Key), o.Count)
+					}
+				}
+			}
+		}
+		v.note("the same event ID under another account is DEDUP-3's check")
 	}),
 }
 

@@ -77,7 +77,7 @@ func (r *Run) awaitStragglers(ctx context.Context, s *session, prev *session, de
 	seen := map[profiles.Key]bool{}
 	var keys []profiles.Key
 	for _, a := range r.attemptsOf(prev.index) {
-		if a.Outcome != history.OutcomeUnknown || a.Key.EventID == "" || BadInput(a.Faults) || !r.env.vocabulary().Handled(a.EventType) || seen[a.Key] {
+		if a.Outcome != history.OutcomeUnknown || a.Key.EventID == "" || invalid(a) || !r.env.vocabulary().Handled(a.EventType) || seen[a.Key] {
 			continue
 		}
 		seen[a.Key] = true

@@ -58,7 +58,7 @@ func (s *session) reconcile() {
 	var items []*item
 	seen := map[profiles.Key]*item{}
 	for _, a := range s.run.attemptsOf(s.index) {
-		if a.Key.EventID == "" || BadInput(a.Faults) || !voc.Handled(a.EventType) || expired[a.Key] {
+		if a.Key.EventID == "" || invalid(a) || !voc.Handled(a.EventType) || expired[a.Key] {
 			continue
 		}
 		it := seen[a.Key]
@@ -143,7 +143,7 @@ func reconcile(v *view) {
 	var order []profiles.Key
 	byKey := map[profiles.Key]*tally{}
 	for _, a := range v.attempts {
-		if a.Key.EventID == "" || BadInput(a.Faults) || !handled[a.EventType] || expired[KeyString(a.Key)] {
+		if a.Key.EventID == "" || invalid(a) || !handled[a.EventType] || expired[KeyString(a.Key)] {
 			continue
 		}
 		t := byKey[a.Key]
@@ -196,13 +196,21 @@ func reconcile(v *view) {
 // keys must leave nothing, which their scenarios check themselves.
 func BadInput(faults []string) bool {
 	for _, f := range faults {
-		for _, b := range []string{"tamper", "wrong_secret", "missing_signature", "missing_id", "malformed_json", "oversize", "stale_by"} {
+		for _, b := range []string{"tamper", "wrong_secret", "missing_signature", "missing_id", "malformed_json", "oversize", "stale_by",
+			"alter:", "signature:prefix", "signature:truncate", "signature:all-invalid", "handshake"} {
 			if strings.HasPrefix(f, b) {
 				return true
 			}
 		}
 	}
 	return false
+}
+
+// invalid reports whether an attempt was an invalid delivery: by its faults,
+// or sent as a derived negative (ACK-9's future timestamp carries the same
+// fault as a legitimate delivery signed a little ahead).
+func invalid(a history.Attempt) bool {
+	return BadInput(a.Faults) || strings.HasPrefix(a.Role, roleDerived)
 }
 
 // expire marks k as purged on purpose, so reconciliation does not call it lost.

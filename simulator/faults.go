@@ -35,7 +35,29 @@ type Faults struct {
 	// AheadBy signs with a timestamp this far in the future (a sender whose
 	// clock runs ahead): the counterpart of StaleBy.
 	AheadBy Duration `yaml:"ahead_by,omitempty" json:"ahead_by,omitempty"`
+	// Alter names one of the profile's inputs (profiles.InputLister) to change
+	// after the delivery is signed, keeping its format: a header's or a JSON
+	// value's last letter or digit, a form field's value, an extra query
+	// parameter on the URL, one byte of the body, or for "key" a signature
+	// made with another key of the right shape. A receiver that checks what
+	// the signature covers refuses it.
+	Alter string `yaml:"alter,omitempty" json:"alter,omitempty"`
+	// Signature changes the signature header after signing: "prefix" changes
+	// its format prefix ("v1=" becomes "v0="), "truncate" cuts the signature
+	// to half its length, "all-invalid" sends two signatures made with keys
+	// the receiver does not hold, and "valid-among-invalid" sends a valid one
+	// after an invalid one (a legitimate delivery during a secret roll, for
+	// profiles that send several signatures).
+	Signature string `yaml:"signature,omitempty" json:"signature,omitempty"`
 }
+
+// Signature faults (Faults.Signature).
+const (
+	SignaturePrefix            = "prefix"
+	SignatureTruncate          = "truncate"
+	SignatureAllInvalid        = "all-invalid"
+	SignatureValidAmongInvalid = "valid-among-invalid"
+)
 
 // List names the faults that are set, for the history.
 func (f Faults) List() []string {
@@ -67,6 +89,12 @@ func (f Faults) List() []string {
 	if f.AheadBy > 0 {
 		out = append(out, "ahead_by:"+f.AheadBy.D().String())
 	}
+	if f.Alter != "" {
+		out = append(out, "alter:"+f.Alter)
+	}
+	if f.Signature != "" {
+		out = append(out, "signature:"+f.Signature)
+	}
 	return out
 }
 
@@ -88,5 +116,23 @@ func (f Faults) validate(field string) error {
 	if f.StaleBy > 0 && f.AheadBy > 0 {
 		return fmt.Errorf("%s: stale_by and ahead_by must not both be set (the timestamp is either in the past or in the future)", field)
 	}
+	switch f.Signature {
+	case "", SignaturePrefix, SignatureTruncate, SignatureAllInvalid, SignatureValidAmongInvalid:
+	default:
+		return fmt.Errorf("%s.signature must be one of %q, %q, %q, %q or empty, got %q", field,
+			SignaturePrefix, SignatureTruncate, SignatureAllInvalid, SignatureValidAmongInvalid, f.Signature)
+	}
+	// Each changes what was signed or the signature itself: together the
+	// receiver's answer would not say which one it caught.
+	if n := btoi(f.Alter != "") + btoi(f.Signature != "") + btoi(f.Tamper) + btoi(f.WrongSecret) + btoi(f.MissingSignature); n > 1 && (f.Alter != "" || f.Signature != "") {
+		return fmt.Errorf("%s: alter and signature must each be the only signature fault (tamper, wrong_secret, missing_signature, alter, signature)", field)
+	}
 	return nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -58,14 +58,18 @@ const maxPooledWire = 64 << 10
 // buffer, sized up front so it grows at most once.
 func (r *Runner) serialize(p *prepared, dst []byte) []byte {
 	const cl = "Content-Length: "
-	n := len(r.reqHead) + len(cl) + 20 + 4 + len(p.body)
+	head := r.reqHead
+	if p.head != nil {
+		head = p.head
+	}
+	n := len(head) + len(cl) + 20 + 4 + len(p.body)
 	for k, vs := range p.header {
 		for _, v := range vs {
 			n += len(k) + 2 + len(v) + 2
 		}
 	}
 	b := slices.Grow(dst[:0], n)
-	b = append(b, r.reqHead...)
+	b = append(b, head...)
 	for k, vs := range p.header {
 		if k == "Host" || k == "Content-Length" {
 			continue

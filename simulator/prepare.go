@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -18,6 +19,12 @@ type prepared struct {
 	signedAt time.Time
 	faults   []string
 	padTo    int
+	// head replaces the runner's request line and Host header when the URL
+	// or the method is the input a fault changed after signing; url and
+	// method are then those sent.
+	head   []byte
+	url    string
+	method string
 }
 
 // userAgent is the User-Agent value when the profile sets none; shared by every
@@ -31,6 +38,19 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 	signSecrets := secrets
 	if f.WrongSecret {
 		signSecrets = wrongSecretsFor(p, secrets)
+	}
+	var alter profiles.Input
+	if f.Alter != "" {
+		in, err := inputOf(p, f.Alter)
+		if err != nil {
+			return nil, err
+		}
+		alter = in
+	}
+	if alt, err := alterSecrets(p, facts, secrets, f); err != nil {
+		return nil, err
+	} else if alt != nil {
+		signSecrets = alt
 	}
 	var body []byte
 	var err error
@@ -106,7 +126,35 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 	if f.Tamper {
 		sent = tamper(body)
 	}
-	return &prepared{body: sent, header: h, signedAt: at.SignedAt, faults: f.List(), padTo: padTo}, nil
+	out := &prepared{body: sent, header: h, signedAt: at.SignedAt, faults: f.List(), padTo: padTo}
+	// After signing: what changes now is what the signature no longer matches.
+	if f.Signature == SignaturePrefix || f.Signature == SignatureTruncate {
+		if err := alterSignature(p, facts, ev, body, at, signSecrets, h, f.Signature); err != nil {
+			return nil, err
+		}
+	}
+	if f.Alter != "" && f.Alter != "key" {
+		u, method := "", http.MethodPost
+		if f.Alter == "method" {
+			// Another method to the same URL: the request line is the input.
+			u, method = at.URL, alterMethod
+		} else {
+			b, altURL, err := alterInput(alter, sent, h, at)
+			if err != nil {
+				return nil, err
+			}
+			out.body, u = b, altURL
+		}
+		if u != "" {
+			pu, err := url.Parse(u)
+			if err != nil || pu.Host == "" {
+				return nil, fmt.Errorf("faults.alter: input %s: the attempt's URL %q is not absolute", alter.Name, u)
+			}
+			out.url, out.method = u, method
+			out.head = []byte(method + " " + pu.RequestURI() + " HTTP/1.1\r\nHost: " + pu.Host + "\r\n")
+		}
+	}
+	return out, nil
 }
 
 // wrongSecretsFor asks the profile for wrong secrets where it can make them

@@ -2,6 +2,7 @@ package simulator
 
 import (
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -64,9 +65,19 @@ func (r *Runner) Preview(plan *Plan) ([]Request, error) {
 		// As serialize writes them: its own Host and Content-Length win.
 		h.Set("Host", r.u.Host)
 		h.Set("Content-Length", strconv.Itoa(len(g.p.body)))
+		u, method := r.u.Redacted(), http.MethodPost
+		if g.p.method != "" {
+			method = g.p.method
+		}
+		if g.p.url != "" {
+			if pu, err := url.Parse(g.p.url); err == nil {
+				u = pu.Redacted()
+				h.Set("Host", pu.Host)
+			}
+		}
 		out = append(out, Request{
 			Step: k, StepName: s.Name, Event: evName, Key: profiles.EventKey(r.target.Profile, d.ev),
-			Attempt: g.at.N, Copies: d.copies, Method: http.MethodPost, URL: r.u.Redacted(),
+			Attempt: g.at.N, Copies: d.copies, Method: method, URL: u,
 			Header: h, Body: g.p.body, SignedAt: g.p.signedAt.UTC(), Faults: g.p.faults, PadTo: g.p.padTo,
 		})
 	}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"net/http"
 	"net/url"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -68,6 +70,9 @@ type Runner struct {
 	attemptURL string
 	// lastExcerpt is the last response excerpt (see excerpt).
 	lastExcerpt atomic.Pointer[excerptText]
+	// hsClient sends handshakes (handshake.go), made on first use.
+	hsOnce   sync.Once
+	hsClient *http.Client
 }
 
 // NewRunner checks the target and builds a runner. Errors name the field.

@@ -89,7 +89,7 @@ func Endpoints() ([]reference.Endpoint, error) {
 	var out []reference.Endpoint
 	for _, e := range []struct{ profile, account string }{
 		{"stripe", "acct_A"}, {"stripe", "acct_B"}, {"standard-webhooks", "acct_A"},
-		{"github", "acct_A"}, {"shopify", "acct_A"}, {"svix", "acct_A"},
+		{"github", "acct_A"}, {"shopify", "acct_A"}, {"svix", "acct_A"}, {"slack", "acct_A"},
 	} {
 		sec, err := profiles.GenerateSecret(e.profile, rand.Reader)
 		if err != nil {

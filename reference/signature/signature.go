@@ -17,6 +17,7 @@ const (
 	ProfileSvix             = "svix"
 	ProfileGitHub           = "github"
 	ProfileShopify          = "shopify"
+	ProfileSlack            = "slack"
 )
 
 // Reasons carried by *Error. The first four are the sender's fault and deserve a 4xx;
@@ -40,6 +41,17 @@ type Options struct {
 	// SkipTimestampCheck disables the recency check. It exists only for the reference
 	// receiver's `skip-timestamp-check` defect; a correct receiver never sets it.
 	SkipTimestampCheck bool
+	// The switches below exist only for the reference receiver's defects of the
+	// same names; a correct receiver never sets them.
+	//
+	// AcceptFuture checks the tolerance in the past only (future-timestamps).
+	AcceptFuture bool
+	// ComparePrefix compares a signature shorter than the expected one on its
+	// own length only (signature-prefix-compare).
+	ComparePrefix bool
+	// AnyScheme takes a signature whatever scheme or version it is written
+	// under: "v0=" for "v1=", "sha1=" for "sha256=" (signature-any-scheme).
+	AnyScheme bool
 }
 
 // Error is the failure Verify returns. Reason is one of the Reason* constants; Detail
@@ -62,8 +74,9 @@ func fail(reason, format string, args ...any) *Error {
 	return &Error{Reason: reason, Detail: fmt.Sprintf(format, args...)}
 }
 
-// verifyFunc checks one profile's signature. It returns nil or an *Error.
-type verifyFunc func(h http.Header, body []byte, secret string, now time.Time, tolerance time.Duration, skipTimestamp bool) *Error
+// verifyFunc checks one profile's signature with opt (its Tolerance resolved).
+// It returns nil or an *Error.
+type verifyFunc func(h http.Header, body []byte, secret string, now time.Time, opt Options) *Error
 
 type profile struct {
 	// tolerance is the documented default; 0 means the scheme signs no timestamp.
@@ -88,6 +101,9 @@ var profiles = map[string]profile{
 	// GitHub and Shopify sign no timestamp: tolerance 0, replay protection is the event key.
 	ProfileGitHub:  {checkSecret: checkRawSecret, verify: verifyGitHub},
 	ProfileShopify: {checkSecret: checkRawSecret, verify: verifyShopify},
+	// Slack: "The request timestamp is more than five minutes from local time"
+	// (python-slack-sdk: abs(now - timestamp) > 60 * 5), both directions.
+	ProfileSlack: {tolerance: 300 * time.Second, checkSecret: checkRawSecret, verify: verifySlack},
 }
 
 // Verify checks the signature of one delivery: profile is one of Supported(), h the
@@ -105,11 +121,10 @@ func Verify(profile string, h http.Header, body []byte, secret string, now time.
 	if now.IsZero() {
 		now = time.Now()
 	}
-	tolerance := opt.Tolerance
-	if tolerance <= 0 {
-		tolerance = p.tolerance
+	if opt.Tolerance <= 0 {
+		opt.Tolerance = p.tolerance
 	}
-	if err := p.verify(h, body, secret, now, tolerance, opt.SkipTimestampCheck); err != nil {
+	if err := p.verify(h, body, secret, now, opt); err != nil {
 		return err
 	}
 	return nil
@@ -178,6 +193,32 @@ func single(h http.Header, name string) (string, *Error) {
 		return "", fail(ReasonMalformedSignature, "header %s: must appear once, appears %d times", name, len(vs))
 	}
 	return strings.TrimSpace(vs[0]), nil
+}
+
+// sigEqual compares a signature as received with the expected one, in
+// constant time. opt.ComparePrefix (a defect) compares a shorter one on its
+// own length only.
+func sigEqual(expected, got []byte, opt Options) bool {
+	if opt.ComparePrefix && len(got) > 0 && len(got) < len(expected) {
+		return hmac.Equal(expected[:len(got)], got)
+	}
+	return hmac.Equal(expected, got)
+}
+
+// checkAge holds a signed time to the tolerance: in the past always, in the
+// future too where the scheme's libraries do (both) and opt.AcceptFuture (a
+// defect) does not say otherwise.
+func checkAge(header string, signed, now time.Time, opt Options, both bool) *Error {
+	if opt.SkipTimestampCheck {
+		return nil
+	}
+	if age := now.Sub(signed); age > opt.Tolerance {
+		return fail(ReasonStaleTimestamp, "header %s: signed %ds ago, tolerance %ds", header, int64(age/time.Second), int64(opt.Tolerance/time.Second))
+	}
+	if both && !opt.AcceptFuture && signed.After(now.Add(opt.Tolerance)) {
+		return fail(ReasonStaleTimestamp, "header %s: signed %ds in the future, tolerance %ds", header, int64(signed.Sub(now)/time.Second), int64(opt.Tolerance/time.Second))
+	}
+	return nil
 }
 
 // hmacSHA256 returns HMAC-SHA256(key, parts[0] || parts[1] || ...).

@@ -258,11 +258,11 @@ func TestHeaderNamesCaseInsensitive(t *testing.T) {
 }
 
 func TestSupportedAndDefaults(t *testing.T) {
-	want := []string{"github", "shopify", "standard-webhooks", "stripe", "svix"}
+	want := []string{"github", "shopify", "slack", "standard-webhooks", "stripe", "svix"}
 	if got := Supported(); !slices.Equal(got, want) {
 		t.Fatalf("Supported() = %v, want %v", got, want)
 	}
-	for p, d := range map[string]time.Duration{"stripe": 300 * time.Second, "standard-webhooks": 300 * time.Second, "svix": 300 * time.Second, "github": 0, "shopify": 0, "nope": 0} {
+	for p, d := range map[string]time.Duration{"stripe": 300 * time.Second, "standard-webhooks": 300 * time.Second, "svix": 300 * time.Second, "slack": 300 * time.Second, "github": 0, "shopify": 0, "nope": 0} {
 		if got := DefaultTolerance(p); got != d {
 			t.Errorf("DefaultTolerance(%q) = %v, want %v", p, got, d)
 		}

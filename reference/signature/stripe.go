@@ -1,7 +1,6 @@
 package signature
 
 import (
-	"crypto/hmac"
 	"encoding/hex"
 	"net/http"
 	"strconv"
@@ -16,7 +15,7 @@ import (
 // (one per active secret during a roll); v0, unknown schemes and unparsable v1 values
 // are ignored; timestamps older than the tolerance are rejected (stripe-go rejects only
 // too-old ones, so a future t is accepted).
-func verifyStripe(h http.Header, body []byte, secret string, now time.Time, tolerance time.Duration, skipTimestamp bool) *Error {
+func verifyStripe(h http.Header, body []byte, secret string, now time.Time, opt Options) *Error {
 	const name = "Stripe-Signature"
 	v, err := single(h, name)
 	if err != nil {
@@ -50,7 +49,16 @@ func verifyStripe(h http.Header, body []byte, secret string, now time.Time, tole
 			}
 			sigs = append(sigs, sig)
 		default:
-			// v0 (test-mode legacy) and unknown schemes are not ours to check.
+			if !opt.AnyScheme {
+				// v0 (test-mode legacy) and unknown schemes are not ours to check.
+				continue
+			}
+			// The any-scheme defect: every element but t= is taken for a signature.
+			sig, derr := hex.DecodeString(val)
+			if derr != nil {
+				continue // stripe-go: "Ignore invalid signatures"
+			}
+			sigs = append(sigs, sig)
 		}
 	}
 	if !haveT {
@@ -64,17 +72,13 @@ func verifyStripe(h http.Header, body []byte, secret string, now time.Time, tole
 	matched := false
 	for _, sig := range sigs {
 		// No early exit: the time taken does not tell which entry matched.
-		if hmac.Equal(expected, sig) {
+		if sigEqual(expected, sig, opt) {
 			matched = true
 		}
 	}
 	if !matched {
 		return fail(ReasonBadSignature, "header %s: none of %d v1 signatures matches the body", name, len(sigs))
 	}
-	if !skipTimestamp {
-		if age := now.Sub(time.Unix(ts, 0)); age > tolerance {
-			return fail(ReasonStaleTimestamp, "header %s: signed %ds ago, tolerance %ds", name, int64(age/time.Second), int64(tolerance/time.Second))
-		}
-	}
-	return nil
+	// stripe-go checks the past only.
+	return checkAge(name, time.Unix(ts, 0), now, opt, false)
 }

@@ -119,6 +119,42 @@ func InsertKeyUnlessEventIDSeen(ctx context.Context, q Querier, ev Event) (bool,
 	return true, nil
 }
 
+// Event-ID comparisons of the defects that key on less than the whole ID.
+const (
+	// IDPrefixLen is how many bytes of the event ID the id-truncated defect
+	// compares: more than any ID the harness sends elsewhere, fewer than it
+	// sends to tell a key that keeps only part of an ID.
+	IDPrefixLen = 48
+	// IDMatchPrefix compares the first IDPrefixLen bytes (as a key column or
+	// prefix index of that many characters would); IDMatchFolded compares
+	// lower-cased IDs (as a case-insensitive collation would).
+	IDMatchPrefix = "left(event_id, 48) = left($3, 48)"
+	IDMatchFolded = "lower(event_id) = lower($3)"
+)
+
+// InsertKeyUnlessIDMatches inserts the key unless a row of the same source and
+// account has an event ID that match (IDMatchPrefix, IDMatchFolded) takes for
+// the same. Used only by the id-truncated and id-case-folded defects: event
+// IDs are byte strings, compared whole.
+func InsertKeyUnlessIDMatches(ctx context.Context, q Querier, ev Event, match string) (bool, error) {
+	if match != IDMatchPrefix && match != IDMatchFolded {
+		return false, fmt.Errorf("insert event key: unknown ID comparison %q", match)
+	}
+	var one int
+	err := q.QueryRow(ctx, `INSERT INTO processed_webhook_events (source, account_id, event_id, event_type, payload)
+		SELECT $1, $2, $3, $4, $5
+		WHERE NOT EXISTS (SELECT 1 FROM processed_webhook_events WHERE source = $1 AND account_id = $2 AND `+match+`)
+		ON CONFLICT (source, account_id, event_id) DO NOTHING
+		RETURNING 1`, ev.Source, ev.AccountID, ev.EventID, ev.Type, ev.Payload).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("insert event key: %w", err)
+	}
+	return true, nil
+}
+
 // ArchivePayload copies the event's raw payload into webhook_payload_archive. Only
 // the orphan-payloads defect calls it: nothing ever deletes from that table, so the
 // copy outlives the payload TTL and the key.

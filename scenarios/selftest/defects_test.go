@@ -105,13 +105,29 @@ var breaks = map[string]map[string][]string{
 	// Every check that runs on each endpoint sees it.
 	"rotated-secret": {"ACK-3": {"ack.control-rejected"}, "ACK-6": {"ack.unknown-type-rejected"},
 		"DEDUP-1": {"dedup.not-acked"}, "DEDUP-2": {"dedup.not-acked"}, "ACK-2": {"ack.timeout"},
-		"ACK-5": {"ack.control-rejected"}, "ACK-7": {"ack.boundary-rejected"}},
+		"ACK-5": {"ack.control-rejected"}, "ACK-7": {"ack.boundary-rejected"},
+		"ACK-9": {"ack.control-rejected"}, "DEDUP-8": {"dedup.not-acked"}},
 	"skip-large-bodies": {"ACK-7": {"ack.boundary-not-applied", "reconcile.lost"}},
 	"short-retention": {"RETENTION-1": {"retention.key-purged-early", "retention.replay-applied"},
 		"RETENTION-2": {"retention.key-purged-early", "retention.replay-applied"}, "RETENTION-3": {"retention.key-purged-early"}},
-	"skip-signature":       {"ACK-3": {"ack.accepted-bad-input", "ack.stored-bad-input"}, "ACK-4": {"ack.accepted-bad-input"}},
-	"skip-timestamp-check": {"ACK-4": {"ack.accepted-bad-input", "ack.stored-bad-input"}},
+	// Nothing signed is checked: every signed input changed after signing is
+	// accepted, and so is a forged handshake.
+	"skip-signature": {"ACK-3": {"ack.accepted-bad-input", "ack.stored-bad-input"}, "ACK-4": {"ack.accepted-bad-input"},
+		"ACK-8": {"ack.handshake-bad-accepted"},
+		"ACK-9": {"ack.unsigned-body", "ack.unsigned-id", "ack.unsigned-timestamp", "ack.wrong-key-accepted",
+			"ack.signature-format-accepted", "ack.signature-truncated-accepted", "ack.future-accepted"}},
+	"skip-timestamp-check": {"ACK-4": {"ack.accepted-bad-input", "ack.stored-bad-input"}, "ACK-9": {"ack.future-accepted"}},
 	"slow-ack":             {"ACK-2": {"ack.timeout"}},
+	// The derived checks: the provider's handshake (Slack's), every signed
+	// input, the event identity.
+	"handshake-echo-wrong":     {"ACK-8": {"ack.handshake-wrong"}},
+	"handshake-unsigned":       {"ACK-8": {"ack.handshake-bad-accepted"}},
+	"handshake-as-event":       {"ACK-8": {"ack.handshake-stored"}},
+	"signature-prefix-compare": {"ACK-9": {"ack.signature-truncated-accepted"}},
+	"signature-any-scheme":     {"ACK-9": {"ack.signature-format-accepted"}},
+	"future-timestamps":        {"ACK-9": {"ack.future-accepted"}},
+	"id-truncated":             {"DEDUP-8": {"dedup.identity-truncated"}},
+	"id-case-folded":           {"DEDUP-8": {"dedup.identity-case-folded"}},
 }
 
 // inboxBreaks are the expectations of the inbox and outbox defects, run against
@@ -397,6 +413,19 @@ var provenByExamples = map[string]string{
 	"retention.key-expires-early": "TestRedisExampleIsCertified (examples/redis-receiver with short-ttl)",
 }
 
+// provenOnCheckers are the deviation codes no profile the reference serves
+// can show firing, each with why: the checker tables
+// (scenarios/check/derived_checker_test.go) and the derived checks' own
+// receiver (scenarios/derive_test.go, a profile that exists only there) show
+// them firing.
+var provenOnCheckers = map[string]string{
+	"ack.handshake-late":         "Slack's contract documents no handshake deadline",
+	"ack.handshake-revalidation": "Slack does not re-validate its endpoints",
+	"ack.unsigned-url":           "no profile the reference serves signs the URL or the method",
+	"ack.unsigned-form":          "no profile the reference serves sends a form",
+	"ack.unsigned-header":        "no profile the reference serves signs a header besides the event ID and timestamp",
+}
+
 // notOnReference are the guarantees the reference's clean runs cannot run,
 // with why and the example receiver test that runs them (and holds them to
 // their declared reads through its verdicts).
@@ -440,12 +469,24 @@ func TestDefects(t *testing.T) {
 				t.Errorf("provenByExamples lists %s, which is no deviation code", c)
 			}
 		}
+		for c := range provenOnCheckers {
+			if _, ok := scenarios.DeviationCodes()[c]; !ok {
+				t.Errorf("provenOnCheckers lists %s, which is no deviation code", c)
+			}
+		}
 		if len(ran) < len(runs) {
 			t.Logf("%d of %d runs ran (-run narrowed them): not checking that every deviation code fires against some defect, which takes them all", len(ran), len(runs))
 		} else {
 			for _, c := range slices.Sorted(maps.Keys(scenarios.DeviationCodes())) {
 				if by, ok := provenByExamples[c]; ok {
 					t.Logf("deviation code %s is shown to fire by %s", c, by)
+					continue
+				}
+				if why, ok := provenOnCheckers[c]; ok {
+					if fired[c] {
+						t.Errorf("deviation code %s fired against a defect: remove it from provenOnCheckers", c)
+					}
+					t.Logf("deviation code %s is shown to fire by the checker tables and scenarios/derive_test.go: %s", c, why)
 					continue
 				}
 				if !fired[c] {

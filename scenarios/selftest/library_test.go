@@ -109,7 +109,7 @@ func inboxReference(t *testing.T, bin string) hookcerttest.Target {
 	}
 	for _, e := range []struct{ profile, account string }{
 		{"stripe", "acct_A"}, {"stripe", "acct_B"}, {"standard-webhooks", "acct_A"},
-		{"github", "acct_A"}, {"shopify", "acct_A"}, {"svix", "acct_A"},
+		{"github", "acct_A"}, {"shopify", "acct_A"}, {"svix", "acct_A"}, {"slack", "acct_A"},
 	} {
 		sec, err := profiles.GenerateSecret(e.profile, rand.Reader)
 		if err != nil {

@@ -91,6 +91,7 @@ var concurrentNotRaces = map[string]string{
 	"ACK-5":   "bad deliveries and their positive controls go at once only to keep the run short; each is judged on its own",
 	"ACK-6":   "unknown types and their positive controls go at once only to keep the run short; each is judged on its own",
 	"ACK-7":   "bodies either side of the size limit go at once only to keep the run short; each is judged on its own",
+	"ACK-9":   "deliveries with one signed input changed, and their positive controls, go at once only to keep the run short; each is judged on its own",
 	"DEDUP-7": "the intervening events go in batches only to keep the run short",
 	"INBOX-1": "events accepted at once while the inbox is locked, then a kill; judged per event after the restart",
 	"INBOX-7": "events accepted at once and held back from their workers; judged per event after the purge",

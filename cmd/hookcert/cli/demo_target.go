@@ -19,10 +19,11 @@ import (
 
 // demoEndpoints are the reference receiver's endpoints in a demo: two accounts of one
 // profile (account scope), several profiles (source scope), header-carried and
-// body-carried event IDs, signed timestamps and not.
+// body-carried event IDs, signed timestamps and not, and a provider that
+// verifies its endpoint with a handshake (Slack).
 var demoEndpoints = []struct{ profile, account string }{
 	{"stripe", "acct_A"}, {"stripe", "acct_B"}, {"standard-webhooks", "acct_A"},
-	{"github", "acct_A"}, {"shopify", "acct_A"}, {"svix", "acct_A"},
+	{"github", "acct_A"}, {"shopify", "acct_A"}, {"svix", "acct_A"}, {"slack", "acct_A"},
 }
 
 // demoShape is how the demo runs the reference beyond its design.
