@@ -60,7 +60,13 @@ func alterSecrets(p profiles.Profile, facts *profiles.Facts, secrets []string, f
 			return nil, fmt.Errorf("faults.signature: %s needs the endpoint's secret", f.Signature)
 		}
 		if f.Signature == SignatureAllInvalid {
-			return []string{wrongSecretsK(p, secrets[:1], 0)[0], wrongSecretsK(p, secrets[:1], 1)[0]}, nil
+			two := []string{wrongSecretsK(p, secrets[:1], 0)[0], wrongSecretsK(p, secrets[:1], 1)[0]}
+			if two[0] == secrets[0] || two[1] == secrets[0] || two[0] == two[1] {
+				// A profile whose wrong secret, made twice, is the right one
+				// again would send a valid signature among the "invalid".
+				return nil, fmt.Errorf("faults.signature: %s: profile %s gave no two distinct wrong secrets", f.Signature, p.ID())
+			}
+			return two, nil
 		}
 		// The invalid one first: a receiver that reads only the first refuses.
 		return []string{wrongSecretsK(p, secrets[:1], 0)[0], secrets[0]}, nil

@@ -3,6 +3,7 @@ package simulator
 import (
 	"context"
 	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -393,6 +394,30 @@ func TestSignatureFormat(t *testing.T) {
 		}
 		if got, err := SignatureFormat(p, []string{sec}); err != nil || got != want {
 			t.Errorf("%s: %q %v, want %q", id, got, err, want)
+		}
+	}
+}
+
+// Every registered profile that sends several signatures gets two wrong
+// secrets distinct from its own and from each other: a wrong secret made
+// twice must not be the right one again (a flip of one byte would be).
+func TestAllInvalidSignaturesUseTwoWrongKeys(t *testing.T) {
+	for _, p := range profiles.All() {
+		facts := p.Facts()
+		if !facts.MultipleSignatures {
+			continue
+		}
+		secret, err := profiles.GenerateSecret(p.ID(), rand.Reader)
+		if err != nil {
+			t.Fatalf("%s: %v", p.ID(), err)
+		}
+		two, err := alterSecrets(p, &facts, []string{secret}, Faults{Signature: SignatureAllInvalid})
+		if err != nil {
+			t.Errorf("%s: %v", p.ID(), err)
+			continue
+		}
+		if len(two) != 2 || two[0] == secret || two[1] == secret || two[0] == two[1] {
+			t.Errorf("%s: all-invalid secrets are not two wrong keys (equal to the endpoint's: %v, %v; to each other: %v)", p.ID(), two[0] == secret, two[1] == secret, two[0] == two[1])
 		}
 	}
 }

@@ -193,8 +193,10 @@ func (s *sigScheme) wrongKey(key []byte) ([]byte, error) {
 	case algToken:
 		return append([]byte("wrong-"), key...), nil
 	}
+	// Add one, not flip: applied twice it must give a third key (two wrong
+	// signatures), where a flip gives the endpoint's own key back.
 	w := append([]byte(nil), key...)
-	w[0] ^= 0xff
+	w[0]++
 	return w, nil
 }
 
