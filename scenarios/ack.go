@@ -294,7 +294,7 @@ var ack5 = Guarantee{
 	Promise: "A signed delivery with malformed JSON, no event ID, or an oversized body gets a 4xx and leaves nothing behind.",
 	Why:     "Storing an event without an ID, or reading unbounded bodies, corrupts the key space or exhausts memory.",
 	Spec:    "malformed JSON, a missing event ID or an oversized body gets a 4xx and leaves nothing",
-	Sends:   "malformed JSON, no event ID and a body twice the size limit on every endpoint, beside a control",
+	Sends:   "malformed JSON (not to form-encoded endpoints: a form has no malformed bytes), no event ID and a body twice the size limit on every endpoint, beside a control",
 	Expects: "4xx and nothing stored; the control applied",
 	codes:   []Code{codeAckAcceptedBadInput, codeAckStoredBadInput, codeAckControlRejected},
 	Reads:   []Read{{Query: queryEventRows, Tells: "each invalid delivery's event (0), the one without an event ID read with $3 empty too; the control's (1)"}, {Query: queryEffects, Tells: "the same events' effects"}},
@@ -310,6 +310,10 @@ var ack5 = Guarantee{
 				{"missing event ID", simulator.Faults{MissingID: true}},
 				{fmt.Sprintf("oversized body (%d bytes, twice the %d-byte limit)", 2*limit, limit), simulator.Faults{OversizeBytes: 2 * limit}},
 			} {
+				if f.faults.MalformedJSON && formBody(ep) {
+					s.note("%s sends form-encoded bodies: no malformed JSON to send (every form parser reads any bytes)", ep.name())
+					continue
+				}
 				jobs = append(jobs, s.badDelivery(ep, ep.name()+" "+f.name, f.faults))
 			}
 			jobs = append(jobs, s.control(ep))
@@ -358,7 +362,7 @@ var ack7 = Guarantee{
 	Promise: "A legitimate, correctly signed delivery just under the size limit (the target's limits.max_body_bytes, 1 MiB by default) is acknowledged and applied.",
 	Why:     "A body cap tighter than what the provider sends rejects real events; the provider retries them until it gives up, and the change is lost.",
 	Spec:    "a legitimate body just under the size limit is acknowledged and applied",
-	Sends:   "an `effect` event padded with JSON whitespace to 1 KiB under the size limit, on every endpoint",
+	Sends:   "an `effect` event padded with JSON whitespace (a form: with a padding parameter) to 1 KiB under the size limit, on every endpoint",
 	Expects: "2xx, 1 row, 1 effect",
 	codes:   []Code{codeAckBoundaryRejected, codeAckBoundaryNotApplied},
 	Reads:   []Read{{Query: queryEventRows, Tells: "the padded event's key rows: 1"}, {Query: queryEffects, Tells: "the padded event's effects: 1"}},
@@ -837,4 +841,10 @@ func latencies(recs []history.Attempt) (p50, p99, max time.Duration) {
 	}
 	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
 	return ds[len(ds)/2], ds[(len(ds)*99)/100], ds[len(ds)-1]
+}
+
+// formBody reports whether ep's provider sends application/x-www-form-urlencoded
+// bodies (Twilio).
+func formBody(ep Endpoint) bool {
+	return strings.HasPrefix(strings.ToLower(ep.Profile.Facts().ContentType), "application/x-www-form-urlencoded")
 }

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"reflect"
 	"strconv"
 	"strings"
@@ -302,6 +303,27 @@ func TestPadWhitespace(t *testing.T) {
 		if err != nil || string(b) != want {
 			t.Errorf("padWhitespace(%q) = %q, %v; want %q", in, b, err, want)
 		}
+	}
+}
+
+// A form grows by a parameter of its own: its fields keep their values, the
+// padding is one more field, and the length is exact.
+func TestPadForm(t *testing.T) {
+	for in, want := range map[string]string{
+		"A=1&B=two": "A=1&B=two&hookcert_padding=xxxx",
+		"":          "hookcert_padding=xx",
+	} {
+		b, err := padForm([]byte(in), len(want))
+		if err != nil || string(b) != want {
+			t.Errorf("padForm(%q) = %q, %v; want %q", in, b, err, want)
+		}
+		q, err := url.ParseQuery(string(b))
+		if err != nil || (in != "" && q.Get("B") != "two") {
+			t.Errorf("padForm(%q) = %q: the form's fields changed (%v)", in, b, q)
+		}
+	}
+	if _, err := padForm([]byte("A=1"), 10); err == nil {
+		t.Error("padForm to fewer bytes than the body and its parameter: no error")
 	}
 }
 

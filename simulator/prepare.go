@@ -74,6 +74,11 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 		}
 	}
 	if f.MalformedJSON {
+		// A form parses whatever its bytes (every parser skips a bad escape),
+		// so there is no malformed form a receiver must refuse.
+		if isForm(facts) {
+			return nil, fmt.Errorf("faults.malformed_json: profile %s sends a form body (%s), not JSON", p.ID(), facts.ContentType)
+		}
 		// Truncation keeps the bytes realistic while making the JSON invalid; the
 		// truncated bytes are what gets signed.
 		if len(body) < 2 {
@@ -88,7 +93,11 @@ func prepare(p profiles.Profile, facts *profiles.Facts, secrets []string, ev pro
 	}
 	if padTo > 0 {
 		// After the ID removal, which re-encodes the body and would drop the padding.
-		if body, err = padWhitespace(body, padTo); err != nil {
+		pad := padWhitespace
+		if isForm(facts) {
+			pad = padForm
+		}
+		if body, err = pad(body, padTo); err != nil {
 			return nil, fmt.Errorf("pad_to: %w", err)
 		}
 	}
@@ -246,6 +255,35 @@ func padJSON(body []byte, n int) ([]byte, error) {
 		return nil, fmt.Errorf("must be at least the body size %d (got %d)", len(body), n)
 	}
 	return append(append([]byte(nil), body...), bytes.Repeat([]byte{' '}, n-len(body))...), nil
+}
+
+// isForm reports whether the profile sends application/x-www-form-urlencoded
+// bodies (Twilio).
+func isForm(facts *profiles.Facts) bool {
+	return strings.HasPrefix(strings.ToLower(facts.ContentType), "application/x-www-form-urlencoded")
+}
+
+// padFormParam names the parameter padForm adds: whitespace at the end of a
+// form would change its last value, so a form grows by a parameter of its
+// own, signed with the rest (a receiver reads the fields it knows).
+const padFormParam = "hookcert_padding"
+
+// padForm grows a form body to exactly n bytes with one more parameter.
+func padForm(body []byte, n int) ([]byte, error) {
+	extra := len("&" + padFormParam + "=")
+	if len(body) == 0 {
+		extra--
+	}
+	if n < len(body)+extra {
+		return nil, fmt.Errorf("must be at least the body size %d plus the %d bytes of a padding parameter (got %d)", len(body), extra, n)
+	}
+	out := make([]byte, 0, n)
+	out = append(out, body...)
+	if len(body) > 0 {
+		out = append(out, '&')
+	}
+	out = append(out, padFormParam+"="...)
+	return append(out, bytes.Repeat([]byte{'x'}, n-len(out))...), nil
 }
 
 // padWhitespace grows body to exactly n bytes with spaces: right after the
