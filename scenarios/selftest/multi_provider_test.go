@@ -13,20 +13,17 @@ import (
 const multiProviderSeed = "5e1f7e57d15c0dd0a11ce0f5e1f7e57d15c0dd0a11ce0f5e1f7e57d15c0dd0a1"
 
 // multiProviderEnv holds the example's secrets, each in its provider's
-// format: a Twilio Auth Token (32 hex digits), the Discord signing seed and
-// its public key (hex), a Zoom Secret Token, a Clerk (Svix) whsec_ secret.
-// The public key is given to the receiver through the environment until the
-// target file derives it from the seed.
+// format: a Twilio Auth Token (32 hex digits), the Discord signing seed
+// (hex), a Zoom Secret Token, a Clerk (Svix) whsec_ secret. The receiver gets
+// the seed's public key from the target file ({{publicKey "discord"}}).
 func multiProviderEnv() []string {
 	seed, err := hex.DecodeString(multiProviderSeed)
 	if err != nil || len(seed) != ed25519.SeedSize {
 		panic("multiProviderSeed must be 32 bytes of hex")
 	}
-	pub := ed25519.NewKeyFromSeed(seed).Public().(ed25519.PublicKey)
 	return []string{
 		"TWILIO_AUTH_TOKEN=5e1f7e57a0d1c0ffee0ddba11f00dfee",
 		"DISCORD_SIGNING_KEY=" + multiProviderSeed,
-		"DISCORD_PUBLIC_KEY=" + hex.EncodeToString(pub),
 		"ZOOM_SECRET_TOKEN=selftestZoomSecretToken01",
 		"CLERK_WEBHOOK_SECRET=whsec_c2VsZnRlc3QtbXVsdGktcHJvdmlkZXItY2xlcmstMDE=",
 	}
