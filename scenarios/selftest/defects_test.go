@@ -411,6 +411,7 @@ func (s *slots) release() {
 // with the example receiver test that shows it firing against a planted defect.
 var provenByExamples = map[string]string{
 	"retention.key-expires-early": "TestRedisExampleIsCertified (examples/redis-receiver with short-ttl)",
+	"ack.unsigned-url":            "TestExampleReceiversAreCertified/multi-provider (Twilio, twilio-signature-path-only)",
 }
 
 // provenOnCheckers are the deviation codes no profile the reference serves
@@ -421,7 +422,6 @@ var provenByExamples = map[string]string{
 var provenOnCheckers = map[string]string{
 	"ack.handshake-late":         "Slack's contract documents no handshake deadline",
 	"ack.handshake-revalidation": "Slack does not re-validate its endpoints",
-	"ack.unsigned-url":           "no profile the reference serves signs the URL or the method",
 	"ack.unsigned-form":          "no profile the reference serves sends a form",
 	"ack.unsigned-header":        "no profile the reference serves signs a header besides the event ID and timestamp",
 }
