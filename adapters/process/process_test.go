@@ -221,16 +221,18 @@ func TestExitBeforeReady(t *testing.T) {
 
 func TestNeverReady(t *testing.T) {
 	spec, addr := helperSpec(t, "never-ready")
-	spec.ReadyTimeout = 700 * time.Millisecond
+	// Long enough for a race-built helper to listen and answer 503 on a
+	// loaded machine: the error must quote that answer.
+	spec.ReadyTimeout = 3 * time.Second
 	start := time.Now()
 	_, err := Start(context.Background(), spec)
 	if err == nil {
 		t.Fatal("no error")
 	}
-	if d := time.Since(start); d < 700*time.Millisecond || d > 5*time.Second {
+	if d := time.Since(start); d < 3*time.Second || d > 10*time.Second {
 		t.Errorf("gave up after %s", d)
 	}
-	for _, want := range []string{"not ready after 700ms", "503 Service Unavailable", "listening on"} {
+	for _, want := range []string{"not ready after 3s", "503 Service Unavailable", "listening on"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}
