@@ -32,10 +32,12 @@ endif
 # (settle periods, restarts, lock gates), the race detector mostly computes.
 # Each half's output is printed whole when it ends.
 .PHONY: test-race-pkgs test-rest-pkgs
+# -timeout: the self-test certifies every defect and example; on a loaded
+# runner it may pass go test's default 10 minutes and be killed mid-run.
 test-race-pkgs:
-	$(GO) test -race -count=1 $(RACE_PKGS)
+	$(GO) test -race -count=1 -timeout 30m $(RACE_PKGS)
 test-rest-pkgs:
-	$(GO) test -count=1 $(filter %/selftest,$(REST_PKGS)) $(filter-out %/selftest,$(REST_PKGS))
+	$(GO) test -count=1 -timeout 30m $(filter %/selftest,$(REST_PKGS)) $(filter-out %/selftest,$(REST_PKGS))
 
 .PHONY: test-race
 test-race: ## Run every test with the race detector

@@ -85,7 +85,7 @@ func (e *Env) derived(c Capability) (ok bool, why string, known bool) {
 		if _, ok := e.endpointWhere(func(ep Endpoint) bool { _, ok := ep.handshaker(); return ok }); ok {
 			return true, "", true
 		}
-		return false, "no endpoint's profile verifies the endpoint with a handshake (" + e.profileNames() + ")", true
+		return false, "the endpoints' profiles (" + e.profileNames() + ") verify no endpoint with a handshake", true
 	case "signed-inputs":
 		if _, ok := e.endpointWhere(func(ep Endpoint) bool { return len(ep.signedInputs()) > 0 }); ok {
 			return true, "", true

@@ -100,6 +100,23 @@ func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bo
 	return o.Version, o.Status, o.Found
 }
 
+// objectUntil reads an ordered object until its key is want, for a receiver
+// that applies events after its 2xx: its quiescent query may read true while
+// an event backs off (retried once its object exists), so one read after
+// quiescence may come before the retry; the settle period bounds the wait.
+// A synchronous receiver is read once. The checker judges the last read.
+func (s *session) objectUntil(ep Endpoint, objectID, phase string, want int64) {
+	s.settled()
+	deadline := time.Now().Add(s.settleFor())
+	for {
+		v, _, _ := s.object(ep, objectID, phase)
+		if v == want || !s.env.Acceptance.Async || !time.Now().Before(deadline) || s.ctx.Err() != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 // lifecycleState reads a lifecycle object's state.
 func (s *session) lifecycleState(ep Endpoint, objectID, phase string) (string, bool) {
 	o := s.read(queryState, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *history.Observation) error {
