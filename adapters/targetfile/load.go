@@ -142,17 +142,29 @@ func Parse(data []byte, vars Vars, opts ...Option) (*Target, error) {
 	return parse(data, vars, o)
 }
 
-func parse(data []byte, vars Vars, o options) (*Target, error) {
+// decodeFirst bounds data and decodes its first YAML document into root;
+// empty reports a file with no document at all. dec reads on from there.
+func decodeFirst(data []byte) (dec *yaml.Decoder, root yaml.Node, empty bool, err error) {
 	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d bytes (1 MiB)", ErrTooLarge, len(data), MaxFileBytes)
+		return nil, root, false, fmt.Errorf("%w: %d bytes, limit %d bytes (1 MiB)", ErrTooLarge, len(data), MaxFileBytes)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var root yaml.Node
+	dec = yaml.NewDecoder(bytes.NewReader(data))
 	if err := dec.Decode(&root); err != nil {
 		if errors.Is(err, io.EOF) {
-			return nil, &FieldError{Path: "target", Rule: "required (the file is empty)"}
+			return dec, root, true, nil
 		}
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+		return nil, root, false, fmt.Errorf("invalid YAML: %w", err)
+	}
+	return dec, root, false, nil
+}
+
+func parse(data []byte, vars Vars, o options) (*Target, error) {
+	dec, root, empty, err := decodeFirst(data)
+	if err != nil {
+		return nil, err
+	}
+	if empty {
+		return nil, &FieldError{Path: "target", Rule: "required (the file is empty)"}
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {

@@ -1,8 +1,6 @@
 package targetfile
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -164,16 +162,9 @@ func (t *Target) KnownProfiles(builtin []string) []string {
 // target file is not checked. Errors are Parse's: each a *FieldError naming
 // profiles[i].… and its line.
 func ParseProfiles(data []byte) ([]profiles.Contract, error) {
-	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("%w: %d bytes, limit %d bytes (1 MiB)", ErrTooLarge, len(data), MaxFileBytes)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var root yaml.Node
-	if err := dec.Decode(&root); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("invalid YAML: %w", err)
+	_, root, empty, err := decodeFirst(data)
+	if err != nil || empty {
+		return nil, err
 	}
 	top := &root
 	if top.Kind == yaml.DocumentNode && len(top.Content) > 0 {
