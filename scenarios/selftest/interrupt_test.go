@@ -87,17 +87,19 @@ func receiverGoesAway(t *testing.T, signal, reason, detail string) {
 	// to judge.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	// ACK-2 first (seeded order) keeps the receiver busy long enough to be killed
-	// from outside while a scenario runs.
+	// The signal goes once the first scenario (ACK-2, seeded order) has
+	// ended, so that it lands inside DEDUP-1, slow under slow-ack: a timer
+	// from the receiver's start could land in ACK-2, which slow-ack fails
+	// anyway, or before the run was under way on a loaded machine.
 	c := exec.CommandContext(ctx, bin, "demo", "--database-url", pgtest.ServerURL(), "--report-dir", dir, "--seed", "9",
 		"--defect", "slow-ack", "--label-filter", "ACK-2 || DEDUP-1 || ACK-6")
 	killed := false
 	out, _ := watch(t, c, func(line string) {
-		if !killed && strings.HasPrefix(line, "starting the receiver") {
+		if !killed && strings.HasPrefix(line, "[1/") {
 			killed = true
 			go func() {
-				// Signal the receiver (the demo's child) once the run is under way.
-				time.Sleep(1500 * time.Millisecond)
+				// Signal the receiver (the demo's child) once DEDUP-1 is under way.
+				time.Sleep(300 * time.Millisecond)
 				pids, _ := exec.Command("pgrep", "-P", fmt.Sprint(c.Process.Pid)).Output()
 				for _, p := range strings.Fields(string(pids)) {
 					_ = exec.Command("kill", "-"+signal, p).Run()
