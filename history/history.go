@@ -241,6 +241,27 @@ type Sink struct {
 	AtNS int64 `json:"at_ns"`
 }
 
+// APICall is one call the receiver made to the harness's provider API
+// (GET of an object it was sent an event about).
+type APICall struct {
+	Scenario int `json:"scenario,omitempty"`
+	// Seq numbers the API's calls from 1 in arrival order.
+	Seq    int    `json:"seq"`
+	Method string `json:"method"`
+	Path   string `json:"path"`
+	// Provider and Object are the route's ("" when the path matched none).
+	Provider string `json:"provider,omitempty"`
+	Object   string `json:"object,omitempty"`
+	// Status answered; Fault is the injected fault ("404", "429", "503",
+	// "slow:250ms"; "" when none); Key is the ordering key of the version
+	// answered (0 when none was).
+	Status int    `json:"status"`
+	Fault  string `json:"fault,omitempty"`
+	Key    int64  `json:"key,omitempty"`
+	// AtNS is when the call arrived, nanoseconds since the run started.
+	AtNS int64 `json:"at_ns"`
+}
+
 // History is everything that happened in a run.
 type History struct {
 	Meta         Meta          `json:"meta"`
@@ -252,6 +273,8 @@ type History struct {
 	Sink []Sink `json:"sink,omitempty"`
 	// Gates are the lock gates the scenarios held.
 	Gates []Gate `json:"gates,omitempty"`
+	// APICalls are the receiver's calls to the provider API (capability refetch).
+	APICalls []APICall `json:"api_calls,omitempty"`
 }
 
 // OutcomeCounts counts attempts per outcome.
@@ -331,11 +354,12 @@ type jsonLine struct {
 	Observation *Observation `json:"observation,omitempty"`
 	Sink        *Sink        `json:"sink,omitempty"`
 	Gate        *Gate        `json:"gate,omitempty"`
+	APICall     *APICall     `json:"api_call,omitempty"`
 }
 
 // WriteJSONL writes the history as JSON Lines: one "meta" line (schema
 // Schema), then one line per scenario, attempt, release, observation, sink
-// call and lock gate.
+// call, lock gate and provider API call.
 func (h *History) WriteJSONL(w io.Writer) error {
 	bw := bufio.NewWriter(w)
 	enc := json.NewEncoder(bw)
@@ -372,6 +396,11 @@ func (h *History) WriteJSONL(w io.Writer) error {
 	for i := range h.Gates {
 		if err := enc.Encode(jsonLine{Kind: "gate", Gate: &h.Gates[i]}); err != nil {
 			return fmt.Errorf("write history gate %d: %w", i, err)
+		}
+	}
+	for i := range h.APICalls {
+		if err := enc.Encode(jsonLine{Kind: "api_call", APICall: &h.APICalls[i]}); err != nil {
+			return fmt.Errorf("write history api call %d: %w", i, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -437,8 +466,13 @@ func ReadJSONL(r io.Reader) (*History, error) {
 				return nil, fmt.Errorf("history line %d: kind gate without a gate object", line)
 			}
 			h.Gates = append(h.Gates, *l.Gate)
+		case "api_call":
+			if l.APICall == nil {
+				return nil, fmt.Errorf("history line %d: kind api_call without an api_call object", line)
+			}
+			h.APICalls = append(h.APICalls, *l.APICall)
 		default:
-			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, scenario, attempt, release, observation, sink, gate", line, l.Kind)
+			return nil, fmt.Errorf("history line %d: kind %q is not one of meta, scenario, attempt, release, observation, sink, gate, api_call", line, l.Kind)
 		}
 	}
 	if err := sc.Err(); err != nil {
