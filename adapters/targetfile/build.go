@@ -44,6 +44,7 @@ func (v *validator) build(doc *rawDoc) *Target {
 	v.events(t, rt)
 	v.acceptance(t, rt.Acceptance)
 	v.queues(t, rt)
+	v.providerAPI(t, rt.ProviderAPI)
 	// Capabilities last but for the worker: their needs read what the other
 	// sections built (the templates' variables included).
 	v.capabilities(t, rt)

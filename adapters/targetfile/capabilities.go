@@ -40,11 +40,14 @@ const (
 	// Outbox: the receiver's downstream calls go to the harness's sink,
 	// {{.SinkURL}}, with an operation key (needs target.outbox).
 	Outbox Capability = "outbox"
+	// Refetch: the receiver fetches the object of each event from the
+	// harness's provider API, {{.ProviderAPIURL}} (needs target.provider_api).
+	Refetch Capability = "refetch"
 )
 
 // Capabilities lists every valid capability in documentation order.
 var Capabilities = []Capability{Crash, LockGating, ConnectionLoss, Failpoints, Ordering,
-	StateMachine, DomainConstraint, Deletion, Retention, Inbox, Outbox}
+	StateMachine, DomainConstraint, Deletion, Retention, Inbox, Outbox, Refetch}
 
 // Reserved reports whether c is accepted in a target file but not yet checked by
 // any scenario (none is, today).
@@ -90,6 +93,8 @@ func (v *validator) needs(p []any, c Capability, rt *rawTarget) string {
 		return stateNeeds(c, rt, pg)
 	case Inbox, Outbox:
 		return v.asyncNeeds(p, c, rt)
+	case Refetch:
+		return v.refetchNeeds(p, rt)
 	case Retention:
 		switch {
 		case rt.Retention == nil:

@@ -63,6 +63,8 @@ var PlaceholderVars = Vars{
 	ListenAddr:  "127.0.0.1:65535",
 	SinkURL:     "http://127.0.0.1:65534",
 	Port:        "65535",
+	// The provider API's stand-in, beside the sink's.
+	ProviderAPIURL: "http://127.0.0.1:65533",
 }
 
 // Inspect checks a whole target file as Validate does and returns it rendered

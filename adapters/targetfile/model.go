@@ -76,6 +76,9 @@ type Target struct {
 	// Inbox and Outbox are the declared asynchronous work (nil when absent).
 	Inbox  *InboxSpec
 	Outbox *OutboxSpec
+	// ProviderAPI is the harness's provider API the receiver calls (nil when
+	// the file declares none).
+	ProviderAPI *ProviderAPISpec
 	// DeclaredProfiles are the providers the file declares (its top-level
 	// profiles: list), in file order; endpoints may name them beside the
 	// built-in profiles (LookupProfile).

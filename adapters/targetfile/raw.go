@@ -39,6 +39,9 @@ type rawTarget struct {
 	// Inbox and Outbox declare the receiver's asynchronous work (queue.go).
 	Inbox  *rawInbox  `yaml:"inbox"`
 	Outbox *rawOutbox `yaml:"outbox"`
+	// ProviderAPI is the harness's provider API the receiver may call
+	// (providerapi.go).
+	ProviderAPI *rawProviderAPI `yaml:"provider_api"`
 }
 
 type rawLimits struct {

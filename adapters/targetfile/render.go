@@ -24,10 +24,12 @@ type Vars struct {
 	BaseURL string
 	// SinkURL is the harness's downstream sink (capability outbox).
 	SinkURL string
+	// ProviderAPIURL is the harness's provider API (capability refetch).
+	ProviderAPIURL string
 }
 
 // varNames are the template variables, sorted, for error messages.
-var varNames = []string{"BaseURL", "DatabaseURL", "ListenAddr", "Port", "SinkURL"}
+var varNames = []string{"BaseURL", "DatabaseURL", "ListenAddr", "Port", "ProviderAPIURL", "SinkURL"}
 
 // noEntryRE extracts the variable name from text/template's missingkey error.
 var noEntryRE = regexp.MustCompile(`no entry for key "([^"]*)"`)
@@ -83,7 +85,7 @@ func (v *validator) renderTemplate(segs []any, s string, allowEnv bool) (string,
 	templateVars(tpl.Tree.Root, v.used)
 	data := map[string]string{}
 	for k, val := range map[string]string{"BaseURL": v.vars.BaseURL, "DatabaseURL": v.vars.DatabaseURL,
-		"ListenAddr": v.vars.ListenAddr, "Port": v.vars.Port, "SinkURL": v.vars.SinkURL} {
+		"ListenAddr": v.vars.ListenAddr, "Port": v.vars.Port, "SinkURL": v.vars.SinkURL, "ProviderAPIURL": v.vars.ProviderAPIURL} {
 		if val != "" {
 			data[k] = val
 		}

@@ -66,6 +66,9 @@ func (t *Target) Secrets() []string {
 			}
 		}
 	}
+	if t.ProviderAPI != nil && !t.ProviderAPI.Key.IsZero() {
+		out = append(out, t.ProviderAPI.Key.Reveal())
+	}
 	return append(out, t.EnvSecrets()...)
 }
 
