@@ -19,6 +19,7 @@ var capabilityDocs = []struct{ name, doc string }{
 	{"retention", "declared: the receiver states its key and payload TTLs and offers a purge the harness can run as of a chosen time (`retention` section, `payload_present` query)"},
 	{"inbox", "declared: the receiver accepts events durably, answers (acceptance.mode async) and applies them in workers; needs `inbox` with its `lease` and `state` query, (state, attempts) per event"},
 	{"outbox", "declared: the receiver sends its downstream calls to the harness's sink, `{{.SinkURL}}`, with an operation key (`outbox` section)"},
+	{"refetch", "declared: the receiver fetches each event's object from the harness's provider API, `{{.ProviderAPIURL}}`, with the key `provider_api` declares"},
 	{"inbox-dead-letter", "derived: capability inbox and `inbox.max_attempts`"},
 	{"outbox-dead-letter", "derived: capability outbox, `outbox.max_attempts` and the `outbox.state` query"},
 	{"multi-account", "derived: two endpoints of one profile with different accounts"},

@@ -10,7 +10,7 @@ import (
 // listing its guarantees in its own file (dedup.go, atomic.go, …). Adding a
 // guarantee is adding its value to its family's list; a new family is one
 // file and one line here.
-var families = []family{dedupFamily, atomicFamily, ackFamily, orderFamily, retentionFamily, inboxFamily, outboxFamily}
+var families = []family{dedupFamily, atomicFamily, ackFamily, orderFamily, retentionFamily, inboxFamily, outboxFamily, refetchFamily}
 
 // catalogue is every guarantee in report order, as assembled from families.
 var catalogue = assemble(families)

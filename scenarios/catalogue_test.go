@@ -19,7 +19,7 @@ func TestGuaranteesDocIsCurrent(t *testing.T) {
 }
 
 func TestCatalogueIsWellFormed(t *testing.T) {
-	idRe := regexp.MustCompile(`^(DEDUP|ATOMIC|ACK|ORDER|RETENTION|INBOX|OUTBOX)-[1-9][0-9]*$`)
+	idRe := regexp.MustCompile(`^(DEDUP|ATOMIC|ACK|ORDER|RETENTION|INBOX|OUTBOX|REFETCH)-[1-9][0-9]*$`)
 	known := map[string]bool{}
 	for _, c := range capabilityDocs {
 		known[c.name] = true

@@ -43,7 +43,10 @@ func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, sh sim
 	seed := int64(h.Sum64() >> 1)
 	ds := make([]simulator.Delivery, len(evs))
 	for i, ev := range evs {
-		ds[i] = simulator.Delivery{Event: s.render(ep, ev), Shape: sh, Copies: copies, Together: together && i > 0}
+		ev = s.render(ep, ev)
+		// The provider's object moves on as it sends the event.
+		s.apiModel(role, ev)
+		ds[i] = simulator.Delivery{Event: ev, Shape: sh, Copies: copies, Together: together && i > 0}
 	}
 	recs, rels, err := s.run.runner(ep).Deliver(s.ctx, seed, ds, each)
 	if err != nil && s.ctx.Err() == nil {

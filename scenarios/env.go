@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -86,6 +87,44 @@ type Env struct {
 	// Sink is the harness's downstream service the receiver calls (capability
 	// outbox); nil when the run has none.
 	Sink Sink
+	// ProviderAPI is the provider's read API the receiver refetches objects
+	// from (capability refetch); nil when the run has none.
+	ProviderAPI ProviderAPI
+}
+
+// ProviderAPI is the harness's provider API: it answers with each object's
+// newest state as the simulator's model knows it. The session tells it every
+// event it sends (Put, Delete); scenarios queue faults and read the calls.
+type ProviderAPI interface {
+	// Put tells the API an object's state as of one event: the newest
+	// ordering key wins; an equal key replaces it unless stale is set.
+	Put(objectID string, body json.RawMessage, key int64, stale bool)
+	// Delete makes the object answer 404 from now on.
+	Delete(objectID string, key int64)
+	// Fail queues faults for the next calls on the object, one per call.
+	Fail(objectID string, faults ...APIFault)
+	// Drain returns the calls made since the previous Drain.
+	Drain() []APICall
+}
+
+// APIFault is what one call on an object gets instead of, or before, its
+// answer: Status (404, 429, 5xx; 0 answers the object), Retry-After with a
+// 429, and a delay first (bounded by the API).
+type APIFault struct {
+	Status     int
+	RetryAfter time.Duration
+	Delay      time.Duration
+}
+
+// APICall is one call the receiver made to the provider API.
+type APICall struct {
+	Seq              int
+	At               time.Time
+	Method, Path     string
+	Provider, Object string
+	Status           int
+	Fault            string
+	Key              int64
 }
 
 // InboxSpec is what a target declares of its inbox workers.

@@ -171,7 +171,13 @@ type Findings struct {
 // Check judges one scenario of g that ran, from its record and its share of
 // the history, and reconciles its deliveries with the rows read.
 func (g Guarantee) Check(rec history.Scenario, attempts []history.Attempt, obs []history.Observation, sink []history.Sink) Findings {
+	return g.CheckCalls(rec, attempts, obs, sink, nil)
+}
+
+// CheckCalls is Check with the scenario's calls to the provider API.
+func (g Guarantee) CheckCalls(rec history.Scenario, attempts []history.Attempt, obs []history.Observation, sink []history.Sink, calls []history.APICall) Findings {
 	v := newView(rec, attempts, obs, sink)
+	v.apiCalls = calls
 	if g.judge.check == nil {
 		return Findings{Unjudged: "no checker for " + g.ID}
 	}

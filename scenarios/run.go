@@ -77,6 +77,7 @@ func (r *Run) History() *history.History {
 	h.Releases = append([]history.Release(nil), r.hist.Releases...)
 	h.Observations = append([]history.Observation(nil), r.hist.Observations...)
 	h.Sink = append([]history.Sink(nil), r.hist.Sink...)
+	h.APICalls = append([]history.APICall(nil), r.hist.APICalls...)
 	if h.Meta.Finished.IsZero() {
 		h.Meta.Finished = time.Now().UTC()
 	}
@@ -132,6 +133,8 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) history.Scena
 	// Isolation: nothing of the previous scenario may still be running.
 	r.quiesce(ctx, s)
 	r.revive(ctx, s)
+	// Calls to the provider API made until now are the previous scenario's.
+	r.drainAPI(index - 1)
 	if reason := r.gone(); reason != "" {
 		rec.State, rec.Reason, rec.EndNS = history.ScenarioError, reason, int64(time.Since(r.start))
 		s.mu.Lock()
@@ -148,6 +151,7 @@ func (r *Run) Scenario(ctx context.Context, sp Spec, n, total int) history.Scena
 	defer cancel()
 	s.ctx = sctx
 	rec.State, rec.Reason = r.drive(s)
+	r.drainAPI(index)
 	r.mu.Lock()
 	r.prev = s
 	r.mu.Unlock()

@@ -17,6 +17,8 @@ type view struct {
 	attempts []history.Attempt
 	obs      []history.Observation
 	sink     []history.Sink
+	// apiCalls are the receiver's calls to the provider API.
+	apiCalls []history.APICall
 
 	devs      []Deviation
 	notes     []string

@@ -16,27 +16,28 @@ import (
 // (TestExampleReceiversAreCertified) holds every clean run of an example to
 // this list, so the verdicts the documentation renders from it are those of
 // every CI run.
+// None of these receivers calls a provider API (REFETCH).
 var ExampleNotApplicable = map[string][]string{
 	// Stripe has its event ID in the body; no failpoints; a synchronous
 	// receiver; PostgreSQL expires no key by itself (no key_ttl query).
 	// No example serves a provider that verifies endpoints with a handshake
 	// (ACK-8).
-	"stripe-shop": {"DEDUP-5", "ATOMIC-4", "ACK-8", "RETENTION-5", "INBOX", "OUTBOX"},
+	"stripe-shop": {"DEDUP-5", "ATOMIC-4", "ACK-8", "RETENTION-5", "INBOX", "OUTBOX", "REFETCH"},
 	// One endpoint; no failpoints, no purge; synchronous.
-	"node-receiver": {"DEDUP-3", "DEDUP-4", "ATOMIC-4", "ACK-8", "RETENTION", "INBOX", "OUTBOX"},
+	"node-receiver": {"DEDUP-3", "DEDUP-4", "ATOMIC-4", "ACK-8", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 	// One endpoint, no effect on an issue's transitions, issues whose open and
 	// closed reach each other, GitHub signs no timestamp, no ordered role.
-	"python-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ACK-4", "ACK-8", "ORDER", "RETENTION", "INBOX", "OUTBOX"},
+	"python-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ACK-4", "ACK-8", "ORDER", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 	// One provider; no failpoints; no downstream calls; no key_ttl query.
-	"django-receiver": {"DEDUP-4", "ATOMIC-4", "ACK-8", "RETENTION-5", "OUTBOX"},
+	"django-receiver": {"DEDUP-4", "ATOMIC-4", "ACK-8", "RETENTION-5", "OUTBOX", "REFETCH"},
 	// One endpoint, no lifecycle or ordered role, no retention, no outbox.
-	"github-gateway": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-4", "ACK-8", "ORDER", "RETENTION", "INBOX-7", "OUTBOX"},
+	"github-gateway": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-4", "ACK-8", "ORDER", "RETENTION", "INBOX-7", "OUTBOX", "REFETCH"},
 	// A declared provider (Acme): one profile, no handshake, an effect and an
 	// unhandled role only, no failpoints, retention, inbox or outbox.
-	"custom-provider": {"DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-8", "ORDER", "RETENTION", "INBOX", "OUTBOX"},
+	"custom-provider": {"DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-8", "ORDER", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 	// Four providers, one account: no lifecycle, no failpoints, no retention,
 	// inbox or outbox.
-	"multi-provider": {"DEDUP-3", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ORDER", "RETENTION", "INBOX", "OUTBOX"},
+	"multi-provider": {"DEDUP-3", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ORDER", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 }
 
 // ExampleVerdicts returns an example's clean verdicts, in catalogue order: the

@@ -146,6 +146,7 @@ type Part struct {
 	releases []history.Release
 	sink     []history.Sink
 	gates    []history.Gate
+	apiCalls []history.APICall
 }
 
 func split(h *history.History) map[int]*Part {
@@ -173,6 +174,9 @@ func split(h *history.History) map[int]*Part {
 	for _, g := range h.Gates {
 		get(g.Scenario).gates = append(get(g.Scenario).gates, g)
 	}
+	for _, c := range h.APICalls {
+		get(c.Scenario).apiCalls = append(get(c.Scenario).apiCalls, c)
+	}
 	return m
 }
 
@@ -190,7 +194,7 @@ func Scenario(g scenarios.Guarantee, sc history.Scenario, p *Part) Verdict {
 	default:
 		return Verdict{Status: reports.StatusError, Reason: fmt.Sprintf("history: scenario %d has state %q", sc.Index, sc.State), Notes: sc.Notes}
 	}
-	f := g.Check(sc, p.attempts, p.obs, p.sink)
+	f := g.CheckCalls(sc, p.attempts, p.obs, p.sink, p.apiCalls)
 	out := Verdict{Notes: append(append([]string(nil), sc.Notes...), f.Notes...), Deviations: f.Deviations}
 	switch {
 	case f.Unjudged != "":

@@ -31,6 +31,7 @@ import (
 	"github.com/hookcert/hookcert/adapters/targetfile"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/simulator/providerapi"
 	"github.com/hookcert/hookcert/vocab"
 )
 
@@ -103,6 +104,7 @@ type Builder struct {
 	o       Options
 	vars    targetfile.Vars
 	sink    *sink.Sink
+	api     *providerapi.Server
 	closers []func()
 	secrets []string
 	log     *slog.Logger
@@ -139,7 +141,7 @@ func (b *Builder) RunID() string { return b.o.RunID }
 // like inspected (a target rendered with targetfile.PlaceholderVars): a free
 // port for the receiver and, when the target names {{.SinkURL}} or declares
 // an outbox, the URL of the downstream sink, which listens from now on, before
-// the receiver starts. DatabaseURL is the caller's to fill.
+// the receiver starts; likewise the provider API's, {{.ProviderAPIURL}}. DatabaseURL is the caller's to fill.
 func (b *Builder) Vars(inspected *targetfile.Target) (targetfile.Vars, error) {
 	addr, err := process.FreeAddr()
 	if err != nil {
@@ -158,6 +160,9 @@ func (b *Builder) Vars(inspected *targetfile.Target) (targetfile.Vars, error) {
 		b.closers = append(b.closers, func() { _ = s.Close() })
 		b.vars.SinkURL = s.URL()
 		fmt.Fprintf(b.out, "sink: %s\n", b.vars.SinkURL)
+	}
+	if err := b.startProviderAPI(inspected); err != nil {
+		return targetfile.Vars{}, err
 	}
 	return b.vars, nil
 }
@@ -272,6 +277,9 @@ func (b *Builder) Open(ctx context.Context, tg *targetfile.Target) (_ *Harness, 
 		return nil, err
 	}
 	wireQueues(env, tg, obs, b.sink)
+	if b.api != nil {
+		env.ProviderAPI = modelAPI{b.api}
+	}
 	if err := hs.fixtures(ctx, obs); err != nil {
 		return nil, err
 	}
