@@ -38,6 +38,9 @@ var ExampleNotApplicable = map[string][]string{
 	// Four providers, one account: no lifecycle, no failpoints, no retention,
 	// inbox or outbox.
 	"multi-provider": {"DEDUP-3", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ORDER", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
+	// A refetching Stripe receiver: one endpoint, no lifecycle, no
+	// failpoints, retention, inbox or outbox.
+	"refetch-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-5", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-8", "ORDER-3", "RETENTION", "INBOX", "OUTBOX"},
 }
 
 // ExampleVerdicts returns an example's clean verdicts, in catalogue order: the
