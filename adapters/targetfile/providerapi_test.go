@@ -57,3 +57,20 @@ func TestProviderAPIContract(t *testing.T) {
 		t.Errorf("the API key prints: %s", s)
 	}
 }
+
+// TestRefetchExampleLoads keeps the refetching example honest: its target
+// file loads, declares refetch, and gives the receiver the API's URL and key.
+func TestRefetchExampleLoads(t *testing.T) {
+	t.Setenv("REFETCH_WEBHOOK_SECRET", "whsec_test_refetch_example")
+	t.Setenv("REFETCH_STRIPE_API_KEY", "sk_test_refetch_example")
+	vars := testVars
+	vars.ProviderAPIURL = "http://127.0.0.1:18090"
+	tg, err := Load("../../examples/refetch-receiver/target.yaml", vars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tg.Has(Refetch) || tg.ProviderAPI == nil || tg.ProviderAPI.Key.Reveal() != "sk_test_refetch_example" ||
+		tg.Lifecycle.Env["STRIPE_API_BASE"] != vars.ProviderAPIURL || tg.Lifecycle.Env["STRIPE_API_KEY"] != "sk_test_refetch_example" {
+		t.Errorf("refetch example: capabilities %v, provider_api %v, env names %d", tg.Capabilities, tg.ProviderAPI != nil, len(tg.Lifecycle.Env))
+	}
+}

@@ -282,8 +282,8 @@ func TestDocumentedExample(t *testing.T) {
 	}
 	for _, c := range Capabilities {
 		// The reference receiver never calls a provider API: its example
-		// declares no refetch (docs/target.md has a refetching example of its
-		// own, TestDocumentedRefetchExample).
+		// declares no refetch ("The provider API contract" shows one, and
+		// TestRefetchExampleLoads loads examples/refetch-receiver's file).
 		if !Reserved(c) && !tg.Has(c) && c != Refetch {
 			t.Errorf("the example does not declare %s", c)
 		}
