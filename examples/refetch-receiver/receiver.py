@@ -35,7 +35,7 @@ MAX_BODY_BYTES = 1024 * 1024
 TOLERANCE_S = 300
 POOL_SIZE = 4
 API_TIMEOUT_S = 10
-DEFECTS = ("", "trust-event-body", "404-acked-lost")
+DEFECTS = ("", "trust-event-body", "404-acked-lost", "no-refetch", "404-retry-forever")
 
 SCHEMA = """
 SELECT pg_advisory_xact_lock(4243);  -- two instances starting at once
@@ -204,6 +204,9 @@ class Receiver:
     def refetch(self, event, body_obj):
         """The object to store: what the API answers. None: the API says the
         object does not exist (404)."""
+        if self.defect == "no-refetch":
+            # The bug: the API is never asked; the event's snapshot is stored.
+            return body_obj
         resource = RESOURCES[event["type"]]
         status, obj = self.api.get(resource, body_obj["id"])
         if self.defect == "trust-event-body":
@@ -224,6 +227,11 @@ class Receiver:
         with self.pool.connection() as conn:
             with conn, conn.cursor() as cur:
                 if obj is None and typ not in DELETIONS:
+                    if self.defect == "404-retry-forever":
+                        # The bug: a 404 is always "try again", even for a
+                        # customer known to be deleted, so the provider
+                        # retries the event until it disables the endpoint.
+                        raise Retry(f"{body_obj['id']}: the API answered 404")
                     if self.defect == "404-acked-lost":
                         # The bug: any 404 is taken for a deletion and the
                         # event acknowledged, though nothing records one.

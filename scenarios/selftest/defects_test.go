@@ -425,6 +425,12 @@ func (s *slots) release() {
 var provenByExamples = map[string]string{
 	"retention.key-expires-early": "TestRedisExampleIsCertified (examples/redis-receiver with short-ttl)",
 	"ack.unsigned-url":            "TestExampleReceiversAreCertified/multi-provider (Twilio, twilio-signature-path-only)",
+	// The reference calls no provider API.
+	"refetch.stale-applied": "TestExampleReceiversAreCertified/refetch-receiver (trust-event-body, no-refetch)",
+	"refetch.recreated":     "TestExampleReceiversAreCertified/refetch-receiver (trust-event-body)",
+	"refetch.lost":          "TestExampleReceiversAreCertified/refetch-receiver (404-acked-lost)",
+	"refetch.not-called":    "TestExampleReceiversAreCertified/refetch-receiver (no-refetch)",
+	"refetch.not-acked":     "TestExampleReceiversAreCertified/refetch-receiver (404-retry-forever)",
 }
 
 // provenOnCheckers are the deviation codes no profile the reference serves
@@ -444,6 +450,9 @@ var provenOnCheckers = map[string]string{
 // their declared reads through its verdicts).
 var notOnReference = map[string]string{
 	"RETENTION-5": "its keys are in PostgreSQL, which expires none by itself (no key_ttl query); TestRedisExampleIsCertified runs it",
+	"REFETCH-1":   "it calls no provider API (no capability refetch); TestExampleReceiversAreCertified/refetch-receiver runs it",
+	"REFETCH-2":   "it calls no provider API (no capability refetch); TestExampleReceiversAreCertified/refetch-receiver runs it",
+	"REFETCH-3":   "it calls no provider API (no capability refetch); TestExampleReceiversAreCertified/refetch-receiver runs it",
 }
 
 // TestDefects runs the demo once per run of defectRuns, each in its own

@@ -38,6 +38,11 @@ var refetchExample = example{
 		// Takes any 404 for a deletion and acknowledges the event with
 		// nothing applied: a transient 404 loses it.
 		"404-acked-lost": {"REFETCH-3": {"refetch.lost"}},
+		// Never asks the API: the stale event's body is stored.
+		"no-refetch": {"REFETCH-1": {"refetch.not-called", "refetch.stale-applied"}},
+		// A 404 is always "try again", even for a customer known deleted:
+		// the provider retries the event for days.
+		"404-retry-forever": {"REFETCH-2": {"refetch.not-acked"}, "ORDER-4": {"order.not-acked"}},
 	},
 }
 
