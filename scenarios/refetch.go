@@ -201,7 +201,7 @@ var refetch3 = Guarantee{
 				_ = sleepCtx(s.ctx, 100*time.Millisecond)
 				a = s.send(ep, ev, roleTransient+step, simulator.Shape{Attempt: n})
 			}
-			s.note("update %d (key %d): the API answered %s %d time(s) first; the last attempt answered %s", i+2, want, faultName(fs[0]), len(fs)-1, Describe(a))
+			s.note("update %d (key %d): the API answered %s to its first %d call(s), then slowly; the last attempt answered %s", i+2, want, faultName(fs[0]), len(fs)-1, Describe(a))
 			s.objectUntil(ep, obj, phaseStep+step, want)
 		}
 	}, func(v *view, f *refetchFacts) {
