@@ -20,7 +20,9 @@ type recordingAPI struct {
 func (a *recordingAPI) Put(id string, body json.RawMessage, key int64, stale bool) {
 	a.told = append(a.told, fmt.Sprintf("put %s %d stale=%v %s", id, key, stale, body))
 }
-func (a *recordingAPI) Delete(id string, key int64) { a.told = append(a.told, fmt.Sprintf("delete %s %d", id, key)) }
+func (a *recordingAPI) Delete(id string, key int64) {
+	a.told = append(a.told, fmt.Sprintf("delete %s %d", id, key))
+}
 func (a *recordingAPI) Fail(id string, fs ...APIFault) {
 	a.told = append(a.told, fmt.Sprintf("fail %s %d", id, len(fs)))
 }
