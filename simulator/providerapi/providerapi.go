@@ -45,6 +45,26 @@ var routes = []route{
 	{"shopify", regexp.MustCompile(`^/admin/api/[^/]+/(orders)/([^/]+)\.json$`)},
 }
 
+// alias is how a route whose ID is not the event's object ID finds the
+// object in a webhook body, and what part of it the API answers: GitHub's
+// issue and pull request events carry the resource under "issue" and
+// "pull_request", fetched by their number; Shopify's order webhooks are the
+// order itself, fetched by its numeric id.
+type alias struct {
+	resource, wrap, idField string
+}
+
+var aliases = []alias{
+	{"issues", "issue", "number"},
+	{"pulls", "pull_request", "number"},
+	{"orders", "", "id"},
+}
+
+// target is what an alias resolves to: an object ID and the part answered.
+type target struct {
+	id, wrap string
+}
+
 // style is how one provider authenticates a call and shapes its errors.
 type style struct {
 	// authorized reports whether the request carries key as the provider
@@ -168,6 +188,8 @@ type Server struct {
 
 	mu      sync.Mutex
 	objects map[string]*object
+	// byRoute maps "<resource>/<id>" of an alias to its object.
+	byRoute map[string]target
 	faults  map[string][]Fault
 	calls   []Call
 	drained int
@@ -183,7 +205,7 @@ func New(key string) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("providerapi: listen: %w", err)
 	}
-	s := &Server{key: key, ln: ln, objects: map[string]*object{}, faults: map[string][]Fault{}}
+	s := &Server{key: key, ln: ln, objects: map[string]*object{}, byRoute: map[string]target{}, faults: map[string][]Fault{}}
 	s.srv = &http.Server{Handler: s, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = s.srv.Serve(ln) }()
 	return s, nil
@@ -192,11 +214,16 @@ func New(key string) (*Server, error) {
 // URL is the API's base URL (no trailing slash).
 func (s *Server) URL() string { return "http://" + s.ln.Addr().String() }
 
-// Close stops the API.
+// Close stops the API: calls in flight get a second to finish, then every
+// connection is closed (net/http counts a connection that never sent a
+// request as busy for 5 s, which would hold every run's end).
 func (s *Server) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), MaxDelay+time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	return s.srv.Shutdown(ctx)
+	if err := s.srv.Shutdown(ctx); err != nil {
+		return s.srv.Close()
+	}
+	return nil
 }
 
 // Put tells the model the object's state as of one event: body, at ordering
@@ -212,6 +239,47 @@ func (s *Server) Put(id string, body json.RawMessage, key int64, stale bool) {
 		return
 	}
 	s.objects[id] = &object{body: append(json.RawMessage(nil), body...), key: key, resource: resourceOf(body)}
+	for _, a := range aliases {
+		if ref, ok := aliasID(body, a); ok {
+			s.byRoute[a.resource+"/"+ref] = target{id: id, wrap: a.wrap}
+		}
+	}
+}
+
+// aliasID is the route ID alias a finds in body (a number or a string).
+func aliasID(body json.RawMessage, a alias) (string, bool) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return "", false
+	}
+	if a.wrap != "" {
+		if json.Unmarshal(m[a.wrap], &m) != nil || m == nil {
+			return "", false
+		}
+	}
+	var v any
+	if json.Unmarshal(m[a.idField], &v) != nil {
+		return "", false
+	}
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case string:
+		return x, x != ""
+	}
+	return "", false
+}
+
+// part is the part of body a route answers: the object under wrap, or all.
+func part(body json.RawMessage, wrap string) json.RawMessage {
+	if wrap == "" {
+		return body
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil {
+		return nil
+	}
+	return m[wrap]
 }
 
 // Delete marks the object deleted: it answers 404 from now on.
@@ -303,6 +371,12 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	wrap := ""
+	if t, ok := s.byRoute[res+"/"+c.Object]; ok {
+		// A route ID that is not the event's object ID (a GitHub issue's
+		// number): the call is about the object it names.
+		c.Object, wrap = t.id, t.wrap
+	}
 	var f Fault
 	if q := s.faults[c.Object]; len(q) > 0 {
 		f, s.faults[c.Object] = q[0], q[1:]
@@ -311,7 +385,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var body json.RawMessage
 	var key int64
 	if ok && !o.deleted && (o.resource == "" || o.resource == res) {
-		body, key = o.body, o.key
+		body, key = part(o.body, wrap), o.key
 	}
 	s.mu.Unlock()
 	c.Fault = f.Name()

@@ -155,3 +155,36 @@ func TestConcurrentPutsAndCalls(t *testing.T) {
 }
 
 func jsonInt(i int64) string { b, _ := json.Marshal(i); return string(b) }
+
+// GitHub's issue events carry the issue under "issue", fetched by its
+// number; Shopify's order webhooks are the order, fetched by its id: both
+// answer the newest state, and calls are recorded under the event's object.
+func TestRoutesFindObjectsByTheirOwnIDs(t *testing.T) {
+	s, err := New(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	s.Put("I_kwDO1", json.RawMessage(`{"action":"opened","issue":{"number":1347,"node_id":"I_kwDO1","state":"open"}}`), 0, false)
+	s.Put("I_kwDO1", json.RawMessage(`{"action":"closed","issue":{"number":1347,"node_id":"I_kwDO1","state":"closed"}}`), 0, false)
+	tok := map[string]string{"Authorization": "Bearer " + key}
+	st, _, m := get(t, s.URL()+"/repos/octocat/hello/issues/1347", tok)
+	if st != 200 || m["state"] != "closed" || m["action"] != nil {
+		t.Fatalf("GitHub issue 1347: %d %v, want the closed issue itself", st, m)
+	}
+	if st, _, _ := get(t, s.URL()+"/repos/octocat/hello/pulls/1347", tok); st != 404 {
+		t.Fatalf("an issue's number as a pull request: %d, want 404", st)
+	}
+	s.Put("gid_order_1", json.RawMessage(`{"id":450789469,"financial_status":"paid"}`), 0, false)
+	st, _, m = get(t, s.URL()+"/admin/api/2024-01/orders/450789469.json", map[string]string{"X-Shopify-Access-Token": key})
+	if st != 200 || m["financial_status"] != "paid" {
+		t.Fatalf("Shopify order: %d %v", st, m)
+	}
+	s.Delete("I_kwDO1", 0)
+	if st, _, _ := get(t, s.URL()+"/repos/octocat/hello/issues/1347", tok); st != 404 {
+		t.Fatalf("deleted issue: %d, want 404", st)
+	}
+	if c := s.Calls("I_kwDO1"); len(c) != 2 || c[0].Provider != "github" || c[1].Status != 404 {
+		t.Fatalf("calls on the issue: %+v", c)
+	}
+}
