@@ -6,6 +6,7 @@ import (
 
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // apiModel tells the provider API the state ev gives its object: the newest
@@ -14,11 +15,15 @@ import (
 // equal key. Forged deliveries (role bad:…) are no provider's event: the
 // object does not move.
 func (s *session) apiModel(role string, ev profiles.Event) {
-	api := s.env.ProviderAPI
+	tellAPI(s.env.ProviderAPI, s.voc(), role, ev)
+}
+
+// tellAPI is apiModel for traffic sent outside a scenario too (EffectEvent).
+func tellAPI(api ProviderAPI, voc *vocab.Vocabulary, role string, ev profiles.Event) {
 	if api == nil || ev.ObjectID == "" || strings.HasPrefix(role, "bad:") {
 		return
 	}
-	if s.isDeletion(ev) {
+	if isDeletion(voc, ev) {
 		api.Delete(ev.ObjectID, ev.Version)
 		return
 	}
@@ -33,11 +38,11 @@ func (s *session) apiModel(role string, ev profiles.Event) {
 
 // isDeletion reports whether ev deletes its object: the ordered role's
 // deletion type, or a deleted status.
-func (s *session) isDeletion(ev profiles.Event) bool {
+func isDeletion(voc *vocab.Vocabulary, ev profiles.Event) bool {
 	if ev.Status == "deleted" {
 		return true
 	}
-	o := s.voc().Ordered
+	o := voc.Ordered
 	return o != nil && o.Delete != nil && ev.Type == o.Delete.Type
 }
 

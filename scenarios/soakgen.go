@@ -44,5 +44,7 @@ func EffectEvent(env *Env, ep Endpoint, tag string, rnd uint32) (profiles.Event,
 		}
 		ev.Object = obj
 	}
+	// A refetching receiver finds the object in the provider API.
+	tellAPI(env.ProviderAPI, voc, "", ev)
 	return ev, profiles.EventKey(ep.Profile, ev), nil
 }
