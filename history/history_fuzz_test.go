@@ -20,6 +20,7 @@ func FuzzReadJSONL(f *testing.F) {
 		Attempts:     []Attempt{{Scenario: 1, Role: "copy", Attempt: 1, Outcome: OutcomeAcknowledged, Status: 200}},
 		Releases:     []Release{{Scenario: 1, Copies: 16, Released: 16}},
 		Observations: []Observation{{Scenario: 1, Query: "event_rows", Params: []string{"s", "a", "e", ""}, Phase: "after", Found: true, Count: 1}},
+		APICalls:     []APICall{{Scenario: 1, Seq: 1, Method: "GET", Path: "/v1/customers/cus_1", Provider: "stripe", Object: "cus_1", Status: 429, Fault: "429"}},
 	}
 	var good bytes.Buffer
 	if err := h.WriteJSONL(&good); err != nil {
