@@ -253,9 +253,12 @@ func aliasID(body json.RawMessage, a alias) (string, bool) {
 		return "", false
 	}
 	if a.wrap != "" {
-		if json.Unmarshal(m[a.wrap], &m) != nil || m == nil {
+		// A fresh map: decoding into m would merge the outer keys in.
+		var inner map[string]json.RawMessage
+		if json.Unmarshal(m[a.wrap], &inner) != nil || inner == nil {
 			return "", false
 		}
+		m = inner
 	}
 	var v any
 	if json.Unmarshal(m[a.idField], &v) != nil {

@@ -172,6 +172,12 @@ func TestRoutesFindObjectsByTheirOwnIDs(t *testing.T) {
 	if st != 200 || m["state"] != "closed" || m["action"] != nil {
 		t.Fatalf("GitHub issue 1347: %d %v, want the closed issue itself", st, m)
 	}
+	// A pull request event's top-level number is not its pull request's:
+	// only the wrapped object's own field counts.
+	s.Put("PR_1", json.RawMessage(`{"action":"opened","number":77,"pull_request":{"node_id":"PR_1"}}`), 0, false)
+	if st, _, _ := get(t, s.URL()+"/repos/octocat/hello/pulls/77", tok); st != 404 {
+		t.Fatalf("a pull request found by the event's top-level number: %d, want 404", st)
+	}
 	if st, _, _ := get(t, s.URL()+"/repos/octocat/hello/pulls/1347", tok); st != 404 {
 		t.Fatalf("an issue's number as a pull request: %d, want 404", st)
 	}
