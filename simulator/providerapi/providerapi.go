@@ -191,9 +191,15 @@ type Server struct {
 	// byRoute maps "<resource>/<id>" of an alias to its object.
 	byRoute map[string]target
 	faults  map[string][]Fault
-	calls   []Call
-	drained int
+	// calls are the calls not drained yet, at most maxKept; seq numbers
+	// them all.
+	calls []Call
+	seq   int
 }
+
+// maxKept bounds the calls kept for Drain: a run drains them after every
+// scenario; traffic no one drains (a soak) keeps only the newest.
+const maxKept = 1 << 16
 
 // New starts the API on a loopback port. key is the API key every call must
 // carry (a call without it answers 401); it is never logged or echoed.
@@ -307,7 +313,7 @@ func (s *Server) Fail(id string, fs ...Fault) {
 	s.faults[id] = append(s.faults[id], fs...)
 }
 
-// Calls returns the calls on one object, in arrival order.
+// Calls returns the calls on one object not drained yet, in arrival order.
 func (s *Server) Calls(id string) []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -320,12 +326,13 @@ func (s *Server) Calls(id string) []Call {
 	return out
 }
 
-// Drain returns every call since the previous Drain, in arrival order.
+// Drain returns every call since the previous Drain, in arrival order (of
+// more than maxKept, the newest).
 func (s *Server) Drain() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	out := append([]Call(nil), s.calls[s.drained:]...)
-	s.drained = len(s.calls)
+	out := s.calls
+	s.calls = nil
 	return out
 }
 
@@ -429,7 +436,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // log keeps a call, numbered in arrival order.
 func (s *Server) log(c Call) {
 	s.mu.Lock()
-	c.Seq = len(s.calls) + 1
+	s.seq++
+	c.Seq = s.seq
+	if len(s.calls) >= maxKept {
+		s.calls = append(s.calls[:0], s.calls[maxKept/2:]...)
+	}
 	s.calls = append(s.calls, c)
 	s.mu.Unlock()
 }

@@ -194,3 +194,16 @@ func TestRoutesFindObjectsByTheirOwnIDs(t *testing.T) {
 		t.Fatalf("calls on the issue: %+v", c)
 	}
 }
+
+// Calls no one drains (a soak's) are bounded: the newest are kept, numbered
+// in arrival order.
+func TestUndrainedCallsAreBounded(t *testing.T) {
+	s := &Server{}
+	for i := 0; i < maxKept+10; i++ {
+		s.log(Call{Object: "cus_1"})
+	}
+	got := s.Drain()
+	if len(got) > maxKept || len(got) == 0 || got[len(got)-1].Seq != maxKept+10 || got[0].Seq >= got[len(got)-1].Seq {
+		t.Fatalf("kept %d calls, seqs %d..%d", len(got), got[0].Seq, got[len(got)-1].Seq)
+	}
+}
