@@ -21,14 +21,16 @@ var ExampleNotApplicable = map[string][]string{
 	// receiver; PostgreSQL expires no key by itself (no key_ttl query).
 	// No example serves a provider that verifies endpoints with a handshake
 	// (ACK-8).
-	"stripe-shop": {"DEDUP-5", "ATOMIC-4", "ACK-8", "RETENTION-5", "INBOX", "OUTBOX"},
+	// Its ordered updates carry no {{.Tag}} and it declares no child rows
+	// (ORDER-5, ORDER-6), as the Node and Django receivers.
+	"stripe-shop": {"DEDUP-5", "ATOMIC-4", "ACK-8", "ORDER-5", "ORDER-6", "RETENTION-5", "INBOX", "OUTBOX"},
 	// One endpoint; no failpoints, no purge; synchronous.
-	"node-receiver": {"DEDUP-3", "DEDUP-4", "ATOMIC-4", "ACK-8", "RETENTION", "INBOX", "OUTBOX"},
+	"node-receiver": {"DEDUP-3", "DEDUP-4", "ATOMIC-4", "ACK-8", "ORDER-5", "ORDER-6", "RETENTION", "INBOX", "OUTBOX"},
 	// One endpoint, no effect on an issue's transitions, issues whose open and
 	// closed reach each other, GitHub signs no timestamp, no ordered role.
 	"python-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ACK-4", "ACK-8", "ORDER", "RETENTION", "INBOX", "OUTBOX"},
 	// One provider; no failpoints; no downstream calls; no key_ttl query.
-	"django-receiver": {"DEDUP-4", "ATOMIC-4", "ACK-8", "RETENTION-5", "OUTBOX"},
+	"django-receiver": {"DEDUP-4", "ATOMIC-4", "ACK-8", "ORDER-5", "ORDER-6", "RETENTION-5", "OUTBOX"},
 	// One endpoint, no lifecycle or ordered role, no retention, no outbox.
 	"github-gateway": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-4", "ACK-8", "ORDER", "RETENTION", "INBOX-7", "OUTBOX"},
 	// A declared provider (Acme): one profile, no handshake, an effect and an

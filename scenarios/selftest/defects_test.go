@@ -425,6 +425,8 @@ func (s *slots) release() {
 var provenByExamples = map[string]string{
 	"retention.key-expires-early": "TestRedisExampleIsCertified (examples/redis-receiver with short-ttl)",
 	"ack.unsigned-url":            "TestExampleReceiversAreCertified/multi-provider (Twilio, twilio-signature-path-only)",
+	"order.tie-dropped":           "TestExampleReceiversAreCertified/ledgerless-receiver (same-second-drop)",
+	"order.children-regressed":    "TestExampleReceiversAreCertified/ledgerless-receiver (unguarded-children)",
 }
 
 // provenOnCheckers are the deviation codes no profile the reference serves
@@ -437,6 +439,7 @@ var provenOnCheckers = map[string]string{
 	"ack.handshake-revalidation": "Slack does not re-validate its endpoints",
 	"ack.unsigned-form":          "no profile the reference serves sends a form",
 	"ack.unsigned-header":        "no profile the reference serves signs a header besides the event ID and timestamp",
+	"order.tie-rule":             "the reference's updates carry no tag to tell ties apart, and no example declares ties: first-wins",
 }
 
 // notOnReference are the guarantees the reference's clean runs cannot run,
@@ -444,6 +447,8 @@ var provenOnCheckers = map[string]string{
 // their declared reads through its verdicts).
 var notOnReference = map[string]string{
 	"RETENTION-5": "its keys are in PostgreSQL, which expires none by itself (no key_ttl query); TestRedisExampleIsCertified runs it",
+	"ORDER-5":     "its built-in updates carry no {{.Tag}}, so two with equal keys cannot be told apart; TestExampleReceiversAreCertified/ledgerless-receiver runs it",
+	"ORDER-6":     "its subscriptions have no child rows; TestExampleReceiversAreCertified/ledgerless-receiver runs it",
 }
 
 // TestDefects runs the demo once per run of defectRuns, each in its own
