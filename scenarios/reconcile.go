@@ -49,6 +49,10 @@ func (e *Env) byObjectVersion() bool {
 	return e.Idempotency == idempotencyObjectVersion || e.Idempotency == idempotencyBoth
 }
 
+// LedgerReason says why g cannot judge a receiver without an event ledger
+// ("" when it can): `validate` lists it beside the capabilities' reasons.
+func (e *Env) LedgerReason(g *Guarantee) string { return e.ledgerReason(g) }
+
 // ledgerReason says why a guarantee that counts event rows cannot judge a
 // receiver without an event ledger ("" when it can).
 func (e *Env) ledgerReason(g *Guarantee) string {
@@ -57,7 +61,7 @@ func (e *Env) ledgerReason(g *Guarantee) string {
 	}
 	for _, r := range g.Reads {
 		if r.Query == queryEventRows {
-			return fmt.Sprintf("target.idempotency is object-version: the receiver keeps no event ledger, and %s judges by counting an event's rows (event_rows); an object-version receiver's promise is judged by ORDER and by reconciling every acknowledged update against its object's key", g.ID)
+			return fmt.Sprintf("target.idempotency is object-version: the receiver keeps no event ledger, and %s counts an event's rows (event_rows); ORDER and the reconciliation judge its object versions instead", g.ID)
 		}
 	}
 	return ""

@@ -39,6 +39,10 @@ var ExampleNotApplicable = map[string][]string{
 	// Four providers, one account: no lifecycle, no failpoints, no retention,
 	// inbox or outbox.
 	"multi-provider": {"DEDUP-3", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ORDER", "RETENTION", "INBOX", "OUTBOX"},
+	// No event ledger (object-version): the guarantees that count event rows
+	// are not applicable; no effect or lifecycle role, one endpoint, no
+	// retention, inbox or outbox. Only ORDER-1, -2, -4, -5 and -6 run.
+	"ledgerless-receiver": {"DEDUP", "ATOMIC", "ACK", "ORDER-3", "RETENTION", "INBOX", "OUTBOX"},
 }
 
 // ExampleVerdicts returns an example's clean verdicts, in catalogue order: the
