@@ -273,6 +273,9 @@ func (s *session) reconcileObjects(acks map[profiles.Key]bool, deadline time.Tim
 		}
 	}
 	sort.Strings(names)
+	if len(names) > 0 {
+		s.settled()
+	}
 	for _, name := range names {
 		o := objs[name]
 		for {

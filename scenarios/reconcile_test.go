@@ -1,10 +1,17 @@
 package scenarios
 
 import (
+	"context"
+	"errors"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // A receiver without an event ledger gets not_applicable, naming its style,
@@ -72,5 +79,73 @@ func TestVisible(t *testing.T) {
 		if _, ok := parseOrderedKey(s); ok {
 			t.Errorf("parseOrderedKey(%q) accepted", s)
 		}
+	}
+}
+
+// objectsOnly is an observer of a receiver without an event ledger: counting
+// rows is a mistake; objects read at their recorded keys.
+type objectsOnly struct {
+	mu      sync.Mutex
+	rows    int
+	objects map[string]int64
+	reads   []string
+}
+
+func (o *objectsOnly) EventRows(context.Context, profiles.Key) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.rows++
+	return 0, errors.New("no event_rows query")
+}
+func (o *objectsOnly) Effects(context.Context, profiles.Key, string) (int, error) { return 0, nil }
+func (o *objectsOnly) ObjectEffects(context.Context, string, string, string) (int, error) {
+	return 0, nil
+}
+func (o *objectsOnly) Object(_ context.Context, _, _, id string) (int64, string, bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.reads = append(o.reads, id)
+	v, ok := o.objects[id]
+	return v, "", ok, nil
+}
+func (o *objectsOnly) Payment(context.Context, string, string, string) (string, bool, error) {
+	return "", false, nil
+}
+func (o *objectsOnly) KeyTTL(context.Context, profiles.Key) (time.Duration, bool, bool, error) {
+	return 0, false, false, nil
+}
+
+// An object-version receiver's reconciliation reads each ordered object once,
+// never an event row, and records what the checker needs to judge it offline.
+func TestReconcileByObjectVersion(t *testing.T) {
+	obs := &objectsOnly{objects: map[string]int64{"sub_1": 3}}
+	voc := &vocab.Vocabulary{Declared: true, Ordered: &vocab.Ordered{EventRole: vocab.EventRole{Type: "customer.subscription.updated"}, Key: vocab.OrderField}}
+	p, err := profiles.Lookup("stripe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := Endpoint{Source: "stripe", Account: "acct_A", Profile: p}
+	s := testSession(t, &Env{Idempotency: idempotencyObjectVersion, Observer: obs, Vocab: voc, Endpoints: []Endpoint{ep}})
+	for _, v := range []int64{1, 3, 2} {
+		ev := s.orderedEvent(ep, voc.Ordered, "sub_1", v, time.Now())
+		s.run.addAttempts(history.Attempt{Scenario: 1, Role: "update", Key: profiles.EventKey(ep.Profile, ev), EventType: ev.Type, Outcome: history.OutcomeAcknowledged, Status: 200})
+	}
+	if r := abortOf(s.reconcile); r != "" {
+		t.Fatalf("reconcile aborted: %s", r)
+	}
+	if obs.rows != 0 || !slices.Equal(obs.reads, []string{"sub_1"}) {
+		t.Errorf("event_rows read %d times, objects read %v: want none and sub_1 once", obs.rows, obs.reads)
+	}
+	if s.facts.Idempotency != idempotencyObjectVersion || len(s.facts.OrderKeys) != 3 {
+		t.Errorf("facts: idempotency %q, order keys %v", s.facts.Idempotency, s.facts.OrderKeys)
+	}
+	var got []history.Observation
+	for _, o := range s.run.hist.Observations {
+		if o.Phase == phaseReconcile {
+			got = append(got, o)
+		}
+	}
+	if len(got) != 1 || got[0].Query != queryObject || got[0].Version != 3 || got[0].Params[3] != "sub_1" {
+		t.Errorf("reconciliation reads %+v, want one object read of sub_1 at key 3", got)
 	}
 }
