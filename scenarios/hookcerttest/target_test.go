@@ -51,7 +51,7 @@ func TestValidate(t *testing.T) {
 		{"unknown idempotency style", func(tg *Target) { tg.Idempotency = "versions" },
 			[]string{`Target.Idempotency: "versions" is not one of ledger, object-version, both`}},
 		{"object-version with event rows", func(tg *Target) { tg.Idempotency = "object-version" },
-			[]string{"Target.Queries.EventRows: must not be set with target.idempotency: object-version", "Target.Idempotency: object-version needs target.events.ordered"}},
+			[]string{"Target.Queries.EventRows: must not be set with Target.Idempotency: object-version", "Target.Idempotency: object-version needs Target.Vocab.Ordered"}},
 		{"unknown capability", func(tg *Target) { tg.Capabilities = []string{"crash-proof"} }, []string{"Capabilities[0]: unknown capability"}},
 		{"capability twice", func(tg *Target) { tg.Capabilities = []string{"lock-gating", "lock-gating"}; tg.EventTable = "events" },
 			[]string{"Capabilities[1]: duplicate capability \"lock-gating\""}},
