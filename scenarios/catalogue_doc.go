@@ -68,6 +68,7 @@ var readSource = []struct{ query, field, returns string }{
 	{queryObjectEffects, "`events.lifecycle.effects`, else `observe.<kind>.queries.object_effects`", "one count: the object's effects, whichever event applied them"},
 	{queryState, "`events.lifecycle.state`, else `observe.<kind>.queries.payment` (histories before declared vocabularies call the read `payment`)", "the object's state (one text column), no row while it does not exist"},
 	{queryObject, "`events.ordered.state`, else `observe.<kind>.queries.object`", "the ordering key the object holds (and a status), no row while it does not exist"},
+	{queryObjectChildren, "`events.ordered.children`", "the ordering key (as the state query returns it) the object's child rows were last written from, the oldest where they differ (`min`); no row or NULL when it has none"},
 	{queryPayloadPresent, "`observe.<kind>.queries.payload_present`", "one boolean: the event's payload is still stored; no row once the key is gone"},
 	{queryKeyTTL, "`observe.<kind>.queries.key_ttl`", "the milliseconds left before the store expires the event's key (-1: never), no row once it is gone"},
 	{queryInboxState, "`inbox.state`", "(state, attempts) of the event's accepted work"},

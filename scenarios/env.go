@@ -61,6 +61,11 @@ type Env struct {
 	// Vocab is the receiver's event vocabulary: declared in the target file, or
 	// vocab.BuiltinVocabulary for the conformance domain (nil means the latter).
 	Vocab *vocab.Vocabulary
+	// Idempotency is how the receiver makes a redelivery harmless: "" or
+	// "ledger" (an event ledger the event_rows query counts),
+	// "object-version" (no ledger: each object carries the ordering key of
+	// the last event applied to it), "both".
+	Idempotency string
 	// Acceptance says whether the receiver applies events after its 2xx, and
 	// how long it may take.
 	Acceptance vocab.Acceptance

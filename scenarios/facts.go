@@ -40,6 +40,12 @@ type commonFacts struct {
 	// retention check delivers to.
 	KeyTTL     time.Duration `fact:"key_ttl"`
 	PayloadTTL time.Duration `fact:"payload_ttl"`
+	// Idempotency is the target's idempotency style when it is not the
+	// ledger; OrderKeys are, per event key of an ordered update or deletion
+	// the scenario sent, its object and ordering key ("sub_1 1700000003",
+	// "sub_1 1700000005 delete"): what reconciling by object version needs.
+	Idempotency string            `fact:"idempotency"`
+	OrderKeys   map[string]string `fact:"order_key:"`
 }
 
 // words is a list written space-separated.

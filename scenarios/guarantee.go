@@ -81,7 +81,7 @@ type Read struct {
 // The self-test holds this table to the parameters the history records.
 var readBinds = map[string][]int{
 	queryEventRows: {1, 2, 3}, queryEffects: {1, 2, 3, 4}, queryPayloadPresent: {1, 2, 3}, queryKeyTTL: {1, 2, 3},
-	queryObjectEffects: {1, 2, 4}, queryObject: {1, 2, 4}, queryState: {1, 2, 4},
+	queryObjectEffects: {1, 2, 4}, queryObject: {1, 2, 4}, queryState: {1, 2, 4}, queryObjectChildren: {1, 2, 4},
 	queryInboxState: {1, 2, 3}, queryOutboxState: {1, 2, 3}, querySinkCalls: {1, 2, 3},
 }
 
@@ -92,7 +92,8 @@ var readBinds = map[string][]int{
 var (
 	ReconcileReads = bound([]Read{
 		{Query: queryEventRows, Tells: "every delivered key of a handled type: 1 row; an acknowledged key with none is lost, a key with 2 duplicated"},
-		{Query: queryEffects, Tells: "every delivered key of the `effect` role: more than 1 is applied twice ($4 is empty for the events whose object the scenario did not track: ACK-2's and DEDUP-7's load)"},
+		{Query: queryEffects, Tells: "every delivered key of the `effect` role: more than 1 is applied twice ($4 is empty for the events whose object the scenario did not track: ACK-2's and DEDUP-7's load); for an object-version receiver, 0 for an acknowledged one is lost"},
+		{Query: queryObject, Tells: "object-version receivers: the object of every delivered ordered update or deletion ($4): it holds the acknowledged update's key or a newer one, or a newer acknowledged deletion removed it; else the update is lost"},
 	})
 	QuiesceReads = bound([]Read{
 		{Query: queryEventRows, Tells: "each key of the previous scenario whose delivery ended with an unknown outcome, until it lands (bounded)"},

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
@@ -14,7 +15,7 @@ import (
 // ORDER: deduplication does not order events. A receiver keeps each object at
 // its newest version, or lets a state machine refuse what the object is past,
 // however late, shuffled or duplicated the events arrive.
-var orderFamily = family{Name: "ORDER", Guarantees: []*Guarantee{&order1, &order2, &order3, &order4}}
+var orderFamily = family{Name: "ORDER", Guarantees: []*Guarantee{&order1, &order2, &order3, &order4, &order5, &order6}}
 
 // The ORDER deviation codes.
 var (
@@ -22,6 +23,9 @@ var (
 	codeOrderRegressed         = Code{"order.regressed", "the object is not at the newest version delivered"}
 	codeOrderTransitionApplied = Code{"order.transition-applied", "a forbidden state transition changed the object or added an effect"}
 	codeOrderResurrected       = Code{"order.resurrected", "a stale update brought a deleted object back"}
+	codeOrderTieDropped        = Code{"order.tie-dropped", "an update acknowledged after another with an equal ordering key was dropped"}
+	codeOrderTieRule           = Code{"order.tie-rule", "two updates with equal ordering keys did not resolve as the target's declared tie rule says"}
+	codeOrderChildrenRegressed = Code{"order.children-regressed", "a stale update rewrote the child rows of an object at a newer version"}
 )
 
 // orderFacts are what the ORDER scenarios fix for their checkers.
@@ -35,6 +39,14 @@ type orderFacts struct {
 	WantState   map[string]string `fact:"want_state:"`
 	LateType    map[string]string `fact:"late_type:"`
 	WantEffects map[string]int64  `fact:"want_effects:"`
+	// ORDER-5: the update read as the positive control (its key and tag),
+	// the tags of the first update with the tied key and of the tie, and the
+	// target's tie rule ("" the default).
+	ControlVersion *int64 `fact:"control_version"`
+	ControlTag     string `fact:"control_tag"`
+	FirstTag       string `fact:"first_tag"`
+	TieTag         string `fact:"tie_tag"`
+	Ties           string `fact:"ties"`
 }
 
 // Phases and roles of the ORDER scenarios.
@@ -47,6 +59,7 @@ const (
 	roleStream = "stream"
 	roleLate   = "late"
 	roleDelete = "delete"
+	roleTie    = "tie"
 )
 
 // versionsORDER2 and dupsORDER2 shape ORDER-2's stream: every version of one
@@ -257,6 +270,7 @@ var order4 = Guarantee{
 		del := s.orderedEvent(ep, o, sub, 3, base)
 		del.Type = o.Delete.Type
 		del.Status = "deleted"
+		s.noteOrdered(ep, o, del, true)
 		s.send(ep, del, roleDelete, simulator.Shape{})
 		s.settledNow()
 		// The deletion's effect, once it shows: a receiver may commit a moment
@@ -293,6 +307,189 @@ var order4 = Guarantee{
 				fin.Params[3], objectText(a), factText(f.StaleKey), objectText(fin))
 		}
 	}),
+}
+
+var order5 = Guarantee{
+	ID: "ORDER-5", Title: "Equal ordering keys",
+	Promise: "Of two updates of one object with equal ordering keys, one acknowledged after the other is not silently dropped: the object holds it, or the update the target's declared tie rule keeps.",
+	Why:     "A created-time key is whole seconds, so two events about one object in the same second are common; a guard `stored < event` acknowledges the second and drops it.",
+	Needs:   []Capability{"ordering"},
+	Spec:    "an update with a key equal to the object's is not acknowledged and dropped",
+	Sends:   "`ordered` update 1 of an object, then update 2, then, once it settled, another update with key 2 (the same created second) under a new event ID and another `{{.Tag}}`",
+	Expects: "the state query returns key 2 and, in its second column, the tie's tag (`ties: last-wins`; by default when the tie was acknowledged) or the first update's (`ties: first-wins`; by default when the tie was refused)",
+	codes:   []Code{codeOrderNotAcked, codeOrderRegressed, codeOrderTieDropped, codeOrderTieRule},
+	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4) after update 1: its key and tag (the positive control); after the tie: key 2 and the tag of the update the tie rule keeps"}},
+	judge: bind(func(s *session, f *orderFacts) {
+		ep := s.primary()
+		o := s.orderedRole()
+		switch {
+		case o.Ties == vocab.TiesNone:
+			s.notApplicable("target.events.ordered.ties is none: the provider never sends two updates of one object with equal keys")
+		case !o.Tagged:
+			s.notApplicable("the ordered updates carry no {{.Tag}} (target.events.ordered.object): two updates with equal keys cannot be told apart in the state read, so what a tie did cannot be seen")
+		}
+		sub := s.newID(prefixOr(o.IDPrefix))
+		s.createOrdered(ep, o, sub)
+		base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+		control := s.orderedEvent(ep, o, sub, 1, base)
+		s.send(ep, control, roleUpdate, simulator.Shape{})
+		cv := orderValue(o, control)
+		f.ControlVersion, f.ControlTag = &cv, control.Status
+		s.objectUntil(ep, sub, phaseControl, cv)
+		first := s.orderedEvent(ep, o, sub, 2, base)
+		s.send(ep, first, roleUpdate, simulator.Shape{})
+		s.settledNow() // the tie comes after the first landed: a tie, not a race
+		tie := s.orderedEvent(ep, o, sub, 2, base)
+		tie.Status = first.Status + "-tie"
+		a := s.send(ep, tie, roleTie, simulator.Shape{})
+		s.note("update tagged %s, then one tagged %s with the same key (answered %s)", first.Status, tie.Status, Describe(a))
+		want := orderValue(o, first)
+		f.WantVersion, f.FirstTag, f.TieTag, f.Ties = &want, first.Status, tie.Status, o.Ties
+		s.objectUntil(ep, sub, phaseFinal, want)
+	}, func(v *view, f *orderFacts) {
+		roles := []string{roleUpdate}
+		if f.Ties == vocab.TiesLastWins {
+			roles = append(roles, roleTie)
+		}
+		v.acked(codeOrderNotAcked, roles...)
+		if f.WantVersion == nil || f.ControlVersion == nil || f.FirstTag == "" || f.TieTag == "" {
+			v.fail("history: facts want_version, control_version, first_tag and tie_tag are required")
+			return
+		}
+		control, final := v.reads(queryObject, phaseControl), v.reads(queryObject, phaseFinal)
+		if len(control) != 1 || len(final) != 1 {
+			v.fail("history: ORDER-5 needs one object read after the first update and one after the tie")
+			return
+		}
+		// The positive control: the state read shows the update's tag, or no
+		// tie can be judged from it.
+		if c := control[0]; !c.Found || c.Version != *f.ControlVersion || c.Status != f.ControlTag {
+			v.fail("object %s after its update tagged %s (key %d): it reads %s; the state query must return the key and, second, the object's {{.Tag}} for a tie to be judged", c.Params[3], f.ControlTag, *f.ControlVersion, objectText(c))
+			return
+		}
+		fin := final[0]
+		if !fin.Found || fin.Version != *f.WantVersion {
+			v.deviate(codeOrderRegressed, "object %s: after two updates with key %d it reads %s", fin.Params[3], *f.WantVersion, objectText(fin))
+			return
+		}
+		tieAcked := false
+		for _, a := range v.role(roleTie) {
+			tieAcked = tieAcked || acked(a)
+		}
+		switch {
+		case f.Ties == vocab.TiesFirstWins:
+			if fin.Status != f.FirstTag {
+				v.deviate(codeOrderTieRule, "object %s holds the update tagged %q, want %q: ties: first-wins keeps the first of two updates with key %d", fin.Params[3], fin.Status, f.FirstTag, *f.WantVersion)
+			}
+		case tieAcked && fin.Status != f.TieTag:
+			rule := "acknowledged, so it must be applied"
+			if f.Ties == vocab.TiesLastWins {
+				rule = "ties: last-wins"
+			}
+			v.deviate(codeOrderTieDropped, "object %s holds the update tagged %q: the one tagged %q with the same key %d came after it and was acknowledged and dropped (%s)", fin.Params[3], fin.Status, f.TieTag, *f.WantVersion, rule)
+		case !tieAcked && fin.Status != f.FirstTag && fin.Status != f.TieTag:
+			v.deviate(codeOrderRegressed, "object %s holds the update tagged %q, neither of the two with key %d (%q, %q)", fin.Params[3], fin.Status, *f.WantVersion, f.FirstTag, f.TieTag)
+		}
+	}),
+}
+
+var order6 = Guarantee{
+	ID: "ORDER-6", Title: "Child rows follow the object",
+	Promise: "A stale update does not rewrite the child rows of an object at a newer version (a subscription's items stay those of its newest update).",
+	Why:     "Receivers that guard the object's row by its version often rewrite its child rows unguarded: the object reads current while its items are stale.",
+	Needs:   []Capability{"ordering"},
+	Spec:    "a stale update does not rewrite the object's child rows",
+	Sends:   "`ordered` updates of one object with keys 1, 3, 2, each after the previous settled",
+	Expects: "the children query returns key 1 after update 1, and 3 at the end",
+	codes:   []Code{codeOrderNotAcked, codeOrderChildrenRegressed},
+	Reads: []Read{{Query: queryObject, Tells: "the ordered object ($4) at the end: key 3, for the evidence"},
+		{Query: queryObjectChildren, Tells: "the key its child rows were written from ($4): 1 after update 1 (the positive control), 3 at the end"}},
+	judge: bind(func(s *session, f *orderFacts) {
+		ep := s.primary()
+		o := s.orderedRole()
+		if !o.Children {
+			s.notApplicable("the target declares no events.ordered.children: the object's child rows cannot be read")
+		}
+		sub := s.newID(prefixOr(o.IDPrefix))
+		s.createOrdered(ep, o, sub)
+		base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+		var want int64
+		for _, v := range []int64{1, 3, 2} {
+			ev := s.orderedEvent(ep, o, sub, v, base)
+			s.send(ep, ev, roleUpdate, simulator.Shape{})
+			s.settledNow()
+			switch v {
+			case 1:
+				cv := orderValue(o, ev)
+				f.ControlVersion = &cv
+				s.childrenUntil(ep, sub, phaseControl, cv)
+			case 3:
+				want = orderValue(o, ev)
+			}
+		}
+		f.WantVersion = &want
+		s.objectUntil(ep, sub, phaseFinal, want)
+		s.childrenUntil(ep, sub, phaseFinal, want)
+	}, func(v *view, f *orderFacts) {
+		v.acked(codeOrderNotAcked, roleUpdate)
+		if f.WantVersion == nil || f.ControlVersion == nil {
+			v.fail("history: facts want_version and control_version are required")
+			return
+		}
+		control, final := v.reads(queryObjectChildren, phaseControl), v.reads(queryObjectChildren, phaseFinal)
+		if len(control) != 1 || len(final) != 1 {
+			v.fail("history: ORDER-6 needs one children read after the first update and one at the end")
+			return
+		}
+		if c := control[0]; !c.Found || c.Version != *f.ControlVersion {
+			v.fail("object %s after its first update (key %d): its child rows read %s; the children query must return the key they were written from for a stale rewrite to be seen", c.Params[3], *f.ControlVersion, childrenText(c))
+			return
+		}
+		if fin := final[0]; !fin.Found || fin.Version != *f.WantVersion {
+			v.deviate(codeOrderChildrenRegressed, "object %s: after updates 1, 3, 2 its child rows read %s, want key %d: the stale update rewrote them", fin.Params[3], childrenText(fin), *f.WantVersion)
+		}
+	}),
+}
+
+// childrenText renders a children read for evidence.
+func childrenText(o history.Observation) string {
+	if !o.Found {
+		return "no child rows"
+	}
+	return fmt.Sprintf("key %d", o.Version)
+}
+
+// childrenReader is the observer's read of an ordered object's child rows
+// (events.ordered.children); an observer without it answers no such query.
+type childrenReader interface {
+	ObjectChildren(ctx context.Context, source, account, objectID string) (key int64, found bool, err error)
+}
+
+// children reads the key an ordered object's child rows were written from.
+func (s *session) children(ep Endpoint, objectID, phase string) int64 {
+	cr, ok := s.env.Observer.(childrenReader)
+	if !ok {
+		s.abort("the observer cannot read an object's child rows (events.ordered.children)")
+	}
+	o := s.read(queryObjectChildren, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *history.Observation) error {
+		var err error
+		o.Version, o.Found, err = cr.ObjectChildren(ctx, ep.source(), ep.Account, objectID)
+		return err
+	})
+	return o.Version
+}
+
+// childrenUntil reads the children until their key is want, for a receiver
+// that applies after its 2xx (as objectUntil); the checker judges the last read.
+func (s *session) childrenUntil(ep Endpoint, objectID, phase string, want int64) {
+	s.settled()
+	deadline := time.Now().Add(s.settleFor())
+	for {
+		if s.children(ep, objectID, phase) == want || !s.env.Acceptance.Async || !time.Now().Before(deadline) || s.ctx.Err() != nil {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // versionCheck judges an ordered object's final key against the newest sent.
@@ -363,6 +560,7 @@ func (s *session) orderedEvent(ep Endpoint, o *vocab.Ordered, obj string, v int6
 	if o.Key == vocab.OrderCreated {
 		ev.Created = base.Add(time.Duration(v) * time.Second)
 	}
+	s.noteOrdered(ep, o, ev, false)
 	return ev
 }
 

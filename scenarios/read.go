@@ -13,10 +13,13 @@ import (
 // The names reads of the receiver's state carry in the history (the target's
 // queries, and the harness's own reads of its inbox, outbox and sink).
 const (
-	queryEventRows      = "event_rows"
-	queryEffects        = "effects"
-	queryObjectEffects  = "object_effects"
-	queryObject         = "object"
+	queryEventRows     = "event_rows"
+	queryEffects       = "effects"
+	queryObjectEffects = "object_effects"
+	queryObject        = "object"
+	// queryObjectChildren reads the key an ordered object's child rows were
+	// last written from.
+	queryObjectChildren = "object_children"
 	queryPayloadPresent = "payload_present"
 	queryKeyTTL         = "key_ttl"
 	// queryState reads a lifecycle object's state (histories before declared

@@ -67,7 +67,7 @@ func (s *session) render(ep Endpoint, ev profiles.Event) profiles.Event {
 		return ev
 	}
 	obj, err := tpl.Render(vocab.ObjectData{EventID: ev.ID, Type: ev.Type, ObjectID: ev.ObjectID, Source: ev.Source, Account: ev.Account,
-		Currency: ev.Currency, State: state, Amount: ev.Amount, Created: ev.Created.Unix(), Key: ev.Version})
+		Currency: ev.Currency, State: state, Amount: ev.Amount, Created: ev.Created.Unix(), Key: ev.Version, Tag: ev.Status})
 	if err != nil {
 		s.abort("rendering the declared object of %s: %v", ev.Type, err)
 	}

@@ -256,6 +256,9 @@ func (r *Run) drive(s *session) (state, reason string) {
 				s.notApplicable("%s", why)
 			}
 		}
+		if why := r.env.ledgerReason(&s.g); why != "" {
+			s.notApplicable("%s", why)
+		}
 		s.g.judge.run(s)
 		s.bg.Wait()
 		s.reconcile()

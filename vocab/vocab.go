@@ -218,12 +218,38 @@ type Ordered struct {
 	// Delete is the event that deletes the object, ordered like an update;
 	// nil when the target declares none.
 	Delete *EventRole
+	// Ties is the receiver's rule for two updates of one object with equal
+	// keys (TiesLastWins, TiesFirstWins, TiesNone); "" is the default rule:
+	// an update acknowledged after another with an equal key must be visible.
+	Ties string
+	// Tagged is true when the update's object carries {{.Tag}}, which tells
+	// two updates with equal keys apart in the state query's status column.
+	Tagged bool
+	// Children is true when the target reads the object's child rows
+	// (events.ordered.children): the key they were last written from.
+	Children bool
 }
+
+// Tie rules of ordered updates (events.ordered.ties).
+const (
+	// TiesLastWins: of two updates with equal keys, the later delivered is
+	// applied (acknowledged and visible).
+	TiesLastWins = "last-wins"
+	// TiesFirstWins: the first applied stays; a later one with an equal key
+	// may be acknowledged and ignored.
+	TiesFirstWins = "first-wins"
+	// TiesNone: the provider never sends two updates of one object with equal
+	// keys (a per-object version that always grows).
+	TiesNone = "none"
+)
 
 // ObjectData is what an object template can use.
 type ObjectData struct {
 	EventID, Type, ObjectID, Source, Account, Currency, State string
 	Amount, Created, Key                                      int64
+	// Tag tells apart the ordered updates of one object, ties included
+	// ("v3", "v3-tie"); for other events it is their status.
+	Tag string
 }
 
 // ObjectTemplate renders a role's business object: a text/template that must
@@ -256,7 +282,7 @@ func ParseObjectTemplate(src string) (*ObjectTemplate, error) {
 	}
 	ot := &ObjectTemplate{src: src, t: t}
 	if _, err := ot.Render(ObjectData{EventID: "evt_sample", Type: "sample.type", ObjectID: "obj_sample", Source: "src",
-		Account: "acct", Currency: "usd", State: "state", Amount: 1234, Created: time.Now().Unix(), Key: 1}); err != nil {
+		Account: "acct", Currency: "usd", State: "state", Amount: 1234, Created: time.Now().Unix(), Key: 1, Tag: "v1"}); err != nil {
 		return nil, err
 	}
 	return ot, nil

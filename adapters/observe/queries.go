@@ -20,6 +20,9 @@ const (
 	QObjectEffects = targetfile.QueryObjectEffects
 	QObject        = targetfile.QueryObject
 	QPayment       = targetfile.QueryPayment
+	// QObjectChildren reads the key an ordered object's child rows were last
+	// written from.
+	QObjectChildren = targetfile.QueryObjectChildren
 	// QPayloadPresent reads whether one event's key row still holds its payload.
 	QPayloadPresent = targetfile.QueryPayloadPresent
 	// QKeyTTL reads how long one event's key has left before the store expires it.
@@ -33,13 +36,13 @@ const (
 )
 
 // queryOrder is the order the observer checks and snapshots its queries in.
-var queryOrder = []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QPayloadPresent, QKeyTTL, QQuiescent, QInboxState, QOutboxState}
+var queryOrder = []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QObjectChildren, QPayloadPresent, QKeyTTL, QQuiescent, QInboxState, QOutboxState}
 
 // columns is what each query must return; object may leave out its status
 // (an ordered object's state is its ordering key alone).
 var columns = map[string]string{
 	QEventRows: "count", QEffects: "count", QObjectEffects: "count",
-	QObject: "version, status", QPayment: "status", QPayloadPresent: "present", QKeyTTL: "ttl_ms", QQuiescent: "quiescent",
+	QObject: "version, status", QPayment: "status", QObjectChildren: "key", QPayloadPresent: "present", QKeyTTL: "ttl_ms", QQuiescent: "quiescent",
 	QInboxState: "state, attempts", QOutboxState: "state, attempts",
 }
 

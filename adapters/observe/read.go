@@ -84,6 +84,20 @@ func (o *Observer) Object(ctx context.Context, source, account, objectID string)
 	return version, status, true, nil
 }
 
+// ObjectChildren returns the ordering key an ordered object's child rows were
+// last written from; found is false for no row or NULL (no child rows).
+func (o *Observer) ObjectChildren(ctx context.Context, source, account, objectID string) (key int64, found bool, err error) {
+	row, found, err := o.one(ctx, QObjectChildren, Key{Source: source, Account: account, ObjectID: objectID}, fmt.Sprintf("object %q", objectID))
+	if err != nil || !found || len(row) == 0 || row[0] == nil {
+		return 0, false, err
+	}
+	k, ok := asInt(row[0])
+	if !ok {
+		return 0, false, o.shape(QObjectChildren, "an integer key", row[0])
+	}
+	return k, true, nil
+}
+
 // Payment returns the status of a payment; found is false when there is no row.
 func (o *Observer) Payment(ctx context.Context, source, account, paymentID string) (status string, found bool, err error) {
 	row, found, err := o.one(ctx, QPayment, Key{Source: source, Account: account, ObjectID: paymentID}, fmt.Sprintf("payment %q", paymentID))

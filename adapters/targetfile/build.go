@@ -35,6 +35,8 @@ func (v *validator) build(doc *rawDoc) *Target {
 	v.endpoints(t, rt.Endpoints)
 	v.lifecycle(t, rt.Lifecycle)
 	v.setup(t, rt.Setup)
+	// Before observe: an object-version receiver has no event_rows query.
+	v.idempotency(t, rt.Idempotency)
 	v.observe(t, rt)
 	v.failpoints(t, rt.Failpoints)
 	v.retention(t, rt.Retention, rt.Endpoints)
@@ -42,6 +44,7 @@ func (v *validator) build(doc *rawDoc) *Target {
 	// observe, whose query slots they fill.
 	v.fixtures(t, rt.Fixtures)
 	v.events(t, rt)
+	v.objectVersionRules(t, rt)
 	v.acceptance(t, rt.Acceptance)
 	v.queues(t, rt)
 	v.providerAPI(t, rt.ProviderAPI)

@@ -83,6 +83,17 @@ func (v *validator) objectTemplate(segs []any, src string) *vocab.ObjectTemplate
 	return ot
 }
 
+// usesVar reports whether a template refers to {{.<name>}}.
+func usesVar(src, name string) bool {
+	t, err := template.New("k").Funcs(template.FuncMap{"ref": func(string) string { return "" }, "stripeObject": func(string) string { return "" }}).Parse(src)
+	if err != nil {
+		return false
+	}
+	vars := map[string]bool{}
+	templateVars(t.Tree.Root, vars)
+	return vars[name]
+}
+
 // usesKey reports whether a template refers to {{.Key}}.
 func usesKey(src string) bool {
 	t, err := template.New("k").Funcs(template.FuncMap{"ref": func(string) string { return "" }}).Parse(src)

@@ -66,6 +66,10 @@ type rawOrdered struct {
 	Object   string            `yaml:"object"`
 	State    string            `yaml:"state"`
 	Delete   *rawOrderedDelete `yaml:"delete"`
+	// Ties is the receiver's rule for updates with equal keys; Children reads
+	// the key the object's child rows were last written from.
+	Ties     string `yaml:"ties"`
+	Children string `yaml:"children"`
 }
 
 // rawOrderedDelete is the event that deletes an ordered object; it carries the
@@ -86,6 +90,8 @@ type rawOrderedCreate struct {
 var idPrefixRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,15}$`)
 
 var missingRules = []string{vocab.MissingRetry, vocab.MissingCreate, vocab.MissingIgnore}
+
+var tieRules = []string{vocab.TiesLastWins, vocab.TiesFirstWins, vocab.TiesNone}
 
 // events builds the declared vocabulary and puts its queries in the observer's
 // slots: effect.effects → effects, lifecycle.state → payment, lifecycle.effects
@@ -299,7 +305,35 @@ func (v *validator) orderedRole(rs *roles, p []any, ro *rawOrdered) *vocab.Order
 			v.fail(at(dp, "object"), "must put {{.Key}} in a field: with key: field the deletion carries the ordering key too")
 		}
 	}
+	v.orderedTies(p, ro, o)
+	if sql := v.declaredQuery(at(p, "children"), ro.Children, false, 4); sql != "" {
+		rs.q.ObjectChildren = sql
+		rs.from(QueryObjectChildren, at(p, "children"))
+		o.Children = true
+	}
 	return o
+}
+
+// orderedTies checks events.ordered.ties: the receiver's rule for two updates
+// of one object with equal keys. A created key is whole seconds (the
+// provider's created field), so two updates in one second tie; none says the
+// provider never repeats a key for one object, which only a field key can.
+func (v *validator) orderedTies(p []any, ro *rawOrdered, o *vocab.Ordered) {
+	o.Tagged = usesVar(ro.Object, "Tag")
+	switch {
+	case ro.Ties == "":
+	case !contains(tieRules, ro.Ties):
+		v.fail(at(p, "ties"), "%q is not one of %s", ro.Ties, strings.Join(tieRules, ", "))
+	case ro.Ties == vocab.TiesNone && ro.Key == vocab.OrderCreated:
+		v.fail(at(p, "ties"), "cannot be none with key: created: created is whole seconds, so two updates of one object in one second have equal keys")
+	default:
+		o.Ties = ro.Ties
+	}
+	// A declared rule must be observable: only the update's tag tells two
+	// updates with one key apart.
+	if o.Ties != "" && o.Ties != vocab.TiesNone && !o.Tagged {
+		v.fail(at(p, "object"), "must put {{.Tag}} in a field the state query's second column returns: with ties: %s, it tells apart two updates with equal keys", o.Ties)
+	}
 }
 
 // unhandledRole checks events.unhandled: a valid event type the receiver does

@@ -63,6 +63,9 @@ type Target struct {
 	Events *vocab.Vocabulary
 	// Fixtures are the named hooks that create business objects (nil when none).
 	Fixtures map[string]Fixture
+	// Idempotency is the receiver's idempotency style (IdempotencyLedger,
+	// IdempotencyObjectVersion, IdempotencyBoth), ledger when not declared.
+	Idempotency string
 	// Acceptance is how the receiver acknowledges, defaults applied: sync with
 	// DefaultSyncSettle when the file has no acceptance section.
 	Acceptance vocab.Acceptance
@@ -269,6 +272,9 @@ type Queries struct {
 	// Payment returns (status) of a payment (state-machine, or
 	// events.lifecycle.state).
 	Payment string
+	// ObjectChildren returns (key): the ordering key an ordered object's child
+	// rows were last written from (events.ordered.children).
+	ObjectChildren string
 	// PayloadPresent returns (present boolean) for one event's key row, no row when
 	// the key is gone (retention).
 	PayloadPresent string
@@ -332,6 +338,7 @@ func (q Queries) list() []namedQuery {
 		{QueryObjectEffects, q.ObjectEffects, []int{4}},
 		{QueryObject, q.Object, []int{4}},
 		{QueryPayment, q.Payment, []int{4}},
+		{QueryObjectChildren, q.ObjectChildren, []int{4}},
 		{QueryPayloadPresent, q.PayloadPresent, []int{3}},
 		{QueryKeyTTL, q.KeyTTL, []int{3}},
 		{QueryInboxState, q.InboxState, []int{3}},
@@ -346,6 +353,7 @@ const (
 	QueryObjectEffects  = "object_effects"
 	QueryObject         = "object"
 	QueryPayment        = "payment"
+	QueryObjectChildren = "object_children"
 	QueryPayloadPresent = "payload_present"
 	QueryKeyTTL         = "key_ttl"
 	QueryQuiescent      = "quiescent"

@@ -260,6 +260,10 @@ func (v *validator) databaseURL(base []any, raw, env string) Secret {
 // and its form for the kind.
 func (v *validator) observeQueries(t *Target, rt *rawTarget, base []any) {
 	rq := rt.store().Queries
+	ledgerless := v.target != nil && v.target.Ledgerless()
+	if rq == nil && ledgerless {
+		rq = &rawQueries{}
+	}
 	if rq == nil {
 		if declaredEffects(rt) {
 			v.fail(at(base, "queries"), "required (at least event_rows)")
@@ -275,9 +279,9 @@ func (v *validator) observeQueries(t *Target, rt *rawTarget, base []any) {
 		p := at(base, "queries", nq.name)
 		if strings.TrimSpace(nq.sql) == "" {
 			switch {
-			case nq.name == QueryEventRows:
-				v.fail(p, "required")
-			case nq.name == QueryEffects && !declaredEffects(rt):
+			case nq.name == QueryEventRows && !ledgerless:
+				v.fail(p, "required (or target.idempotency: object-version, for a receiver that keeps no event rows)")
+			case nq.name == QueryEffects && !declaredEffects(rt) && !ledgerless:
 				if rt.Events != nil && rt.Events.Effect != nil {
 					v.fail(p, "required (or target.events.effect.effects)")
 				} else {

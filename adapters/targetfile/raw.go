@@ -34,6 +34,9 @@ type rawTarget struct {
 	Events     *rawEvents            `yaml:"events"`
 	Fixtures   map[string]rawFixture `yaml:"fixtures"`
 	Acceptance *rawAcceptance        `yaml:"acceptance"`
+	// Idempotency is how the receiver makes a redelivery harmless
+	// (idempotency.go).
+	Idempotency string `yaml:"idempotency"`
 	// Setup prepares the receiver's database before it starts (setup.go).
 	Setup *rawSetup `yaml:"setup"`
 	// Inbox and Outbox declare the receiver's asynchronous work (queue.go).

@@ -174,7 +174,7 @@ func TestAllErrorsAtOnce(t *testing.T) {
 func TestUnknownFieldsAndShape(t *testing.T) {
 	cases := map[string]struct{ src, want string }{
 		"unknown field": {"target:\n  name: x\n  bse_url: http://h\n",
-			`target.bse_url (line 3): unknown field in target (valid: acceptance, base_url, capabilities, endpoints, events, failpoints, fixtures, inbox, lifecycle, limits, name, observe, outbox, provider_api, retention, setup)`},
+			`target.bse_url (line 3): unknown field in target (valid: acceptance, base_url, capabilities, endpoints, events, failpoints, fixtures, idempotency, inbox, lifecycle, limits, name, observe, outbox, provider_api, retention, setup)`},
 		"unknown query": {"target:\n  observe:\n    postgres:\n      queries:\n        events: SELECT 1\n",
 			`target.observe.postgres.queries.events (line 5): unknown field in target.observe.postgres.queries`},
 		"unknown top": {"targets: {}\n", `targets (line 1): unknown field in (top level) (valid: profiles, target)`},

@@ -22,14 +22,16 @@ var ExampleNotApplicable = map[string][]string{
 	// receiver; PostgreSQL expires no key by itself (no key_ttl query).
 	// No example serves a provider that verifies endpoints with a handshake
 	// (ACK-8).
-	"stripe-shop": {"DEDUP-5", "ATOMIC-4", "ACK-8", "RETENTION-5", "INBOX", "OUTBOX", "REFETCH"},
+	// Its ordered updates carry no {{.Tag}} and it declares no child rows
+	// (ORDER-5, ORDER-6), as the Node and Django receivers.
+	"stripe-shop": {"DEDUP-5", "ATOMIC-4", "ACK-8", "ORDER-5", "ORDER-6", "RETENTION-5", "INBOX", "OUTBOX", "REFETCH"},
 	// One endpoint; no failpoints, no purge; synchronous.
-	"node-receiver": {"DEDUP-3", "DEDUP-4", "ATOMIC-4", "ACK-8", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
+	"node-receiver": {"DEDUP-3", "DEDUP-4", "ATOMIC-4", "ACK-8", "ORDER-5", "ORDER-6", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 	// One endpoint, no effect on an issue's transitions, issues whose open and
 	// closed reach each other, GitHub signs no timestamp, no ordered role.
 	"python-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ACK-4", "ACK-8", "ORDER", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 	// One provider; no failpoints; no downstream calls; no key_ttl query.
-	"django-receiver": {"DEDUP-4", "ATOMIC-4", "ACK-8", "RETENTION-5", "OUTBOX", "REFETCH"},
+	"django-receiver": {"DEDUP-4", "ATOMIC-4", "ACK-8", "ORDER-5", "ORDER-6", "RETENTION-5", "OUTBOX", "REFETCH"},
 	// One endpoint, no lifecycle or ordered role, no retention, no outbox.
 	"github-gateway": {"DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-4", "ACK-8", "ORDER", "RETENTION", "INBOX-7", "OUTBOX", "REFETCH"},
 	// A declared provider (Acme): one profile, no handshake, an effect and an
@@ -38,9 +40,13 @@ var ExampleNotApplicable = map[string][]string{
 	// Four providers, one account: no lifecycle, no failpoints, no retention,
 	// inbox or outbox.
 	"multi-provider": {"DEDUP-3", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ORDER", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
+	// No event ledger (object-version): the guarantees that count event rows
+	// are not applicable; no effect or lifecycle role, one endpoint, no
+	// retention, inbox or outbox. Only ORDER-1, -2, -4, -5 and -6 run.
+	"ledgerless-receiver": {"DEDUP", "ATOMIC", "ACK", "ORDER-3", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 	// A refetching Stripe receiver: one endpoint, no lifecycle, no
 	// failpoints, retention, inbox or outbox.
-	"refetch-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-5", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-8", "ORDER-3", "RETENTION", "INBOX", "OUTBOX"},
+	"refetch-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-5", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-8", "ORDER-3", "ORDER-5", "ORDER-6", "RETENTION", "INBOX", "OUTBOX"},
 }
 
 // ExampleVerdicts returns an example's clean verdicts, in catalogue order: the

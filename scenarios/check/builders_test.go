@@ -66,6 +66,8 @@ var scenarioNames = map[string]string{
 	"ORDER-2":     "a shuffled, duplicated stream ends at the newest version",
 	"ORDER-3":     "a forbidden state transition is refused",
 	"ORDER-4":     "a deleted object is not brought back by a stale update",
+	"ORDER-5":     "an update with a key equal to the object's is not acknowledged and dropped",
+	"ORDER-6":     "a stale update does not rewrite the object's child rows",
 	"RETENTION-1": "the declared key TTL covers the provider's redelivery horizon",
 	"RETENTION-2": "a replay inside the key TTL is still a duplicate after a purge",
 	"RETENTION-3": "past the payload TTL the payload is gone and the key remains",

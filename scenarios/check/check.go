@@ -260,6 +260,8 @@ func ObservationValues(o history.Observation) []string {
 			vs = append(vs, fmt.Sprintf("status=%q", o.Status))
 		}
 		return vs
+	case "object_children":
+		return []string{fmt.Sprintf("children_key=%d", o.Version)}
 	case "state", "payment":
 		return []string{fmt.Sprintf("state=%q", o.Status)}
 	case "payload_present":

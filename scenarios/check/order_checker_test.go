@@ -178,3 +178,135 @@ var order4 = register(&table{
 })
 
 func TestORDER4(t *testing.T) { order4.run(t) }
+
+// children records an object_children read (key 0 and found false for none).
+func children(phase, obj string, key int64, found bool) func(r *rec) {
+	return func(r *rec) {
+		r.read(history.Observation{Query: "object_children", Phase: phase, Params: objParams(obj), Found: found, Version: key})
+	}
+}
+
+// ORDER-5: update 1 of sub_1 (evt_1, tag v1) read as the control; update 2
+// (evt_2, tag v2), then the tie: key 2 again under evt_3, tag v2-tie. With
+// the default rule, an acknowledged tie must be what the object holds.
+var order5 = register(&table{
+	id: "ORDER-5",
+	clean: func() *history.History {
+		return scenario("ORDER-5").
+			send("update", key("evt_1"), typeUpdated).
+			object("control", "sub_1", 1, "v1").
+			send("update", key("evt_2"), typeUpdated).
+			send("tie", key("evt_3"), typeUpdated).
+			fact("want_version", "2").fact("control_version", "1").fact("control_tag", "v1").
+			fact("first_tag", "v2").fact("tie_tag", "v2-tie").
+			object("final", "sub_1", 2, "v2-tie").
+			reconciledRows(key("evt_1"), key("evt_2"), key("evt_3")).done()
+	},
+	cases: []tcase{
+		{name: "last-wins, the tie applied", edits: do(setFact("ties", "last-wins"))},
+		{name: "acknowledged and dropped", codes: is("order.tie-dropped"),
+			edits: do(status("object", "final", "sub_1", "v2"))},
+		{name: "last-wins, acknowledged and dropped", codes: is("order.tie-dropped"),
+			edits: do(setFact("ties", "last-wins"), status("object", "final", "sub_1", "v2"))},
+		{name: "the tie refused, the first kept", edits: do(attempts("tie", "evt_3", refused(409)), status("object", "final", "sub_1", "v2"))},
+		{name: "the tie refused yet applied", edits: do(attempts("tie", "evt_3", refused(409)))},
+		{name: "last-wins, the tie refused", codes: is("order.not-acked"),
+			edits: do(setFact("ties", "last-wins"), attempts("tie", "evt_3", refused(409)))},
+		{name: "first-wins, the first kept", edits: do(setFact("ties", "first-wins"), status("object", "final", "sub_1", "v2"))},
+		{name: "first-wins, the tie applied", codes: is("order.tie-rule"),
+			edits: do(setFact("ties", "first-wins"))},
+		{name: "regressed below the tied key", codes: is("order.regressed"),
+			edits: do(reads("object", "final", "sub_1", version(1, "v1")))},
+		{name: "the tie refused, another update held", codes: is("order.regressed"),
+			edits: do(attempts("tie", "evt_3", refused(409)), status("object", "final", "sub_1", "v9"))},
+		{name: "the tie's row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_3", 0))},
+		// The positive control: a state query that does not return the tag
+		// cannot show what a tie did.
+		{name: "the state query returns no tag", reason: "the state query must return the key and, second, the object's {{.Tag}}",
+			edits: do(status("object", "control", "sub_1", "active"))},
+		{name: "no read after the tie", reason: "ORDER-5 needs one object read after the first update and one after the tie",
+			edits: do(drop("object", "final", ""))},
+		{name: "no tags recorded", reason: "history: facts want_version, control_version, first_tag and tie_tag are required",
+			edits: do(dropFact("tie_tag"))},
+	},
+})
+
+func TestORDER5(t *testing.T) { order5.run(t) }
+
+// ORDER-6: updates 1, 3, 2 of sub_1 (evt_1..evt_3); its child rows read key 1
+// after update 1 (the control) and must read 3 at the end.
+var order6 = register(&table{
+	id: "ORDER-6",
+	clean: func() *history.History {
+		r := scenario("ORDER-6").
+			send("update", key("evt_1"), typeUpdated)
+		children("control", "sub_1", 1, true)(r)
+		r.send("update", key("evt_2"), typeUpdated).
+			send("update", key("evt_3"), typeUpdated).
+			fact("want_version", "3").fact("control_version", "1").
+			object("final", "sub_1", 3, "v3")
+		children("final", "sub_1", 3, true)(r)
+		return r.reconciledRows(key("evt_1"), key("evt_2"), key("evt_3")).done()
+	},
+	cases: []tcase{
+		{name: "rewritten by the stale update", codes: is("order.children-regressed"),
+			edits: do(reads("object_children", "final", "sub_1", func(o *history.Observation) { o.Version = 2 }))},
+		{name: "child rows gone", codes: is("order.children-regressed"),
+			edits: do(noRow("object_children", "final", "sub_1"))},
+		{name: "an update refused", codes: is("order.not-acked"),
+			edits: do(attempts("update", "evt_2", refused(500)))},
+		{name: "an update's row gone by the reconciliation", codes: is("reconcile.lost"),
+			edits: do(count("event_rows", "reconcile", "evt_2", 0))},
+		{name: "the first update wrote no child rows", reason: "the children query must return the key they were written from",
+			edits: do(noRow("object_children", "control", "sub_1"))},
+		{name: "no children read at the end", reason: "ORDER-6 needs one children read after the first update and one at the end",
+			edits: do(drop("object_children", "final", ""))},
+		{name: "no control recorded", reason: "history: facts want_version and control_version are required",
+			edits: do(dropFact("control_version"))},
+	},
+})
+
+func TestORDER6(t *testing.T) { order6.run(t) }
+
+// ORDER-4 against an object-version receiver: no event rows; every
+// acknowledged update and deletion is reconciled against the object's key.
+// Update 1 (evt_1, key 1), the deletion (evt_2, key 3, a tombstone), the stale
+// update 2 (evt_3) refused by the guard: superseded, not lost.
+var order4ObjectVersion = register(&table{
+	name: "ORDER-4 object-version",
+	id:   "ORDER-4",
+	clean: func() *history.History {
+		return scenario("ORDER-4").
+			fact("idempotency", "object-version").
+			fact("order_key:"+keyString(key("evt_1")), "sub_1 1").
+			fact("order_key:"+keyString(key("evt_2")), "sub_1 3 delete").
+			fact("order_key:"+keyString(key("evt_3")), "sub_1 2").
+			send("update", key("evt_1"), typeUpdated).
+			object("before-delete", "sub_1", 1, "v1").
+			send("delete", key("evt_2"), typeDeleted).
+			object("after-delete", "sub_1", 3, "deleted").
+			send("late", key("evt_3"), typeUpdated).
+			fact("stale_key", "2").
+			fact("want_version", "1").
+			object("final", "sub_1", 3, "deleted").
+			object("reconcile", "sub_1", 3, "deleted").done()
+	},
+	cases: []tcase{
+		{name: "superseded, not lost", note: "3 consistent (2 superseded by a newer key), 0 lost"},
+		{name: "deleted without a tombstone", edits: do(
+			reads("object", "after-delete", "sub_1", func(o *history.Observation) { o.Found, o.Version, o.Status = false, 0, "" }),
+			reads("object", "final", "sub_1", func(o *history.Observation) { o.Found, o.Version, o.Status = false, 0, "" }),
+			reads("object", "reconcile", "sub_1", func(o *history.Observation) { o.Found, o.Version, o.Status = false, 0, "" }))},
+		// The stale update brought it back: the deletion no longer shows.
+		{name: "brought back by the stale update", codes: is("order.resurrected", "reconcile.lost"),
+			edits: do(reads("object", "final", "sub_1", version(2, "v2")), reads("object", "reconcile", "sub_1", version(2, "v2")))},
+		{name: "the deletion refused: the update is not superseded", codes: is("order.not-acked", "reconcile.lost"),
+			edits: do(attempts("delete", "", refused(400)),
+				reads("object", "reconcile", "sub_1", func(o *history.Observation) { o.Found, o.Version, o.Status = false, 0, "" }))},
+		{name: "no reconciliation read of the object", reason: "has no reconciliation read of object sub_1",
+			edits: do(drop("object", "reconcile", ""))},
+	},
+})
+
+func TestORDER4ObjectVersion(t *testing.T) { order4ObjectVersion.run(t) }

@@ -122,3 +122,55 @@ func declared() *history.History {
 }
 
 func TestReconcile(t *testing.T) { reconcileTable.run(t) }
+
+// Reconciliation by object version (target.idempotency: object-version),
+// judged through ORDER-1: updates with keys 1, 3, 2 of sub_1 (evt_1..evt_3),
+// no event rows. The late update 2 is refused by the guard: superseded by
+// key 3, not lost.
+var reconcileObjectVersion = register(&table{
+	name: "reconcile object-version",
+	id:   "ORDER-1",
+	clean: func() *history.History {
+		return scenario("ORDER-1").
+			fact("idempotency", "object-version").
+			fact("order_key:"+keyString(key("evt_1")), "sub_1 1").
+			fact("order_key:"+keyString(key("evt_2")), "sub_1 3").
+			fact("order_key:"+keyString(key("evt_3")), "sub_1 2").
+			send("update", key("evt_1"), typeUpdated).
+			send("update", key("evt_2"), typeUpdated).
+			send("update", key("evt_3"), typeUpdated).
+			fact("want_version", "3").
+			object("final", "sub_1", 3, "v3").
+			object("reconcile", "sub_1", 3, "v3").done()
+	},
+	cases: []tcase{
+		{name: "the refused late update is superseded", note: "reconciliation of 3 event key(s) by object version and effects: 3 consistent (2 superseded by a newer key), 0 lost"},
+		{name: "acknowledged, neither visible nor superseded", codes: is("order.regressed", "reconcile.lost"),
+			edits: do(reads("object", "final", "sub_1", version(1, "v1")), reads("object", "reconcile", "sub_1", version(1, "v1")))},
+		{name: "the object gone, no deletion", codes: is("order.regressed", "reconcile.lost"),
+			edits: do(noRow("object", "final", "sub_1"), noRow("object", "reconcile", "sub_1"))},
+		{name: "a credit-like event applied", edits: do(more(func(r *rec) {
+			r.send("other", key("evt_9"), typeCredit).effects("reconcile", key("evt_9"), 1)
+		}))},
+		{name: "a credit-like event acknowledged, no effect", codes: is("reconcile.lost"), edits: do(more(func(r *rec) {
+			r.send("other", key("evt_9"), typeCredit).effects("reconcile", key("evt_9"), 0)
+		}))},
+		{name: "a credit-like event applied twice", codes: is("reconcile.applied-twice"), edits: do(more(func(r *rec) {
+			r.send("other", key("evt_9"), typeCredit).effects("reconcile", key("evt_9"), 2)
+		}))},
+		{name: "a credit-like event never read", reason: "has no reconciliation read of the effects", edits: do(more(func(r *rec) {
+			r.send("other", key("evt_9"), typeCredit)
+		}))},
+		// both: an event ledger too, so the rows are judged as well.
+		{name: "both, the rows read", edits: do(setFact("idempotency", "both"), more(func(r *rec) {
+			r.reconciledRows(key("evt_1"), key("evt_2"), key("evt_3"))
+		}))},
+		{name: "both, an update's row gone", codes: is("reconcile.lost"), edits: do(setFact("idempotency", "both"), more(func(r *rec) {
+			r.reconciledRows(key("evt_1"), key("evt_2"), key("evt_3"))
+		}), count("event_rows", "reconcile", "evt_1", 0))},
+		{name: "both, no rows read", reason: "has no reconciliation read for",
+			edits: do(setFact("idempotency", "both"))},
+	},
+})
+
+func TestReconcileObjectVersion(t *testing.T) { reconcileObjectVersion.run(t) }

@@ -247,6 +247,9 @@ func (b *Builder) Open(ctx context.Context, tg *targetfile.Target) (_ *Harness, 
 		Acceptance: tg.Acceptance,
 		// nil without an events section: the scenarios use the built-in vocabulary.
 		Vocab: tg.Events,
+		// object-version: no event rows to count (guarantees that need them
+		// are not applicable) and reconciliation by the objects' keys.
+		Idempotency: tg.Idempotency,
 	}
 	hs.Env = env
 	for _, c := range tg.Capabilities {

@@ -50,6 +50,9 @@ func (o observer) ObjectEffects(ctx context.Context, source, account, objectID s
 func (o observer) Object(ctx context.Context, source, account, objectID string) (int64, string, bool, error) {
 	return o.o.Object(ctx, source, account, objectID)
 }
+func (o observer) ObjectChildren(ctx context.Context, source, account, objectID string) (int64, bool, error) {
+	return o.o.ObjectChildren(ctx, source, account, objectID)
+}
 func (o observer) Payment(ctx context.Context, source, account, objectID string) (string, bool, error) {
 	return o.o.Payment(ctx, source, account, objectID)
 }

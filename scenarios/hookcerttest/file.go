@@ -73,6 +73,9 @@ func (tg *Target) file() ([]byte, harness.Hooks, targetfile.GoHooks, error) {
 	if len(tg.Capabilities) > 0 {
 		t["capabilities"] = tg.Capabilities
 	}
+	if tg.Idempotency != "" {
+		t["idempotency"] = tg.Idempotency
+	}
 	if tg.FailpointsPath != "" {
 		t["failpoints"] = map[string]any{"path": tg.FailpointsPath}
 	}
@@ -295,6 +298,8 @@ func events(v *vocab.Vocabulary, q Queries) map[string]any {
 			m["create"] = map[string]any{"fixture": o.Fixture}
 		}
 		put(m, "state", q.Object)
+		put(m, "ties", o.Ties)
+		put(m, "children", q.ObjectChildren)
 		if d := o.Delete; d != nil {
 			dm := map[string]any{"type": d.Type}
 			if d.Object != nil {
@@ -376,6 +381,8 @@ var goFields = []struct{ file, goName string }{
 	{"target.events.lifecycle.state", "Target.Queries.Payment"},
 	{"target.events.lifecycle.effects", "Target.Queries.ObjectEffects"},
 	{"target.events.ordered.state", "Target.Queries.Object"},
+	{"target.events.ordered.children", "Target.Queries.ObjectChildren"},
+	{"target.events.ordered.ties", "Target.Vocab.Ordered.Ties"},
 	{"target.events.lifecycle.create.fixture", "Target.Vocab.Lifecycle.Fixture"},
 	{"target.events.ordered.create.fixture", "Target.Vocab.Ordered.Fixture"},
 	{"target.events", "Target.Vocab"},

@@ -72,6 +72,12 @@ type Target struct {
 	// Acceptance says whether the receiver applies events before (zero value:
 	// sync, 1 s settle) or after its 2xx (Async; 5 s settle by default).
 	Acceptance vocab.Acceptance
+	// Idempotency is how the receiver makes a redelivery harmless: "" or
+	// "ledger" (an event ledger Queries.EventRows counts), "object-version"
+	// (no ledger: each object carries the ordering key of the last event
+	// applied; Queries.EventRows empty), "both" (docs/target.md, "Idempotency
+	// styles").
+	Idempotency string
 	// MaxBodyBytes is the largest body the provider may send the receiver
 	// (default 1 MiB): ACK-7 sends 1 KiB less and expects it applied, ACK-5
 	// twice as much and expects a 4xx (docs/target.md, "Body size limit").
@@ -148,6 +154,9 @@ type Queries struct {
 	// Quiescent returns one boolean, true when no accepted work is pending; no
 	// parameters (async receivers).
 	Quiescent string
+	// ObjectChildren returns (key): the ordering key an ordered object's child
+	// rows were last written from; $4 (events.ordered.children, ORDER-6).
+	ObjectChildren string
 }
 
 // Lifecycle is how the harness starts and stops the receiver process

@@ -48,6 +48,10 @@ func TestValidate(t *testing.T) {
 			[]string{"Target.Queries.Effects:"}},
 		{"quiescent with a parameter", func(tg *Target) { tg.Queries.Quiescent = "SELECT $1::text = ''" },
 			[]string{"Target.Queries.Quiescent: must take no parameters"}},
+		{"unknown idempotency style", func(tg *Target) { tg.Idempotency = "versions" },
+			[]string{`Target.Idempotency: "versions" is not one of ledger, object-version, both`}},
+		{"object-version with event rows", func(tg *Target) { tg.Idempotency = "object-version" },
+			[]string{"Target.Queries.EventRows: must not be set with Target.Idempotency: object-version", "Target.Idempotency: object-version needs Target.Vocab.Ordered"}},
 		{"unknown capability", func(tg *Target) { tg.Capabilities = []string{"crash-proof"} }, []string{"Capabilities[0]: unknown capability"}},
 		{"capability twice", func(tg *Target) { tg.Capabilities = []string{"lock-gating", "lock-gating"}; tg.EventTable = "events" },
 			[]string{"Capabilities[1]: duplicate capability \"lock-gating\""}},
@@ -121,5 +125,30 @@ func TestVocabulary(t *testing.T) {
 	}
 	if p := goField(q.FieldPath("payment")); p != "Target.Queries.Payment" {
 		t.Errorf("payment is named %q", p)
+	}
+}
+
+// TestObjectVersion: a receiver without an event ledger, its tie rule and its
+// child rows reach the loader from Go as from a file.
+func TestObjectVersion(t *testing.T) {
+	tg := validTarget()
+	obj, err := vocab.ParseObjectTemplate(`{"id": "{{.ObjectID}}", "metadata": {"tag": "{{.Tag}}"}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tg.Idempotency = "object-version"
+	tg.Queries.EventRows = ""
+	tg.Vocab = &vocab.Vocabulary{Ordered: &vocab.Ordered{EventRole: vocab.EventRole{Type: "customer.subscription.updated", Object: obj},
+		Key: vocab.OrderCreated, Ties: vocab.TiesLastWins}}
+	tg.Queries.Object = "SELECT extract(epoch FROM synced_at)::bigint, tag FROM subs WHERE id = $4"
+	tg.Queries.ObjectChildren = "SELECT min(extract(epoch FROM synced_at))::bigint FROM items WHERE sub = $4"
+	model, _, err := tg.check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := model.Events.Ordered
+	if model.Idempotency != "object-version" || o.Ties != vocab.TiesLastWins || !o.Tagged || !o.Children ||
+		model.Store.Queries.ObjectChildren != tg.Queries.ObjectChildren || model.Store.Queries.EventRows != "" {
+		t.Errorf("model: idempotency %q, ordered %+v, queries %+v", model.Idempotency, o, model.Store.Queries)
 	}
 }

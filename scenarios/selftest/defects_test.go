@@ -426,11 +426,13 @@ var provenByExamples = map[string]string{
 	"retention.key-expires-early": "TestRedisExampleIsCertified (examples/redis-receiver with short-ttl)",
 	"ack.unsigned-url":            "TestExampleReceiversAreCertified/multi-provider (Twilio, twilio-signature-path-only)",
 	// The reference calls no provider API.
-	"refetch.stale-applied": "TestExampleReceiversAreCertified/refetch-receiver (trust-event-body, no-refetch)",
-	"refetch.recreated":     "TestExampleReceiversAreCertified/refetch-receiver (trust-event-body)",
-	"refetch.lost":          "TestExampleReceiversAreCertified/refetch-receiver (404-acked-lost)",
-	"refetch.not-called":    "TestExampleReceiversAreCertified/refetch-receiver (no-refetch)",
-	"refetch.not-acked":     "TestExampleReceiversAreCertified/refetch-receiver (404-retry-forever)",
+	"refetch.stale-applied":    "TestExampleReceiversAreCertified/refetch-receiver (trust-event-body, no-refetch)",
+	"refetch.recreated":        "TestExampleReceiversAreCertified/refetch-receiver (trust-event-body)",
+	"refetch.lost":             "TestExampleReceiversAreCertified/refetch-receiver (404-acked-lost)",
+	"refetch.not-called":       "TestExampleReceiversAreCertified/refetch-receiver (no-refetch)",
+	"refetch.not-acked":        "TestExampleReceiversAreCertified/refetch-receiver (404-retry-forever)",
+	"order.tie-dropped":        "TestExampleReceiversAreCertified/ledgerless-receiver (same-second-drop)",
+	"order.children-regressed": "TestExampleReceiversAreCertified/ledgerless-receiver (unguarded-children)",
 }
 
 // provenOnCheckers are the deviation codes no profile the reference serves
@@ -443,6 +445,7 @@ var provenOnCheckers = map[string]string{
 	"ack.handshake-revalidation": "Slack does not re-validate its endpoints",
 	"ack.unsigned-form":          "no profile the reference serves sends a form",
 	"ack.unsigned-header":        "no profile the reference serves signs a header besides the event ID and timestamp",
+	"order.tie-rule":             "the reference's updates carry no tag to tell ties apart, and no example declares ties: first-wins",
 }
 
 // notOnReference are the guarantees the reference's clean runs cannot run,
@@ -453,6 +456,8 @@ var notOnReference = map[string]string{
 	"REFETCH-1":   "it calls no provider API (no capability refetch); TestExampleReceiversAreCertified/refetch-receiver runs it",
 	"REFETCH-2":   "it calls no provider API (no capability refetch); TestExampleReceiversAreCertified/refetch-receiver runs it",
 	"REFETCH-3":   "it calls no provider API (no capability refetch); TestExampleReceiversAreCertified/refetch-receiver runs it",
+	"ORDER-5":     "its built-in updates carry no {{.Tag}}, so two with equal keys cannot be told apart; TestExampleReceiversAreCertified/ledgerless-receiver runs it",
+	"ORDER-6":     "its subscriptions have no child rows; TestExampleReceiversAreCertified/ledgerless-receiver runs it",
 }
 
 // TestDefects runs the demo once per run of defectRuns, each in its own

@@ -208,6 +208,10 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		return &ExitError{Code: ExitUnreachable, Err: err}
 	}
 	defer hs.Close()
+	if hs.Target().Ledgerless() {
+		// A soak reconciles every event key against its event rows.
+		return usageErr("target.idempotency is object-version: hookcert soak reconciles every event by its event rows (event_rows), which a receiver without an event ledger does not keep")
+	}
 	var hooks soak.Hooks
 	if hs.Target().Store.SQL() {
 		// Only a SQL store has sessions the harness can end.

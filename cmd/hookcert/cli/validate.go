@@ -298,11 +298,18 @@ func printApplicability(out io.Writer, env *scenarios.Env) {
 	}
 	var na []string
 	for _, g := range scenarios.Catalogue() {
+		why := ""
 		for _, need := range g.Needs {
-			if has, why := hc.Has(need); !has {
-				na = append(na, fmt.Sprintf("  %-11s %s", g.ID, why))
+			if has, w := hc.Has(need); !has {
+				why = w
 				break
 			}
+		}
+		if why == "" {
+			why = env.LedgerReason(&g)
+		}
+		if why != "" {
+			na = append(na, fmt.Sprintf("  %-11s %s", g.ID, why))
 		}
 	}
 	if len(na) == 0 {

@@ -1,0 +1,49 @@
+package selftest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+)
+
+func init() { examples = append(examples, ledgerlessExample) }
+
+// ledgerlessExample is a Stripe-to-PostgreSQL sync in Node.js without an
+// event ledger (target.idempotency: object-version): each event upserts its
+// subscription guarded by the event's created time, a deletion leaves a
+// tombstone, the items are child rows. Its clean runs must show no false
+// reconcile.lost over five seeds; each planted defect is a bug found in a
+// real sync engine of this shape.
+var ledgerlessExample = example{
+	dir:       "ledgerless-receiver",
+	needs:     ledgerlessReady,
+	env:       []string{"STRIPE_WEBHOOK_SECRET=whsec_selftestLedgerless000000000000000"},
+	defectEnv: "LEDGERLESS_DEFECT",
+	seeds:     5,
+	// No event rows to count (the DEDUP, ACK and ATOMIC guarantees that count
+	// them), no effect or lifecycle role, one endpoint, no retention, inbox or
+	// outbox: only ORDER-1, -2, -4, -5 and -6 apply.
+	maxNA:    39,
+	mustPass: []string{"ORDER-1", "ORDER-2", "ORDER-4", "ORDER-5", "ORDER-6"},
+	breaks: map[string]map[string][]string{
+		// A deletion removes the row: the late older update recreates it, and
+		// the deletion it undid no longer shows.
+		"hard-delete": {"ORDER-4": {"order.resurrected", "reconcile.lost"}},
+		// A strict guard: the second update in one second is acknowledged and
+		// dropped.
+		"same-second-drop": {"ORDER-5": {"order.tie-dropped"}},
+		// Items upserted outside the guard: a late older update rewrites them.
+		"unguarded-children": {"ORDER-6": {"order.children-regressed"}},
+	},
+}
+
+// ledgerlessReady: node on PATH and the example's npm packages.
+func ledgerlessReady() string {
+	if _, err := exec.LookPath("node"); err != nil {
+		return "node is not on PATH"
+	}
+	if _, err := os.Stat(filepath.Join("..", "..", "examples", "ledgerless-receiver", "node_modules", "pg")); err != nil {
+		return "its npm packages are not installed (run `npm ci` in examples/ledgerless-receiver; .ci/run does)"
+	}
+	return ""
+}
