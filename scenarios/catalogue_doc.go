@@ -44,7 +44,9 @@ func CatalogueMarkdown() []byte {
 	derivedMarkdown(&b)
 	b.WriteString("## Deviation codes\n\n")
 	b.WriteString("Every scenario also reconciles its delivery history with the rows (")
-	b.WriteString(codeList(ReconcileCodes) + ").\n\n")
+	b.WriteString(codeList(ReconcileCodes) + "). A guarantee that brings a lifecycle object to a state\n")
+	b.WriteString("reads that state before the event it judges: an acknowledged setup event the object does not\n")
+	b.WriteString("show is `" + codeSetupUnmet.ID + "`, and that object's later event is not judged.\n\n")
 	b.WriteString("| code | meaning |\n|---|---|\n")
 	for _, c := range sortedCodes() {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", c.ID, cell(c.Meaning))

@@ -40,6 +40,11 @@ type commonFacts struct {
 	// retention check delivers to.
 	KeyTTL     time.Duration `fact:"key_ttl"`
 	PayloadTTL time.Duration `fact:"payload_ttl"`
+	// SetupState and SetupEvents are, per lifecycle object whose setup the
+	// scenario verified, the state its setup needed it in and the IDs of the
+	// setup events sent for it (none for a fixture).
+	SetupState  map[string]string `fact:"setup_state:"`
+	SetupEvents map[string]words  `fact:"setup_events:"`
 }
 
 // words is a list written space-separated.

@@ -152,11 +152,15 @@ var dedup6 = register(&table{
 	clean: func() *history.History {
 		return scenario("DEDUP-6").fact("object", "payment").
 			send("setup", key("evt_1"), typeCreated).
+			fact("setup_state:pi_1", "pending").fact("setup_events:pi_1", "evt_1").
+			objState("setup", "pi_1", "pending").
 			send("first", key("evt_2"), typeSucceeded).
 			send("other-scope", key("evt_3"), typeSucceeded).
 			fact("want_effects:pi_1", "1").
 			objEffects("sequential", "pi_1", 1).
 			send("setup", key("evt_4"), typeCreated).
+			fact("setup_state:pi_2", "pending").fact("setup_events:pi_2", "evt_4").
+			objState("setup", "pi_2", "pending").
 			send("copy", key("evt_5"), typeSucceeded).
 			send("copy", key("evt_6"), typeSucceeded).
 			fact("want_effects:pi_2", "1").
@@ -170,6 +174,13 @@ var dedup6 = register(&table{
 			edits: do(nthAttempt("copy", 1, refused(500)))},
 		{name: "the creating event refused", codes: is("dedup.not-acked"),
 			edits: do(attempts("setup", "evt_4", refused(500)))},
+		// The second object's creating event was acknowledged and dropped: its
+		// pair of events was never sent, and its setup is the finding.
+		{name: "the creating event acknowledged and lost", codes: is("setup.unmet"),
+			edits: do(noRow("state", "setup", "pi_2"), dropRole("copy"), drop("object_effects", "concurrent", ""), dropFact("want_effects:pi_2"),
+				drop("event_rows", "reconcile", "evt_5"), drop("event_rows", "reconcile", "evt_6"))},
+		{name: "no setup read of an object", reason: "no setup read of payment pi_1",
+			edits: do(drop("state", "setup", "pi_1"))},
 		{name: "applied twice, one after the other", codes: is("dedup.object-effects"),
 			edits: do(count("object_effects", "sequential", "pi_1", 2))},
 		{name: "applied twice at once", codes: is("dedup.object-effects"),
