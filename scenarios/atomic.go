@@ -212,7 +212,7 @@ var atomic4 = Guarantee{
 	}, func(v *view, _ *noFacts) {
 		v.state(codeAtomicNotApplied, phaseAfterCrash, 1, "after a crash after commit")
 		v.acked(codeAtomicNotAcked, roleRedelivery)
-		v.state(codeAtomicNotApplied, phaseAfter, 1, "after the redelivery")
+		v.stateOnce(codeAtomicNotApplied, phaseAfter, "after the redelivery")
 	}),
 }
 
@@ -346,12 +346,12 @@ func cutCheck(v *view, phase, what string) {
 			v.deviate(codeAtomicAckedUncommitted, "delivery was acknowledged although its transaction was cut by %s before it could commit: %s", what, Describe(a))
 			continue
 		}
-		v.state(codeAtomicNotApplied, phaseAfter, 1, "an event accepted before "+what+" cut its worker")
+		v.stateOnce(codeAtomicNotApplied, phaseAfter, "an event accepted before "+what+" cut its worker")
 		return
 	}
 	v.state(codeAtomicPartial, phase, 0, "after "+what)
 	if len(v.role(roleRedelivery)) > 0 {
 		v.acked(codeAtomicNotAcked, roleRedelivery)
-		v.state(codeAtomicNotApplied, phaseAfter, 1, "after the redelivery")
+		v.stateOnce(codeAtomicNotApplied, phaseAfter, "after the redelivery")
 	}
 }

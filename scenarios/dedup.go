@@ -66,7 +66,7 @@ var dedup1 = Guarantee{
 	}, func(v *view, _ *noFacts) {
 		v.acked(codeDedupNotAcked, roleCopy)
 		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after concurrent copies")
-		v.count(codeDedupEffects, queryEffects, phaseAfter, 1, "after concurrent copies")
+		v.once(codeDedupEffects, phaseAfter, "after concurrent copies")
 	}),
 }
 
@@ -115,7 +115,7 @@ var dedup2 = Guarantee{
 		v.count(codeDedupRows, queryEventRows, phaseAfterFirst, 1, "after the first delivery (its acknowledgement lost)")
 		v.acked(codeDedupNotAcked, roleRedelivery, roleResend)
 		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after the redeliveries")
-		v.count(codeDedupEffects, queryEffects, phaseAfter, 1, "after the redeliveries")
+		v.once(codeDedupEffects, phaseAfter, "after the redeliveries")
 	}),
 }
 
@@ -331,7 +331,7 @@ var dedup7 = Guarantee{
 	}, func(v *view, _ *noFacts) {
 		v.acked(codeDedupNotAcked, roleFirst, roleLoad, roleRedelivery)
 		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after a redelivery that followed 100 other events")
-		v.count(codeDedupEffects, queryEffects, phaseAfter, 1, "after a redelivery that followed 100 other events")
+		v.once(codeDedupEffects, phaseAfter, "after a redelivery that followed 100 other events")
 	}),
 }
 

@@ -43,8 +43,11 @@ type commonFacts struct {
 	// SetupState and SetupEvents are, per lifecycle object whose setup the
 	// scenario verified, the state its setup needed it in and the IDs of the
 	// setup events sent for it (none for a fixture).
-	SetupState  map[string]string `fact:"setup_state:"`
-	SetupEvents map[string]words  `fact:"setup_events:"`
+	// EffectsBlind is why the effects reads cannot show an event applied
+	// twice (a state effect without a witness); "" when they can.
+	EffectsBlind string            `fact:"effects_blind"`
+	SetupState   map[string]string `fact:"setup_state:"`
+	SetupEvents  map[string]words  `fact:"setup_events:"`
 }
 
 // words is a list written space-separated.

@@ -166,6 +166,9 @@ type Findings struct {
 	// Unjudged says why the scenario could not be judged (something the
 	// checker needs is missing from the history); "" when it was judged.
 	Unjudged string
+	// NotApplicable says why a scenario that found nothing wrong is still no
+	// pass: a check it rests on could not have failed (effects.go).
+	NotApplicable string
 }
 
 // Check judges one scenario of g that ran, from its record and its share of
@@ -177,7 +180,11 @@ func (g Guarantee) Check(rec history.Scenario, attempts []history.Attempt, obs [
 	}
 	g.judge.check(v)
 	reconcile(v)
-	return Findings{Deviations: v.devs, Notes: v.notes, Unjudged: v.errReason}
+	f := Findings{Deviations: v.devs, Notes: v.notes, Unjudged: v.errReason}
+	if len(f.Deviations) == 0 && f.Unjudged == "" {
+		f.NotApplicable = v.blindReason()
+	}
+	return f
 }
 
 // assemble sets every guarantee's family and code IDs, in family order, and

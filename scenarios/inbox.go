@@ -517,6 +517,7 @@ var inbox7 = Guarantee{
 				v.deviate(codeInboxEffects, "after the purge: %s applied %d times", paramsText(o.Params), o.Count)
 			}
 		}
+		v.blindTo("after the purge")
 		if len(v.reads(queryEffects, phaseAfter)) == 0 {
 			v.fail("history: no effects read after the purge")
 		}
@@ -538,6 +539,7 @@ func appliedOnce(v *view, phase, what string) {
 			v.deviate(codeInboxEffects, "%s: %s applied %d times", what, paramsText(o.Params), o.Count)
 		}
 	}
+	v.blindTo(what)
 }
 
 // inboxAllDone: every event's last inbox read is done.

@@ -21,10 +21,16 @@ func (s *session) effectRole() *vocab.EventRole {
 	return nil
 }
 
-// effectEvent is a fresh event of the effect role for ep.
+// effectEvent is a fresh event of the effect role for ep; a role whose
+// objects a fixture makes has its object made first, with the event's amount.
 func (s *session) effectEvent(ep Endpoint) profiles.Event {
 	r := s.effectRole()
-	return s.event(ep, r.Type, s.newID(prefixOr(r.IDPrefix)))
+	obj := s.newID(prefixOr(r.IDPrefix))
+	if r.Fixture == "" {
+		return s.event(ep, r.Type, obj)
+	}
+	s.runFixture(ep, r.Fixture, obj)
+	return s.objectEvent(ep, r.Type, obj)
 }
 
 // lifecycle is the target's lifecycle object (the built-in payment needs the

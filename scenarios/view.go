@@ -21,6 +21,9 @@ type view struct {
 	devs      []Deviation
 	notes     []string
 	errReason string
+	// blind are the checks for a second application the effects reads could
+	// not make (effects.go).
+	blind []string
 }
 
 func newView(rec history.Scenario, attempts []history.Attempt, obs []history.Observation, sink []history.Sink) *view {

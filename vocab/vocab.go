@@ -39,6 +39,31 @@ type EventRole struct {
 	// Object renders the business object placed in the profile's envelope (a
 	// Stripe data.object, a GitHub payload); nil renders the built-in fields.
 	Object *ObjectTemplate
+	// EffectsKind is how the effect role's effects query reads an event's
+	// effect: EffectsCount (default, "" too) counts its applications;
+	// EffectsState reads a state it sets (a flag, a status): 1 once set,
+	// and still 1 after a second application.
+	EffectsKind string
+	// Witness is true when the effects query of a state effect is the
+	// target's witness: a count of the applications the receiver records
+	// (an audit row, a counter), so a double application shows.
+	Witness bool
+	// Fixture creates each event's object before the event is sent; "" when
+	// the event needs no object of the receiver's own.
+	Fixture string
+}
+
+// How an effect role's effects query reads an event's effect.
+const (
+	EffectsCount = "count"
+	EffectsState = "state"
+)
+
+// DoubleBlind reports whether the role's effects query cannot show an event
+// applied twice: a state without a witness reads the same after one
+// application and after two.
+func (r *EventRole) DoubleBlind() bool {
+	return r != nil && r.EffectsKind == EffectsState && !r.Witness
 }
 
 // What an event for an object that does not exist (yet) must get.

@@ -26,10 +26,13 @@ type rawRole struct {
 }
 
 type rawEffect struct {
-	Type     string `yaml:"type"`
-	IDPrefix string `yaml:"id_prefix"`
-	Object   string `yaml:"object"`
-	Effects  string `yaml:"effects"`
+	Type        string           `yaml:"type"`
+	IDPrefix    string           `yaml:"id_prefix"`
+	Object      string           `yaml:"object"`
+	Effects     string           `yaml:"effects"`
+	EffectsKind string           `yaml:"effects_kind"`
+	Witness     string           `yaml:"witness"`
+	Create      *rawEffectCreate `yaml:"create"`
 }
 
 type rawEventLifecycle struct {
@@ -166,6 +169,7 @@ func (v *validator) effectRole(rs *roles, p []any, r *rawEffect) *vocab.EventRol
 		rs.q.Effects = sql
 		rs.from(QueryEffects, at(p, "effects"))
 	}
+	v.effectExtras(rs, p, r, role)
 	return role
 }
 

@@ -235,6 +235,14 @@ func TestEventsRules(t *testing.T) {
 			"target.events.effect.object (line 13): bad template: template: object:1:10: executing \"object\" at <.Nope>: can't evaluate field Nope"},
 		"template bad syntax": {withEvents("  events:\n    effect: {type: a.b, object: '{{ref}'}\n"),
 			"target.events.effect.object (line 13): bad template: template: object:1: bad character U+007D '}'"},
+		"bad effects_kind": {withEvents("  events:\n    effect: {type: a.b, effects_kind: flag}\n"),
+			`target.events.effect.effects_kind (line 13): "flag" is not one of count, state`},
+		"witness of a count": {withEvents("  events:\n    effect: {type: a.b, witness: SELECT count(*) FROM audit WHERE event_id = $3}\n"),
+			"target.events.effect.witness (line 13): only with effects_kind: state"},
+		"witness params": {withEvents("  events:\n    effect: {type: a.b, effects_kind: state, witness: SELECT count(*) FROM audit WHERE a = $1}\n"),
+			"target.events.effect.witness (line 13): must reference $3 (the event ID) or $4 (the object ID)"},
+		"effect unknown fixture": {withEvents("  events:\n    effect: {type: a.b, create: {fixture: order}}\n"),
+			`target.events.effect.create.fixture (line 13): no fixture "order": target.fixtures declares none`},
 		"effect query params": {withEvents("  events:\n    effect: {type: a.b, effects: SELECT count(*) FROM t WHERE a = $1}\n"),
 			"target.events.effect.effects (line 13): must reference $3 (the event ID) or $4 (the object ID)"},
 		"no initial": {withEvents(lifecycle("      create: {fixture: f}\n" + okTransitions + "      state: SELECT s FROM t WHERE id=$4\n  fixtures: {f: {sql: 'INSERT INTO t VALUES ($4)'}}\n")),
@@ -409,5 +417,38 @@ func TestDocumentedStripeExample(t *testing.T) {
 	v := tg.Events
 	if v == nil || v.Effect == nil || v.Lifecycle == nil || v.Ordered == nil || v.Unhandled == nil || len(tg.Fixtures) != 2 {
 		t.Errorf("the example does not declare every role and its fixtures: %+v", v)
+	}
+}
+
+// TestEffectState: a state effect keeps its query without a witness (and
+// says it cannot show a double application); a witness fills the effects
+// slot, and a fixture makes each event's object.
+func TestEffectState(t *testing.T) {
+	base := strings.Replace(minimal, "        effects: SELECT count(*) FROM t WHERE event_id=$3\n", "", 1)
+	src := base + `  events:
+    effect: {type: a.b, effects_kind: state, effects: SELECT count(*) FROM orders WHERE id = $4 AND paid, create: {fixture: order}}
+  fixtures: {order: {sql: 'INSERT INTO orders (id) VALUES ($4)'}}
+`
+	tg, err := Parse([]byte(src), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tg.Events.Effect
+	if r.EffectsKind != vocab.EffectsState || r.Witness || !r.DoubleBlind() || r.Fixture != "order" {
+		t.Errorf("effect = %+v", r)
+	}
+	if q := tg.Store.Queries; q.FieldPath(QueryEffects) != "target.events.effect.effects" {
+		t.Errorf("effects from %s", q.FieldPath(QueryEffects))
+	}
+	src = strings.Replace(src, "create: {fixture: order}}", "witness: SELECT count(*) FROM order_audit WHERE event_id = $3}", 1)
+	if tg, err = Parse([]byte(src), testVars); err != nil {
+		t.Fatal(err)
+	}
+	r = tg.Events.Effect
+	if !r.Witness || r.DoubleBlind() {
+		t.Errorf("effect with a witness = %+v", r)
+	}
+	if q := tg.Store.Queries; q.Effects != "SELECT count(*) FROM order_audit WHERE event_id = $3" || q.FieldPath(QueryEffects) != "target.events.effect.witness" {
+		t.Errorf("effects = %q from %s", q.Effects, q.FieldPath(QueryEffects))
 	}
 }

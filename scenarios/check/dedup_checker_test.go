@@ -32,6 +32,17 @@ var dedup1 = register(&table{
 			edits: do(count("event_rows", "after", "evt_1", 0))},
 		{name: "two effects after the copies", codes: is("dedup.effects"),
 			edits: do(count("effects", "after", "evt_1", 2))},
+		// A state effect without a witness reads 1 after one application and
+		// after two: the copies' check cannot fail, so it is no pass.
+		{name: "a state effect without a witness", na: "an event applied twice leaves that state as one application does, so a second application after concurrent copies cannot be shown",
+			edits: do(setFact("effects_blind", blindReason)), note: "reconciliation did not check for effects applied twice"},
+		{name: "a state effect without a witness, two effects at the reconciliation", na: "cannot be shown",
+			edits: do(setFact("effects_blind", blindReason), count("effects", "reconcile", "evt_1", 2))},
+		// What it can show still fails.
+		{name: "a state effect never set", codes: is("dedup.effects"),
+			edits: do(setFact("effects_blind", blindReason), count("effects", "after", "evt_1", 0))},
+		{name: "a state effect without a witness, two rows", codes: is("dedup.rows"),
+			edits: do(setFact("effects_blind", blindReason), count("event_rows", "after", "evt_1", 2))},
 		{name: "the race lost to the end: two rows, two effects", codes: is("dedup.rows", "dedup.effects"),
 			also: is("reconcile.duplicated", "reconcile.applied-twice"),
 			edits: do(count("event_rows", "after", "evt_1", 2), count("effects", "after", "evt_1", 2),
@@ -106,6 +117,8 @@ func scopeTable(id string, a, b profiles.Key) *table {
 				reconciled(a, b).done()
 		},
 		cases: []tcase{
+			// Both events must apply: a state shows that, so it is judged.
+			{name: "a state effect without a witness, both applied", edits: do(setFact("effects_blind", blindReason))},
 			{name: "the first delivery refused", codes: is("dedup.not-acked"),
 				edits: do(attempts("first", "", refused(500)))},
 			{name: "the other scope's delivery refused", codes: is("dedup.not-acked"),
@@ -231,3 +244,7 @@ var dedup7 = register(&table{
 })
 
 func TestDEDUP7(t *testing.T) { dedup7.run(t) }
+
+// blindReason is the fact a scenario records when the effect role reads a
+// state and the target declares no witness.
+const blindReason = "the effect role's effects query reads a state (events.effect.effects_kind: state) and the target declares no witness (events.effect.witness): an event applied twice leaves that state as one application does"
