@@ -92,7 +92,7 @@ var readBinds = map[string][]int{
 var (
 	ReconcileReads = bound([]Read{
 		{Query: queryEventRows, Tells: "every delivered key of a handled type: 1 row; an acknowledged key with none is lost, a key with 2 duplicated"},
-		{Query: queryEffects, Tells: "every delivered key of the `effect` role: more than 1 is applied twice ($4 is empty for the events whose object the scenario did not track: ACK-2's and DEDUP-7's load)"},
+		{Query: queryEffects, Tells: "every delivered key of the `effect` role: more than 1 is applied twice ($4 is the event's object)"},
 	})
 	QuiesceReads = bound([]Read{
 		{Query: queryEventRows, Tells: "each key of the previous scenario whose delivery ended with an unknown outcome, until it lands (bounded)"},
