@@ -316,11 +316,11 @@ var atomic5 = Guarantee{
 				continue
 			}
 			if a, ok := byObject[o.Params[3]]; ok && acked(a) {
-				v.deviate(codeAtomicMissingLost, "%s for %s %s, which did not exist yet, was acknowledged (%s); once the object existed it is %q (found %v), not %q: the change is lost",
-					a.EventType, v.objectName(), o.Params[3], Describe(a), o.Status, o.Found, want)
+				v.deviate(codeAtomicMissingLost, "%s for %s %s, which did not exist yet, was acknowledged (%s); once the object existed it reads %s, not %q: the change is lost",
+					a.EventType, v.objectName(), o.Params[3], Describe(a), readText(o), want)
 				continue
 			}
-			v.deviate(codeAtomicObjectState, "%s %s: status %q (found %v), want %q", v.objectName(), o.Params[3], o.Status, o.Found, want)
+			v.deviate(codeAtomicObjectState, "%s %s reads %s, want %q", v.objectName(), o.Params[3], readText(o), want)
 		}
 		for _, o := range v.stateReads(phaseAfterRefusal) {
 			if o.Found {

@@ -93,7 +93,7 @@ func (v *view) objectState(code Code, phase string, want map[string]string, def,
 			w = def
 		}
 		if !o.Found || o.Status != w {
-			v.deviate(code, "%s %s: status %q (found %v) %s, want %q", v.objectName(), o.Params[3], o.Status, o.Found, what, w)
+			v.deviate(code, "%s %s reads %s %s, want %q", v.objectName(), o.Params[3], readText(o), what, w)
 		}
 	}
 }

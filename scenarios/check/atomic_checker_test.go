@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hookcert/hookcert/history"
@@ -276,3 +277,23 @@ var atomic5 = register(&table{
 })
 
 func TestATOMIC5(t *testing.T) { atomic5.run(t) }
+
+// Evidence names the state read, or that no row was found, never a bare
+// "found" flag beside it.
+func TestStateEvidenceNamesTheValueRead(t *testing.T) {
+	for _, c := range []struct {
+		edit edit
+		want string
+	}{
+		{noRow("state", "after", "pi_1"), "payment pi_1 reads no row after the precondition held"},
+		{status("state", "after", "pi_1", "pending"), `payment pi_1 reads "pending" after the precondition held`},
+	} {
+		h := atomic2.clean()
+		c.edit(h)
+		g := judge(t, "ATOMIC-2", h)
+		ev := strings.Join(g.Evidence, "\n")
+		if !strings.Contains(ev, c.want) || strings.Contains(ev, "found") {
+			t.Errorf("evidence %q, want it to say %q and no found flag", ev, c.want)
+		}
+	}
+}
