@@ -122,7 +122,14 @@ var atomic2 = Guarantee{
 			if !acked(a) {
 				s.rows(k, phaseAfterRefusal)
 			}
-			s.drive(ep, obj, it.onward)
+			if acked(a) {
+				// Accepted early, the event may apply as soon as its
+				// precondition holds: the state after the onward path is
+				// not the setup's alone.
+				s.drive(ep, obj, it.onward)
+			} else if !s.driveOn(ep, l, obj, pair.State, it.onward) {
+				continue
+			}
 			f.WantState[obj] = pair.T.To
 			switch {
 			case acked(a) && s.async():

@@ -32,6 +32,17 @@ func (s *session) setUp(ep Endpoint, l *vocab.Lifecycle, obj string, path []voca
 	return s.verifySetup(ep, l, obj, endState(l, path), as)
 }
 
+// driveOn drives obj, already verified in state from, on through path, and
+// verifies it again.
+func (s *session) driveOn(ep Endpoint, l *vocab.Lifecycle, obj, from string, path []vocab.Transition) bool {
+	as := s.drive(ep, obj, path)
+	want := from
+	if len(path) > 0 {
+		want = path[len(path)-1].To
+	}
+	return s.verifySetup(ep, l, obj, want, as)
+}
+
 // endState is the state path leads a fresh object to.
 func endState(l *vocab.Lifecycle, path []vocab.Transition) string {
 	if len(path) == 0 {
@@ -56,7 +67,8 @@ func (s *session) verifySetup(ep Endpoint, l *vocab.Lifecycle, obj, want string,
 			c.SetupState, c.SetupEvents = map[string]string{}, map[string]words{}
 		}
 		c.SetupState[obj] = want
-		c.SetupEvents[obj] = ids
+		// A later stage of one object's setup adds to what came before.
+		c.SetupEvents[obj] = append(c.SetupEvents[obj], ids...)
 	})
 	met := func() int {
 		if st, found := s.lifecycleState(ep, obj, phaseSetup); found && st == want {

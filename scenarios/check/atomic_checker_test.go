@@ -98,6 +98,8 @@ var atomic2 = register(&table{
 			send("premature", key("evt_2"), typeRefunded, refused(409)).
 			rows("after-refusal", key("evt_2"), 0).
 			send("setup", key("evt_3"), typeSucceeded).
+			fact("setup_state:pi_1", "succeeded").fact("setup_events:pi_1", "evt_1 evt_3").
+			objState("setup", "pi_1", "succeeded").
 			fact("want_state:pi_1", "refunded").
 			send("redelivery", key("evt_2"), typeRefunded, attemptNo(2)).
 			rows("after", key("evt_2"), 1).
@@ -131,6 +133,11 @@ var atomic2 = register(&table{
 			}},
 		{name: "no setup read", reason: "no setup read of payment pi_1",
 			edits: do(drop("state", "setup", ""))},
+		// The success that brings the payment to the refund's precondition was
+		// acknowledged and dropped: the refund was not redelivered.
+		{name: "the onward success acknowledged and lost", codes: is("setup.unmet"),
+			edits: do(status("state", "setup", "pi_1", "pending"), dropRole("redelivery"), drop("event_rows", "after", ""),
+				drop("state", "after", ""), dropFact("want_state:pi_1"))},
 		{name: "the redelivery refused as a duplicate", codes: is("atomic.not-acked"),
 			edits: do(attempts("redelivery", "", refused(409)))},
 		{name: "the redelivery not stored", codes: is("atomic.not-applied"),
