@@ -247,7 +247,7 @@ var dedup6 = Guarantee{
 			if len(unmet) > 0 && len(v.reads(queryObjectEffects, ph.phase)) == 0 {
 				continue
 			}
-			v.objectEffects(codeDedupObjectEffects, ph.phase, f.WantEffects, 1, ph.what)
+			v.objectEffectsOnce(codeDedupObjectEffects, ph.phase, f.WantEffects, 1, ph.what)
 		}
 	}),
 }

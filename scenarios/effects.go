@@ -48,17 +48,54 @@ func (v *view) stateOnce(code Code, phase, what string) {
 // blindTo records a check for a second application that the effects reads
 // could not make, when they could not.
 func (v *view) blindTo(what string) {
-	if v.common.EffectsBlind != "" && !slices.Contains(v.blind, what) {
-		v.blind = append(v.blind, what)
+	if v.common.EffectsBlind != "" {
+		v.blindPart(v.common.EffectsBlind, what)
 	}
+}
+
+// blindPart records that, for reason, a second application what could not
+// be shown.
+func (v *view) blindPart(reason, what string) {
+	for i := range v.blind {
+		if v.blind[i].reason == reason {
+			if !slices.Contains(v.blind[i].whats, what) {
+				v.blind[i].whats = append(v.blind[i].whats, what)
+			}
+			return
+		}
+	}
+	v.blind = append(v.blind, blindCheck{reason, []string{what}})
+}
+
+// blindCheck is the checks one reason kept from showing a second application.
+type blindCheck struct {
+	reason string
+	whats  []string
 }
 
 // blindReason is why the scenario's verdict cannot be a pass: the checks for
 // a second application it could not make.
 func (v *view) blindReason() string {
-	if len(v.blind) == 0 {
+	var parts []string
+	for _, b := range v.blind {
+		parts = append(parts, fmt.Sprintf("%s, so a second application %s cannot be shown", b.reason, strings.Join(b.whats, "; ")))
+	}
+	if len(parts) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("%s, so a second application %s cannot be shown; declare events.effect.witness (a count of the applications the receiver records: an audit row, a counter) to judge it",
-		v.common.EffectsBlind, strings.Join(v.blind, "; "))
+	return strings.Join(parts, "; ") + "; declare a witness (a count of the applications the receiver records: an audit row, a counter) to judge it"
+}
+
+// objectBlindReason is why object effects reads cannot show an effect
+// applied twice.
+const objectBlindReason = "the lifecycle's effects query reads a state (events.lifecycle.effects_kind: state) and the target declares no witness (events.lifecycle.witness): an effect applied twice leaves that state as one application does"
+
+// objectEffectsOnce is objectEffects where the check looks for a second
+// application: with object effects read as a state and no witness, what it
+// could not show keeps the verdict from being a pass.
+func (v *view) objectEffectsOnce(code Code, phase string, want map[string]int64, def int64, what string) {
+	v.objectEffects(code, phase, want, def, what)
+	if v.common.ObjectEffectsBlind != "" {
+		v.blindPart(v.common.ObjectEffectsBlind, what)
+	}
 }

@@ -45,9 +45,11 @@ type commonFacts struct {
 	// setup events sent for it (none for a fixture).
 	// EffectsBlind is why the effects reads cannot show an event applied
 	// twice (a state effect without a witness); "" when they can.
-	EffectsBlind string            `fact:"effects_blind"`
-	SetupState   map[string]string `fact:"setup_state:"`
-	SetupEvents  map[string]words  `fact:"setup_events:"`
+	EffectsBlind string `fact:"effects_blind"`
+	// ObjectEffectsBlind is the same of the lifecycle's effects reads.
+	ObjectEffectsBlind string            `fact:"object_effects_blind"`
+	SetupState         map[string]string `fact:"setup_state:"`
+	SetupEvents        map[string]words  `fact:"setup_events:"`
 }
 
 // words is a list written space-separated.

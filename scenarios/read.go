@@ -79,6 +79,9 @@ func (s *session) effects(k profiles.Key, phase string) int {
 
 // objectEffects reads the effects on one lifecycle object.
 func (s *session) objectEffects(source, account, objectID, phase string) int {
+	if s.voc().Lifecycle.DoubleBlind() {
+		s.common(func(c *commonFacts) { c.ObjectEffectsBlind = objectBlindReason })
+	}
 	return s.countOf(queryObjectEffects, phase, objParams(source, account, objectID), func(ctx context.Context) (int, error) {
 		return s.env.Observer.ObjectEffects(ctx, source, account, objectID)
 	})

@@ -96,6 +96,17 @@ type Lifecycle struct {
 	// CountsEffects is true when the target can count an object's effects
 	// (observe object_effects).
 	CountsEffects bool
+	// EffectsKind and Witness are the object effects query's, as an effect
+	// role's are: a state (EffectsState) shows an effect applied, never
+	// applied twice, unless the query is the target's witness.
+	EffectsKind string
+	Witness     bool
+}
+
+// DoubleBlind reports whether the lifecycle's effects query cannot show an
+// effect applied twice.
+func (l *Lifecycle) DoubleBlind() bool {
+	return l != nil && l.CountsEffects && l.EffectsKind == EffectsState && !l.Witness
 }
 
 // Transition is one event type moving a lifecycle object.

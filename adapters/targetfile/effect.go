@@ -39,7 +39,37 @@ func (v *validator) effectExtras(rs *roles, p []any, r *rawEffect, role *vocab.E
 	default:
 		v.fail(at(p, "effects_kind"), "%q is not one of %s", kind, strings.Join(effectKinds, ", "))
 	}
-	if c := r.Create; c != nil {
+	v.createFixture(rs, p, r.Create, role)
+}
+
+// lifecycleEffectKind checks events.lifecycle.effects_kind and witness, as
+// effectExtras does the effect role's: a witness fills the object_effects slot.
+func (v *validator) lifecycleEffectKind(rs *roles, p []any, rl *rawEventLifecycle, l *vocab.Lifecycle) {
+	switch kind := strings.TrimSpace(rl.EffectsKind); kind {
+	case "", vocab.EffectsCount:
+		l.EffectsKind = vocab.EffectsCount
+		if strings.TrimSpace(rl.Witness) != "" {
+			v.fail(at(p, "witness"), "only with effects_kind: %s (a count of applications already shows a double one)", vocab.EffectsState)
+		}
+	case vocab.EffectsState:
+		l.EffectsKind = vocab.EffectsState
+		if !l.CountsEffects {
+			v.fail(at(p, "effects_kind"), "only with lifecycle.effects (the query reading the state)")
+		}
+		if sql := v.declaredQuery(at(p, "witness"), rl.Witness, false, 4); sql != "" {
+			rs.q.ObjectEffects = sql
+			rs.from(QueryObjectEffects, at(p, "witness"))
+			l.Witness = true
+		}
+	default:
+		v.fail(at(p, "effects_kind"), "%q is not one of %s", kind, strings.Join(effectKinds, ", "))
+	}
+}
+
+// createFixture checks events.effect.create: the fixture that makes each
+// effect event's object.
+func (v *validator) createFixture(rs *roles, p []any, c *rawEffectCreate, role *vocab.EventRole) {
+	if c != nil {
 		if strings.TrimSpace(c.Fixture) == "" {
 			v.fail(at(p, "create", "fixture"), "required with create (the fixture that makes each event's object)")
 		} else {

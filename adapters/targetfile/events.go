@@ -44,6 +44,8 @@ type rawEventLifecycle struct {
 	Transitions []rawTransition `yaml:"transitions"`
 	State       string          `yaml:"state"`
 	Effects     string          `yaml:"effects"`
+	EffectsKind string          `yaml:"effects_kind"`
+	Witness     string          `yaml:"witness"`
 }
 
 type rawCreate struct {
@@ -197,6 +199,7 @@ func (v *validator) lifecycleRole(rs *roles, p []any, rl *rawEventLifecycle) *vo
 		l.CountsEffects = true
 	}
 	v.conflict(rs, QueryObjectEffects, at(p, "effects"))
+	v.lifecycleEffectKind(rs, p, rl, l)
 	return l
 }
 

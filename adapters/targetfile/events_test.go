@@ -243,6 +243,10 @@ func TestEventsRules(t *testing.T) {
 			"target.events.effect.witness (line 13): must reference $3 (the event ID) or $4 (the object ID)"},
 		"effect unknown fixture": {withEvents("  events:\n    effect: {type: a.b, create: {fixture: order}}\n"),
 			`target.events.effect.create.fixture (line 13): no fixture "order": target.fixtures declares none`},
+		"lifecycle state without effects": {withEvents(lifecycle("      initial: new\n      create: {fixture: f}\n" + okTransitions + "      state: SELECT s FROM t WHERE id=$4\n      effects_kind: state\n  fixtures: {f: {sql: 'INSERT INTO t VALUES ($4)'}}\n")),
+			"target.events.lifecycle.effects_kind (line 18): only with lifecycle.effects"},
+		"lifecycle witness of a count": {withEvents(lifecycle("      initial: new\n      create: {fixture: f}\n" + okTransitions + "      state: SELECT s FROM t WHERE id=$4\n      effects: SELECT count(*) FROM l WHERE id=$4\n      witness: SELECT count(*) FROM a WHERE id=$4\n  fixtures: {f: {sql: 'INSERT INTO t VALUES ($4)'}}\n")),
+			"target.events.lifecycle.witness (line 19): only with effects_kind: state"},
 		"effect query params": {withEvents("  events:\n    effect: {type: a.b, effects: SELECT count(*) FROM t WHERE a = $1}\n"),
 			"target.events.effect.effects (line 13): must reference $3 (the event ID) or $4 (the object ID)"},
 		"no initial": {withEvents(lifecycle("      create: {fixture: f}\n" + okTransitions + "      state: SELECT s FROM t WHERE id=$4\n  fixtures: {f: {sql: 'INSERT INTO t VALUES ($4)'}}\n")),
@@ -450,5 +454,27 @@ func TestEffectState(t *testing.T) {
 	}
 	if q := tg.Store.Queries; q.Effects != "SELECT count(*) FROM order_audit WHERE event_id = $3" || q.FieldPath(QueryEffects) != "target.events.effect.witness" {
 		t.Errorf("effects = %q from %s", q.Effects, q.FieldPath(QueryEffects))
+	}
+	// A lifecycle's object effects likewise.
+	lc := minimal + `  events:
+    lifecycle:
+      initial: new
+      create: {type: p.new, object: '{"id": "{{.ObjectID}}"}'}
+      transitions: [{type: p.ok, from: [new], to: done, effect: true}]
+      state: SELECT s FROM t WHERE id = $4
+      effects: SELECT count(*) FROM orders WHERE id = $4 AND credited
+      effects_kind: state
+`
+	if tg, err = Parse([]byte(lc), testVars); err != nil {
+		t.Fatal(err)
+	}
+	if l := tg.Events.Lifecycle; !l.DoubleBlind() || tg.Store.Queries.FieldPath(QueryObjectEffects) != "target.events.lifecycle.effects" {
+		t.Errorf("lifecycle = %+v, object_effects from %s", l, tg.Store.Queries.FieldPath(QueryObjectEffects))
+	}
+	if tg, err = Parse([]byte(lc+"      witness: SELECT count(*) FROM credit_audit WHERE order_id = $4\n"), testVars); err != nil {
+		t.Fatal(err)
+	}
+	if l, q := tg.Events.Lifecycle, tg.Store.Queries; l.DoubleBlind() || !l.Witness || q.FieldPath(QueryObjectEffects) != "target.events.lifecycle.witness" {
+		t.Errorf("lifecycle with a witness = %+v, object_effects from %s", l, q.FieldPath(QueryObjectEffects))
 	}
 }

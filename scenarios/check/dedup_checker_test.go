@@ -192,6 +192,13 @@ var dedup6 = register(&table{
 		{name: "the creating event acknowledged and lost", codes: is("setup.unmet"),
 			edits: do(noRow("state", "setup", "pi_2"), dropRole("copy"), drop("object_effects", "concurrent", ""), dropFact("want_effects:pi_2"),
 				drop("event_rows", "reconcile", "evt_5"), drop("event_rows", "reconcile", "evt_6"))},
+		// Object effects read as a state without a witness: one effect and
+		// two read alike, so the check is no pass; an effect never applied
+		// still shows.
+		{name: "object effects as a state without a witness", na: "an effect applied twice leaves that state as one application does, so a second application two events for one change, one after the other; two events for one change at the same time cannot be shown",
+			edits: do(setFact("object_effects_blind", objectBlindReason))},
+		{name: "object effects as a state, never set", codes: is("dedup.object-effects"),
+			edits: do(setFact("object_effects_blind", objectBlindReason), count("object_effects", "concurrent", "pi_2", 0))},
 		{name: "no setup read of an object", reason: "no setup read of payment pi_1",
 			edits: do(drop("state", "setup", "pi_1"))},
 		{name: "applied twice, one after the other", codes: is("dedup.object-effects"),
@@ -248,3 +255,7 @@ func TestDEDUP7(t *testing.T) { dedup7.run(t) }
 // blindReason is the fact a scenario records when the effect role reads a
 // state and the target declares no witness.
 const blindReason = "the effect role's effects query reads a state (events.effect.effects_kind: state) and the target declares no witness (events.effect.witness): an event applied twice leaves that state as one application does"
+
+// objectBlindReason is the fact a scenario records when the lifecycle's
+// effects query reads a state and the target declares no witness.
+const objectBlindReason = "the lifecycle's effects query reads a state (events.lifecycle.effects_kind: state) and the target declares no witness (events.lifecycle.witness): an effect applied twice leaves that state as one application does"

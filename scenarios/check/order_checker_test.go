@@ -128,6 +128,12 @@ var order3 = register(&table{
 			edits: do(attempts("setup", "evt_3", refused(500)), status("state", "setup", "pi_1", "succeeded"), status("state", "final", "pi_1", "succeeded"))},
 		{name: "the object gone after its setup", codes: is("setup.unmet"),
 			edits: do(noRow("state", "setup", "pi_1"), noRow("state", "final", "pi_1"))},
+		// A state reads 1 for the path's 2 effects: judged as applied, the
+		// late event's state still judged in full.
+		{name: "object effects as a state without a witness", note: "object effects judged as applied or not only",
+			edits: do(setFact("object_effects_blind", objectBlindReason), count("object_effects", "final", "pi_1", 1))},
+		{name: "object effects as a state, the late event undid the refund", codes: is("order.transition-applied"),
+			edits: do(setFact("object_effects_blind", objectBlindReason), count("object_effects", "final", "pi_1", 1), status("state", "final", "pi_1", "succeeded"))},
 		{name: "no setup read", reason: "no setup read of payment pi_1",
 			edits: do(drop("state", "setup", ""))},
 		{name: "the late success undid the refund", codes: is("order.transition-applied"),
