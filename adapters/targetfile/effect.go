@@ -78,3 +78,28 @@ func (v *validator) createFixture(rs *roles, p []any, c *rawEffectCreate, role *
 		}
 	}
 }
+
+// stateEffectWarnings: a state effect without a witness cannot show an event
+// applied twice; the guarantees that look for one will say so rather than
+// pass.
+func (t *Target) stateEffectWarnings() []Warning {
+	var out []Warning
+	if v := t.Events; v != nil && v.Effect.DoubleBlind() {
+		out = append(out, Warning{
+			Field:     "target.events.effect.effects_kind",
+			Guarantee: "DEDUP-1, DEDUP-2, DEDUP-7, ATOMIC-1, ATOMIC-3, ATOMIC-4, ACK-1, RETENTION-1 to -3, INBOX (a second application)",
+			Problem: "the effects query reads a state, which one application and two set alike, and no witness counts the applications: " +
+				"these guarantees judge only that the effect applied and are reported not applicable unless they fail otherwise.",
+			Fix: "declare events.effect.witness: a count of what the receiver records of each application (an audit row, a counter).",
+		})
+	}
+	if v := t.Events; v != nil && v.Lifecycle.DoubleBlind() {
+		out = append(out, Warning{
+			Field:     "target.events.lifecycle.effects_kind",
+			Guarantee: "DEDUP-6 (one business operation, one effect), ORDER-3's effects",
+			Problem:   "the object's effects query reads a state, which one application and two set alike, and no witness counts the applications.",
+			Fix:       "declare events.lifecycle.witness: a count of the object's effect applications the receiver records.",
+		})
+	}
+	return out
+}

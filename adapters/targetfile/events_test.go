@@ -444,6 +444,9 @@ func TestEffectState(t *testing.T) {
 	if q := tg.Store.Queries; q.FieldPath(QueryEffects) != "target.events.effect.effects" {
 		t.Errorf("effects from %s", q.FieldPath(QueryEffects))
 	}
+	if ws := tg.Warnings(); len(ws) != 1 || ws[0].Field != "target.events.effect.effects_kind" || !strings.Contains(ws[0].Fix, "events.effect.witness") {
+		t.Errorf("warnings of a state effect without a witness = %v", ws)
+	}
 	src = strings.Replace(src, "create: {fixture: order}}", "witness: SELECT count(*) FROM order_audit WHERE event_id = $3}", 1)
 	if tg, err = Parse([]byte(src), testVars); err != nil {
 		t.Fatal(err)
@@ -451,6 +454,9 @@ func TestEffectState(t *testing.T) {
 	r = tg.Events.Effect
 	if !r.Witness || r.DoubleBlind() {
 		t.Errorf("effect with a witness = %+v", r)
+	}
+	if ws := tg.Warnings(); len(ws) != 0 {
+		t.Errorf("warnings of a state effect with a witness = %v", ws)
 	}
 	if q := tg.Store.Queries; q.Effects != "SELECT count(*) FROM order_audit WHERE event_id = $3" || q.FieldPath(QueryEffects) != "target.events.effect.witness" {
 		t.Errorf("effects = %q from %s", q.Effects, q.FieldPath(QueryEffects))
