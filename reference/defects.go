@@ -37,6 +37,7 @@ const (
 	DefectNoTTLFloor         = "no-ttl-floor"
 	DefectRotatedSecret      = "rotated-secret"
 	DefectSkipLargeBodies    = "skip-large-bodies"
+	DefectDropFirstRefund    = "drop-first-refund"
 
 	// Derived from the provider contract: the handshake, every signed input,
 	// the event identity.
@@ -106,6 +107,7 @@ var defectTable = map[string]string{
 	DefectOrphanPayloads:     "also copies every raw payload into webhook_payload_archive, which the purge never touches; payloads outlive their TTL and their key",
 	DefectRotatedSecret:      "verifies its GitHub endpoints with the secret from before the last rotation: every genuine GitHub delivery is refused with 401, as forged ones are, so the provider retries and then gives up",
 	DefectSkipLargeBodies:    "answers 200 to any verified body over 64 KiB without storing or applying it (\"too big to log, skip it\"); the provider stops sending an event that was never applied",
+	DefectDropFirstRefund:    "the first refund after the receiver starts is recorded and acknowledged but never applied (a lazily started refund client's first call fails and the error is swallowed); that payment stays succeeded",
 	DefectNoTTLFloor:         "accepts any configured key TTL, even one below the provider's redelivery horizon; a redelivery after the key is gone is applied again",
 
 	DefectHandshakeEchoWrong:     "answers Slack's url_verification with the challenge encoded as a JSON string (quotes included), which is none of the answers Slack reads; the provider never verifies the endpoint",

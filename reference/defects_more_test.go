@@ -340,3 +340,30 @@ func TestDefectDedupWindow(t *testing.T) {
 		}
 	}
 }
+
+// drop-first-refund acknowledges the first refund and leaves its payment
+// succeeded, with its key recorded; the next refund applies. The clean
+// reference refunds both.
+func TestDefectDropFirstRefund(t *testing.T) {
+	for _, defects := range [][]string{nil, {DefectDropFirstRefund}} {
+		e := newEnv(t, Options{Defects: defects})
+		ep := e.ep("stripe", "acct_A")
+		for _, pi := range []string{"pi_first", "pi_second"} {
+			for _, typ := range []string{store.TypePaymentCreated, store.TypePaymentSucceeded, store.TypeChargeRefunded} {
+				if r := e.send(build(ep, newID("evt"), typ, obj{ID: pi, Amount: 7}, time.Now())); r.Code != 200 {
+					t.Fatalf("defects %v: %s answered %d %s", defects, typ, r.Code, r.Reason)
+				}
+			}
+		}
+		first := e.count(`SELECT count(*) FROM payments WHERE payment_id = 'pi_first' AND status = 'refunded'`)
+		second := e.count(`SELECT count(*) FROM payments WHERE payment_id = 'pi_second' AND status = 'refunded'`)
+		keys := e.count(`SELECT count(*) FROM processed_webhook_events`)
+		want := 1
+		if defects != nil {
+			want = 0
+		}
+		if first != want || second != 1 || keys != 6 {
+			t.Fatalf("defects %v: first payment refunded %d (want %d), second %d (want 1), %d keys (want 6)", defects, first, want, second, keys)
+		}
+	}
+}

@@ -102,6 +102,11 @@ var serverDefects = []serverDefect{
 		s.rules = s.rules.WithNoDomainConstraint()
 		s.schema.WithoutDomainConstraint = true
 	}},
+	{DefectDropFirstRefund, func(s *Server) {
+		// Wrong: an acknowledged event must be applied; the first refund after
+		// start is recorded and dropped.
+		s.rules = s.rules.WithDropFirstRefund()
+	}},
 	{DefectRefundCheckThenAct, func(s *Server) {
 		// Wrong: a refund checks, then acts, with nothing holding the payment
 		// between the two.

@@ -44,7 +44,9 @@ func CatalogueMarkdown() []byte {
 	derivedMarkdown(&b)
 	b.WriteString("## Deviation codes\n\n")
 	b.WriteString("Every scenario also reconciles its delivery history with the rows (")
-	b.WriteString(codeList(ReconcileCodes) + ").\n\n")
+	b.WriteString(codeList(ReconcileCodes) + "). A guarantee that brings a lifecycle object to a state\n")
+	b.WriteString("reads that state before the event it judges: an acknowledged setup event the object does not\n")
+	b.WriteString("show is `" + codeSetupUnmet.ID + "`, and that object's later event is not judged.\n\n")
 	b.WriteString("| code | meaning |\n|---|---|\n")
 	for _, c := range sortedCodes() {
 		fmt.Fprintf(&b, "| `%s` | %s |\n", c.ID, cell(c.Meaning))
@@ -242,4 +244,43 @@ func derivedMarkdown(b *bytes.Buffer) {
 		fmt.Fprintf(b, "| %s | %s | %s |\n", c.input, c.change, code)
 	}
 	b.WriteString("\n")
+}
+
+// QueryParamsMarkdown renders, for each query the guarantees read, the
+// parameters every read of it binds, those it passes as an empty string, and
+// who reads it (docs/target.md).
+func QueryParamsMarkdown() string {
+	var b strings.Builder
+	b.WriteString("\n| query | gets | given `''` | read by |\n|---|---|---|---|\n")
+	for _, r := range readSource {
+		var who []string
+		for _, g := range catalogue {
+			if slices.ContainsFunc(g.Reads, func(x Read) bool { return x.Query == r.query }) {
+				who = append(who, g.ID)
+			}
+		}
+		for _, p := range []struct {
+			name  string
+			reads []Read
+		}{{"the reconciliation", ReconcileReads}, {"the wait between scenarios", QuiesceReads}} {
+			if slices.ContainsFunc(p.reads, func(x Read) bool { return x.Query == r.query }) {
+				who = append(who, p.name)
+			}
+		}
+		if len(who) == 0 {
+			continue
+		}
+		var empty []int
+		for n := 1; n <= 4; n++ {
+			if !slices.Contains(readBinds[r.query], n) {
+				empty = append(empty, n)
+			}
+		}
+		given := "—"
+		if len(empty) > 0 {
+			given = binds(empty)
+		}
+		fmt.Fprintf(&b, "| `%s` | %s | %s | %s |\n", r.query, binds(readBinds[r.query]), given, strings.Join(who, ", "))
+	}
+	return b.String()
 }

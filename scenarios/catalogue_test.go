@@ -46,7 +46,8 @@ func TestCatalogueIsWellFormed(t *testing.T) {
 			if c.ID == "" || c.Meaning == "" {
 				t.Errorf("%s: code %q has no meaning", g.ID, c.ID)
 			}
-			if !strings.HasPrefix(c.ID, strings.ToLower(g.Family)+".") {
+			// The setup check is shared by every guarantee that sets up state.
+			if !strings.HasPrefix(c.ID, strings.ToLower(g.Family)+".") && c != codeSetupUnmet {
 				t.Errorf("%s: code %s is not in its family's namespace", g.ID, c.ID)
 			}
 		}

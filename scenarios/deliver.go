@@ -43,10 +43,13 @@ func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, sh sim
 	seed := int64(h.Sum64() >> 1)
 	ds := make([]simulator.Delivery, len(evs))
 	for i, ev := range evs {
-		ev = s.render(ep, ev)
+		ds[i] = simulator.Delivery{Event: s.render(ep, ev), Shape: sh, Copies: copies, Together: together && i > 0}
 		// The provider's object moves on as it sends the event.
-		s.apiModel(role, ev)
-		ds[i] = simulator.Delivery{Event: ev, Shape: sh, Copies: copies, Together: together && i > 0}
+		s.apiModel(role, ds[i].Event)
+		// Every event delivered has its object known, so an effects read
+		// (reconciliation's too) binds $4 whether or not the scenario kept
+		// its key.
+		s.trackObject(profiles.EventKey(ep.Profile, ds[i].Event), ev.ObjectID)
 	}
 	recs, rels, err := s.run.runner(ep).Deliver(s.ctx, seed, ds, each)
 	if err != nil && s.ctx.Err() == nil {

@@ -46,6 +46,16 @@ type commonFacts struct {
 	// "sub_1 1700000005 delete"): what reconciling by object version needs.
 	Idempotency string            `fact:"idempotency"`
 	OrderKeys   map[string]string `fact:"order_key:"`
+	// SetupState and SetupEvents are, per lifecycle object whose setup the
+	// scenario verified, the state its setup needed it in and the IDs of the
+	// setup events sent for it (none for a fixture).
+	// EffectsBlind is why the effects reads cannot show an event applied
+	// twice (a state effect without a witness); "" when they can.
+	EffectsBlind string `fact:"effects_blind"`
+	// ObjectEffectsBlind is the same of the lifecycle's effects reads.
+	ObjectEffectsBlind string            `fact:"object_effects_blind"`
+	SetupState         map[string]string `fact:"setup_state:"`
+	SetupEvents        map[string]words  `fact:"setup_events:"`
 }
 
 // words is a list written space-separated.

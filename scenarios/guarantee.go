@@ -92,7 +92,7 @@ var readBinds = map[string][]int{
 var (
 	ReconcileReads = bound([]Read{
 		{Query: queryEventRows, Tells: "every delivered key of a handled type: 1 row; an acknowledged key with none is lost, a key with 2 duplicated"},
-		{Query: queryEffects, Tells: "every delivered key of the `effect` role: more than 1 is applied twice ($4 is empty for the events whose object the scenario did not track: ACK-2's and DEDUP-7's load); for an object-version receiver, 0 for an acknowledged one is lost"},
+		{Query: queryEffects, Tells: "every delivered key of the `effect` role: more than 1 is applied twice ($4 is the event's object); for an object-version receiver, 0 for an acknowledged one is lost"},
 		{Query: queryObject, Tells: "object-version receivers: the object of every delivered ordered update or deletion ($4): it holds the acknowledged update's key or a newer one, or a newer acknowledged deletion removed it; else the update is lost"},
 	})
 	QuiesceReads = bound([]Read{
@@ -167,6 +167,9 @@ type Findings struct {
 	// Unjudged says why the scenario could not be judged (something the
 	// checker needs is missing from the history); "" when it was judged.
 	Unjudged string
+	// NotApplicable says why a scenario that found nothing wrong is still no
+	// pass: a check it rests on could not have failed (effects.go).
+	NotApplicable string
 }
 
 // Check judges one scenario of g that ran, from its record and its share of
@@ -184,7 +187,11 @@ func (g Guarantee) CheckCalls(rec history.Scenario, attempts []history.Attempt, 
 	}
 	g.judge.check(v)
 	reconcile(v)
-	return Findings{Deviations: v.devs, Notes: v.notes, Unjudged: v.errReason}
+	f := Findings{Deviations: v.devs, Notes: v.notes, Unjudged: v.errReason}
+	if len(f.Deviations) == 0 && f.Unjudged == "" {
+		f.NotApplicable = v.blindReason()
+	}
+	return f
 }
 
 // assemble sets every guarantee's family and code IDs, in family order, and

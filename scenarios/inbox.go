@@ -471,7 +471,7 @@ var inbox6 = Guarantee{
 				continue
 			}
 			if t, ok := v.read(queryInboxState, phaseAfterTries, o.Params); ok && t.Found && t.Status == inboxDead {
-				v.deviate(codeInboxDeadLetterLost, "%s: dead-lettered, then %q (found %v) once the failures stopped", paramsText(o.Params), o.Status, o.Found)
+				v.deviate(codeInboxDeadLetterLost, "%s: dead-lettered, then %s once the failures stopped", paramsText(o.Params), readText(o))
 			}
 		}
 	}),
@@ -517,6 +517,7 @@ var inbox7 = Guarantee{
 				v.deviate(codeInboxEffects, "after the purge: %s applied %d times", paramsText(o.Params), o.Count)
 			}
 		}
+		v.blindTo("after the purge")
 		if len(v.reads(queryEffects, phaseAfter)) == 0 {
 			v.fail("history: no effects read after the purge")
 		}
@@ -538,6 +539,7 @@ func appliedOnce(v *view, phase, what string) {
 			v.deviate(codeInboxEffects, "%s: %s applied %d times", what, paramsText(o.Params), o.Count)
 		}
 	}
+	v.blindTo(what)
 }
 
 // inboxAllDone: every event's last inbox read is done.
@@ -549,7 +551,7 @@ func inboxAllDone(v *view, code Code) {
 	}
 	for _, o := range rs {
 		if !o.Found || o.Status != inboxDone {
-			v.deviate(code, "%s: inbox state %q (found %v, %d attempt(s)), want done", paramsText(o.Params), o.Status, o.Found, o.Count)
+			v.deviate(code, "%s: inbox state reads %s (%d attempt(s)), want done", paramsText(o.Params), readText(o), o.Count)
 		}
 	}
 }

@@ -67,8 +67,13 @@ func (s *session) rows(k profiles.Key, phase string) int {
 	return s.countOf(queryEventRows, phase, keyParams(k), func(ctx context.Context) (int, error) { return s.env.Observer.EventRows(ctx, k) })
 }
 
-// effects reads the effects of k's event (its object is $4).
+// effects reads the effects of k's event (its object is $4). An effect the
+// query reads as a state, with no witness, is recorded as such: the checker
+// then knows a double application could not show.
 func (s *session) effects(k profiles.Key, phase string) int {
+	if r := s.voc().Effect; r.DoubleBlind() {
+		s.common(func(c *commonFacts) { c.EffectsBlind = doubleBlindReason })
+	}
 	obj := s.objectOf(k)
 	return s.countOf(queryEffects, phase, []string{k.Source, k.Account, k.EventID, obj}, func(ctx context.Context) (int, error) {
 		return s.env.Observer.Effects(ctx, k, obj)
@@ -77,6 +82,9 @@ func (s *session) effects(k profiles.Key, phase string) int {
 
 // objectEffects reads the effects on one lifecycle object.
 func (s *session) objectEffects(source, account, objectID, phase string) int {
+	if s.voc().Lifecycle.DoubleBlind() {
+		s.common(func(c *commonFacts) { c.ObjectEffectsBlind = objectBlindReason })
+	}
 	return s.countOf(queryObjectEffects, phase, objParams(source, account, objectID), func(ctx context.Context) (int, error) {
 		return s.env.Observer.ObjectEffects(ctx, source, account, objectID)
 	})

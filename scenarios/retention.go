@@ -380,7 +380,7 @@ func replayCheck(v *view, when string) {
 		}
 	}
 	v.count(codeRetentionReplayApplied, queryEventRows, phaseAfterReplay, 1, "replay "+when)
-	v.count(codeRetentionReplayApplied, queryEffects, phaseAfterReplay, 1, "replay "+when)
+	v.once(codeRetentionReplayApplied, phaseAfterReplay, "replay "+when)
 }
 
 // retentionMargin is how far "just inside" and "just past" a TTL the purges are

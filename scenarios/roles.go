@@ -3,6 +3,7 @@ package scenarios
 import (
 	"time"
 
+	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 	"github.com/hookcert/hookcert/vocab"
@@ -20,10 +21,16 @@ func (s *session) effectRole() *vocab.EventRole {
 	return nil
 }
 
-// effectEvent is a fresh event of the effect role for ep.
+// effectEvent is a fresh event of the effect role for ep; a role whose
+// objects a fixture makes has its object made first, with the event's amount.
 func (s *session) effectEvent(ep Endpoint) profiles.Event {
 	r := s.effectRole()
-	return s.event(ep, r.Type, s.newID(prefixOr(r.IDPrefix)))
+	obj := s.newID(prefixOr(r.IDPrefix))
+	if r.Fixture == "" {
+		return s.event(ep, r.Type, obj)
+	}
+	s.runFixture(ep, r.Fixture, obj)
+	return s.objectEvent(ep, r.Type, obj)
 }
 
 // lifecycle is the target's lifecycle object (the built-in payment needs the
@@ -111,14 +118,16 @@ func (s *session) objectEvent(ep Endpoint, typ, obj string) profiles.Event {
 func (s *session) newObject(l *vocab.Lifecycle) string { return s.newID(prefixOr(l.IDPrefix)) }
 
 // create makes obj exist the way the target declares: its creating event, or
-// its fixture (the receiver's own application writing the row).
-func (s *session) create(ep Endpoint, l *vocab.Lifecycle, obj string) {
+// its fixture (the receiver's own application writing the row). It returns
+// the creating event's attempt, none for a fixture.
+func (s *session) create(ep Endpoint, l *vocab.Lifecycle, obj string) []history.Attempt {
 	if l.Create != nil {
-		s.send(ep, s.objectEvent(ep, l.Create.Type, obj), roleSetup, simulator.Shape{})
+		a := s.send(ep, s.objectEvent(ep, l.Create.Type, obj), roleSetup, simulator.Shape{})
 		s.settledNow()
-		return
+		return []history.Attempt{a}
 	}
 	s.runFixture(ep, l.Fixture, obj)
+	return nil
 }
 
 // runFixture runs the named fixture for obj; one that fails leaves nothing to
@@ -139,9 +148,11 @@ func (s *session) runFixture(ep Endpoint, name, obj string) {
 // drive sends the transitions of path for obj one after another, each once the
 // previous has settled, so no event of the setup arrives before its
 // precondition.
-func (s *session) drive(ep Endpoint, obj string, path []vocab.Transition) {
+func (s *session) drive(ep Endpoint, obj string, path []vocab.Transition) []history.Attempt {
+	var out []history.Attempt
 	for _, t := range path {
-		s.send(ep, s.objectEvent(ep, t.Type, obj), roleSetup, simulator.Shape{})
+		out = append(out, s.send(ep, s.objectEvent(ep, t.Type, obj), roleSetup, simulator.Shape{}))
 		s.settledNow()
 	}
+	return out
 }

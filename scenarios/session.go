@@ -246,13 +246,21 @@ func (s *session) event(ep Endpoint, typ, objectID string) profiles.Event {
 // key is the event key the receiver derives for ev on ep.
 func (s *session) key(ep Endpoint, ev profiles.Event) profiles.Key {
 	k := profiles.EventKey(ep.Profile, ev)
+	s.trackObject(k, ev.ObjectID)
+	return k
+}
+
+// trackObject records obj as the business object of the event with key k.
+func (s *session) trackObject(k profiles.Key, obj string) {
+	if obj == "" {
+		return
+	}
 	s.mu.Lock()
 	if s.objects == nil {
 		s.objects = map[profiles.Key]string{}
 	}
-	s.objects[k] = ev.ObjectID
+	s.objects[k] = obj
 	s.mu.Unlock()
-	return k
 }
 
 // objectOf is the business object of the event s made with key k.

@@ -39,6 +39,31 @@ type EventRole struct {
 	// Object renders the business object placed in the profile's envelope (a
 	// Stripe data.object, a GitHub payload); nil renders the built-in fields.
 	Object *ObjectTemplate
+	// EffectsKind is how the effect role's effects query reads an event's
+	// effect: EffectsCount (default, "" too) counts its applications;
+	// EffectsState reads a state it sets (a flag, a status): 1 once set,
+	// and still 1 after a second application.
+	EffectsKind string
+	// Witness is true when the effects query of a state effect is the
+	// target's witness: a count of the applications the receiver records
+	// (an audit row, a counter), so a double application shows.
+	Witness bool
+	// Fixture creates each event's object before the event is sent; "" when
+	// the event needs no object of the receiver's own.
+	Fixture string
+}
+
+// How an effect role's effects query reads an event's effect.
+const (
+	EffectsCount = "count"
+	EffectsState = "state"
+)
+
+// DoubleBlind reports whether the role's effects query cannot show an event
+// applied twice: a state without a witness reads the same after one
+// application and after two.
+func (r *EventRole) DoubleBlind() bool {
+	return r != nil && r.EffectsKind == EffectsState && !r.Witness
 }
 
 // What an event for an object that does not exist (yet) must get.
@@ -71,6 +96,17 @@ type Lifecycle struct {
 	// CountsEffects is true when the target can count an object's effects
 	// (observe object_effects).
 	CountsEffects bool
+	// EffectsKind and Witness are the object effects query's, as an effect
+	// role's are: a state (EffectsState) shows an effect applied, never
+	// applied twice, unless the query is the target's witness.
+	EffectsKind string
+	Witness     bool
+}
+
+// DoubleBlind reports whether the lifecycle's effects query cannot show an
+// effect applied twice.
+func (l *Lifecycle) DoubleBlind() bool {
+	return l != nil && l.CountsEffects && l.EffectsKind == EffectsState && !l.Witness
 }
 
 // Transition is one event type moving a lifecycle object.

@@ -26,10 +26,13 @@ type rawRole struct {
 }
 
 type rawEffect struct {
-	Type     string `yaml:"type"`
-	IDPrefix string `yaml:"id_prefix"`
-	Object   string `yaml:"object"`
-	Effects  string `yaml:"effects"`
+	Type        string           `yaml:"type"`
+	IDPrefix    string           `yaml:"id_prefix"`
+	Object      string           `yaml:"object"`
+	Effects     string           `yaml:"effects"`
+	EffectsKind string           `yaml:"effects_kind"`
+	Witness     string           `yaml:"witness"`
+	Create      *rawEffectCreate `yaml:"create"`
 }
 
 type rawEventLifecycle struct {
@@ -41,6 +44,8 @@ type rawEventLifecycle struct {
 	Transitions []rawTransition `yaml:"transitions"`
 	State       string          `yaml:"state"`
 	Effects     string          `yaml:"effects"`
+	EffectsKind string          `yaml:"effects_kind"`
+	Witness     string          `yaml:"witness"`
 }
 
 type rawCreate struct {
@@ -172,6 +177,7 @@ func (v *validator) effectRole(rs *roles, p []any, r *rawEffect) *vocab.EventRol
 		rs.q.Effects = sql
 		rs.from(QueryEffects, at(p, "effects"))
 	}
+	v.effectExtras(rs, p, r, role)
 	return role
 }
 
@@ -199,6 +205,7 @@ func (v *validator) lifecycleRole(rs *roles, p []any, rl *rawEventLifecycle) *vo
 		l.CountsEffects = true
 	}
 	v.conflict(rs, QueryObjectEffects, at(p, "effects"))
+	v.lifecycleEffectKind(rs, p, rl, l)
 	return l
 }
 

@@ -235,6 +235,18 @@ func TestEventsRules(t *testing.T) {
 			"target.events.effect.object (line 13): bad template: template: object:1:10: executing \"object\" at <.Nope>: can't evaluate field Nope"},
 		"template bad syntax": {withEvents("  events:\n    effect: {type: a.b, object: '{{ref}'}\n"),
 			"target.events.effect.object (line 13): bad template: template: object:1: bad character U+007D '}'"},
+		"bad effects_kind": {withEvents("  events:\n    effect: {type: a.b, effects_kind: flag}\n"),
+			`target.events.effect.effects_kind (line 13): "flag" is not one of count, state`},
+		"witness of a count": {withEvents("  events:\n    effect: {type: a.b, witness: SELECT count(*) FROM audit WHERE event_id = $3}\n"),
+			"target.events.effect.witness (line 13): only with effects_kind: state"},
+		"witness params": {withEvents("  events:\n    effect: {type: a.b, effects_kind: state, witness: SELECT count(*) FROM audit WHERE a = $1}\n"),
+			"target.events.effect.witness (line 13): must reference $3 (the event ID) or $4 (the object ID)"},
+		"effect unknown fixture": {withEvents("  events:\n    effect: {type: a.b, create: {fixture: order}}\n"),
+			`target.events.effect.create.fixture (line 13): no fixture "order": target.fixtures declares none`},
+		"lifecycle state without effects": {withEvents(lifecycle("      initial: new\n      create: {fixture: f}\n" + okTransitions + "      state: SELECT s FROM t WHERE id=$4\n      effects_kind: state\n  fixtures: {f: {sql: 'INSERT INTO t VALUES ($4)'}}\n")),
+			"target.events.lifecycle.effects_kind (line 18): only with lifecycle.effects"},
+		"lifecycle witness of a count": {withEvents(lifecycle("      initial: new\n      create: {fixture: f}\n" + okTransitions + "      state: SELECT s FROM t WHERE id=$4\n      effects: SELECT count(*) FROM l WHERE id=$4\n      witness: SELECT count(*) FROM a WHERE id=$4\n  fixtures: {f: {sql: 'INSERT INTO t VALUES ($4)'}}\n")),
+			"target.events.lifecycle.witness (line 19): only with effects_kind: state"},
 		"effect query params": {withEvents("  events:\n    effect: {type: a.b, effects: SELECT count(*) FROM t WHERE a = $1}\n"),
 			"target.events.effect.effects (line 13): must reference $3 (the event ID) or $4 (the object ID)"},
 		"no initial": {withEvents(lifecycle("      create: {fixture: f}\n" + okTransitions + "      state: SELECT s FROM t WHERE id=$4\n  fixtures: {f: {sql: 'INSERT INTO t VALUES ($4)'}}\n")),
@@ -409,5 +421,66 @@ func TestDocumentedStripeExample(t *testing.T) {
 	v := tg.Events
 	if v == nil || v.Effect == nil || v.Lifecycle == nil || v.Ordered == nil || v.Unhandled == nil || len(tg.Fixtures) != 2 {
 		t.Errorf("the example does not declare every role and its fixtures: %+v", v)
+	}
+}
+
+// TestEffectState: a state effect keeps its query without a witness (and
+// says it cannot show a double application); a witness fills the effects
+// slot, and a fixture makes each event's object.
+func TestEffectState(t *testing.T) {
+	base := strings.Replace(minimal, "        effects: SELECT count(*) FROM t WHERE event_id=$3\n", "", 1)
+	src := base + `  events:
+    effect: {type: a.b, effects_kind: state, effects: SELECT count(*) FROM orders WHERE id = $4 AND paid, create: {fixture: order}}
+  fixtures: {order: {sql: 'INSERT INTO orders (id) VALUES ($4)'}}
+`
+	tg, err := Parse([]byte(src), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := tg.Events.Effect
+	if r.EffectsKind != vocab.EffectsState || r.Witness || !r.DoubleBlind() || r.Fixture != "order" {
+		t.Errorf("effect = %+v", r)
+	}
+	if q := tg.Store.Queries; q.FieldPath(QueryEffects) != "target.events.effect.effects" {
+		t.Errorf("effects from %s", q.FieldPath(QueryEffects))
+	}
+	if ws := tg.Warnings(); len(ws) != 1 || ws[0].Field != "target.events.effect.effects_kind" || !strings.Contains(ws[0].Fix, "events.effect.witness") {
+		t.Errorf("warnings of a state effect without a witness = %v", ws)
+	}
+	src = strings.Replace(src, "create: {fixture: order}}", "witness: SELECT count(*) FROM order_audit WHERE event_id = $3}", 1)
+	if tg, err = Parse([]byte(src), testVars); err != nil {
+		t.Fatal(err)
+	}
+	r = tg.Events.Effect
+	if !r.Witness || r.DoubleBlind() {
+		t.Errorf("effect with a witness = %+v", r)
+	}
+	if ws := tg.Warnings(); len(ws) != 0 {
+		t.Errorf("warnings of a state effect with a witness = %v", ws)
+	}
+	if q := tg.Store.Queries; q.Effects != "SELECT count(*) FROM order_audit WHERE event_id = $3" || q.FieldPath(QueryEffects) != "target.events.effect.witness" {
+		t.Errorf("effects = %q from %s", q.Effects, q.FieldPath(QueryEffects))
+	}
+	// A lifecycle's object effects likewise.
+	lc := minimal + `  events:
+    lifecycle:
+      initial: new
+      create: {type: p.new, object: '{"id": "{{.ObjectID}}"}'}
+      transitions: [{type: p.ok, from: [new], to: done, effect: true}]
+      state: SELECT s FROM t WHERE id = $4
+      effects: SELECT count(*) FROM orders WHERE id = $4 AND credited
+      effects_kind: state
+`
+	if tg, err = Parse([]byte(lc), testVars); err != nil {
+		t.Fatal(err)
+	}
+	if l := tg.Events.Lifecycle; !l.DoubleBlind() || tg.Store.Queries.FieldPath(QueryObjectEffects) != "target.events.lifecycle.effects" {
+		t.Errorf("lifecycle = %+v, object_effects from %s", l, tg.Store.Queries.FieldPath(QueryObjectEffects))
+	}
+	if tg, err = Parse([]byte(lc+"      witness: SELECT count(*) FROM credit_audit WHERE order_id = $4\n"), testVars); err != nil {
+		t.Fatal(err)
+	}
+	if l, q := tg.Events.Lifecycle, tg.Store.Queries; l.DoubleBlind() || !l.Witness || q.FieldPath(QueryObjectEffects) != "target.events.lifecycle.witness" {
+		t.Errorf("lifecycle with a witness = %+v, object_effects from %s", l, q.FieldPath(QueryObjectEffects))
 	}
 }

@@ -32,6 +32,7 @@ func (t *Target) Warnings() []Warning {
 	out = append(out, t.sharedObjectWarnings()...)
 	out = append(out, t.scopeWarnings()...)
 	out = append(out, t.bodyLimitWarnings()...)
+	out = append(out, t.stateEffectWarnings()...)
 	return out
 }
 

@@ -22,6 +22,7 @@ import (
 //	example-passed-ids DIR                      an example receiver's clean verdicts
 //	file PATH                                   a file of the repository, fenced
 //	observer-kinds                              each guarantee by kind of observer (docs/target.md)
+//	query-params                                each query's parameters, and who reads it (docs/target.md)
 //	provider-table                              every profile's contract in one table (docs/providers.md)
 func Figures(root string) Renderer {
 	counts := map[string]func() int{
@@ -57,10 +58,12 @@ func Figures(root string) Renderer {
 			return fenced(root, arg)
 		case "observer-kinds":
 			return scenarios.ObserverKindsMarkdown(), noArg(name, arg)
+		case "query-params":
+			return scenarios.QueryParamsMarkdown(), noArg(name, arg)
 		case "provider-table":
 			return ProvidersMarkdown(), noArg(name, arg)
 		}
-		return "", fmt.Errorf("unknown region (valid: %s, profile-list, example-passed DIR, example-not-applicable DIR, example-passed-ids DIR, file PATH, observer-kinds, provider-table)",
+		return "", fmt.Errorf("unknown region (valid: %s, profile-list, example-passed DIR, example-not-applicable DIR, example-passed-ids DIR, file PATH, observer-kinds, query-params, provider-table)",
 			strings.Join(sortedKeys(counts), ", "))
 	}
 }

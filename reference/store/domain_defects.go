@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -40,6 +41,23 @@ func (r Rules) WithNoDomainConstraint() Rules {
 func (r Rules) WithRefundCheckThenAct() Rules {
 	r.steps.paymentForRefund = readPaymentUnlocked
 	r.steps.insertEntry = insertEntryUnconstrained
+	return r
+}
+
+// WithDropFirstRefund skips the first refund these rules see: it changes
+// nothing and reports it ignored, which is acknowledged like any other no-op
+// (the drop-first-refund defect). Later refunds apply as usual.
+func (r Rules) WithDropFirstRefund() Rules {
+	var dropped atomic.Bool
+	next := r.steps.checkRefund
+	r.steps.checkRefund = func(ev Event, status string) (string, error) {
+		// Wrong: the first call's failure (a client not yet started) is
+		// swallowed, so the refund is answered as handled and never applied.
+		if dropped.CompareAndSwap(false, true) {
+			return "refund_skipped", nil
+		}
+		return next(ev, status)
+	}
 	return r
 }
 

@@ -48,6 +48,11 @@ var ack1 = register(&table{
 			edits: do(count("effects", "after-restart", "evt_1", 2))},
 		{name: "the redelivery applied again", codes: is("ack.effects"),
 			edits: do(count("effects", "after-redelivery", "evt_1", 2))},
+		{name: "a state effect without a witness", na: "a second application redelivered after the kill and restart cannot be shown",
+			edits: do(setFact("effects_blind", blindReason))},
+		// Losing an acknowledged event shows in a state as well.
+		{name: "a state effect without a witness, unset after the restart", codes: is("ack.lost"),
+			edits: do(setFact("effects_blind", blindReason), count("effects", "after-restart", "evt_1", 0))},
 		{name: "the event in flight stored twice", codes: is("ack.effects"),
 			edits: do(count("event_rows", "after-redelivery", "evt_3", 2))},
 		{name: "the event in flight not applied after its redelivery", codes: is("ack.effects"),

@@ -1,6 +1,7 @@
 package check_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/hookcert/hookcert/history"
@@ -92,9 +93,13 @@ var atomic2 = register(&table{
 	clean: func() *history.History {
 		return scenario("ATOMIC-2").fact("object", "payment").
 			send("setup", key("evt_1"), typeCreated).
+			fact("setup_state:pi_1", "pending").fact("setup_events:pi_1", "evt_1").
+			objState("setup", "pi_1", "pending").
 			send("premature", key("evt_2"), typeRefunded, refused(409)).
 			rows("after-refusal", key("evt_2"), 0).
 			send("setup", key("evt_3"), typeSucceeded).
+			fact("setup_state:pi_1", "succeeded").fact("setup_events:pi_1", "evt_1 evt_3").
+			objState("setup", "pi_1", "succeeded").
 			fact("want_state:pi_1", "refunded").
 			send("redelivery", key("evt_2"), typeRefunded, attemptNo(2)).
 			rows("after", key("evt_2"), 1).
@@ -116,6 +121,23 @@ var atomic2 = register(&table{
 			edits: do(count("event_rows", "after-refusal", "evt_2", 1))},
 		{name: "the creating event refused", codes: is("atomic.not-acked"),
 			edits: do(attempts("setup", "evt_1", refused(500)))},
+		// The creating event acknowledged and dropped: the early refund was
+		// never sent, and the payment's setup is the finding.
+		{name: "the creating event acknowledged and lost", codes: is("setup.unmet"),
+			build: func() *history.History {
+				return scenario("ATOMIC-2").fact("object", "payment").
+					send("setup", key("evt_1"), typeCreated).
+					fact("setup_state:pi_1", "pending").fact("setup_events:pi_1", "evt_1").
+					objState("setup", "pi_1", "").
+					reconciledRows(key("evt_1")).done()
+			}},
+		{name: "no setup read", reason: "no setup read of payment pi_1",
+			edits: do(drop("state", "setup", ""))},
+		// The success that brings the payment to the refund's precondition was
+		// acknowledged and dropped: the refund was not redelivered.
+		{name: "the onward success acknowledged and lost", codes: is("setup.unmet"),
+			edits: do(status("state", "setup", "pi_1", "pending"), dropRole("redelivery"), drop("event_rows", "after", ""),
+				drop("state", "after", ""), dropFact("want_state:pi_1"))},
 		{name: "the redelivery refused as a duplicate", codes: is("atomic.not-acked"),
 			edits: do(attempts("redelivery", "", refused(409)))},
 		{name: "the redelivery not stored", codes: is("atomic.not-applied"),
@@ -210,6 +232,8 @@ var atomic5 = register(&table{
 			rows("after-refusal", key("evt_2"), 0).
 			send("setup", key("evt_3"), typeCreated).
 			send("setup", key("evt_4"), typeSucceeded).
+			fact("setup_state:pi_2", "succeeded").fact("setup_events:pi_2", "evt_3 evt_4").
+			objState("setup", "pi_2", "succeeded").
 			fact("want_state:pi_2", "refunded").
 			send("redelivery", key("evt_2"), typeRefunded, attemptNo(2)).
 			rows("after", key("evt_2"), 1).
@@ -230,6 +254,14 @@ var atomic5 = register(&table{
 			edits: do(attempts("missing:create", "", refused(404)))},
 		{name: "the creating event refused", codes: is("atomic.not-acked"),
 			edits: do(attempts("setup", "evt_3", refused(500)))},
+		// The success that brings pi_2 to the refund's precondition was
+		// acknowledged and dropped: the refund was not redelivered, and the
+		// payment's setup is the finding, not the refund.
+		{name: "a setup event acknowledged and lost", codes: is("setup.unmet"),
+			edits: do(status("state", "setup", "pi_2", "pending"), dropRole("redelivery"), drop("event_rows", "after", ""),
+				drop("state", "after", "pi_2"), dropFact("want_state:pi_2"))},
+		{name: "a lost setup is not blamed on the refund", codes: is("setup.unmet"),
+			edits: do(status("state", "setup", "pi_2", "pending"), status("state", "after", "pi_2", "pending"))},
 		{name: "the redelivery refused as a duplicate", codes: is("atomic.not-acked"),
 			edits: do(attempts("redelivery", "", refused(409)))},
 		{name: "the redelivery not stored", codes: is("atomic.not-applied"),
@@ -252,3 +284,23 @@ var atomic5 = register(&table{
 })
 
 func TestATOMIC5(t *testing.T) { atomic5.run(t) }
+
+// Evidence names the state read, or that no row was found, never a bare
+// "found" flag beside it.
+func TestStateEvidenceNamesTheValueRead(t *testing.T) {
+	for _, c := range []struct {
+		edit edit
+		want string
+	}{
+		{noRow("state", "after", "pi_1"), "payment pi_1 reads no row after the precondition held"},
+		{status("state", "after", "pi_1", "pending"), `payment pi_1 reads "pending" after the precondition held`},
+	} {
+		h := atomic2.clean()
+		c.edit(h)
+		g := judge(t, "ATOMIC-2", h)
+		ev := strings.Join(g.Evidence, "\n")
+		if !strings.Contains(ev, c.want) || strings.Contains(ev, "found") {
+			t.Errorf("evidence %q, want it to say %q and no found flag", ev, c.want)
+		}
+	}
+}

@@ -470,6 +470,9 @@ type tcase struct {
 	// those that come with them in that history.
 	codes, also []string
 	reason      string
+	// na, when set, makes the case not applicable with that text in its
+	// reason: a check it rests on could not have failed.
+	na string
 	// note, when set, must be in the scenario's notes.
 	note string
 }
@@ -591,6 +594,10 @@ func (tb *table) verify(t *testing.T, c tcase) {
 		t.Errorf("after a JSON Lines round trip: %s %v %q; before: %s %v %q", back.Status, back.Codes, back.Reason, g.Status, g.Codes, g.Reason)
 	}
 	switch {
+	case c.na != "":
+		if g.Status != reports.StatusNotApplicable || !strings.Contains(g.Reason, c.na) {
+			t.Fatalf("got %s %v (reason %q), want not_applicable with reason containing %q", g.Status, g.Codes, g.Reason, c.na)
+		}
 	case c.reason != "":
 		if g.Status != reports.StatusError || !strings.Contains(g.Reason, c.reason) {
 			t.Fatalf("got %s %v (reason %q), want error with reason containing %q", g.Status, g.Codes, g.Reason, c.reason)

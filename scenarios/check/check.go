@@ -201,6 +201,8 @@ func Scenario(g scenarios.Guarantee, sc history.Scenario, p *Part) Verdict {
 		out.Status, out.Reason = reports.StatusError, f.Unjudged
 	case len(f.Deviations) > 0:
 		out.Status = reports.StatusFailed
+	case f.NotApplicable != "":
+		out.Status, out.Reason = reports.StatusNotApplicable, f.NotApplicable
 	default:
 		out.Status = reports.StatusPassed
 	}

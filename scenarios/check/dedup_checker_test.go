@@ -32,6 +32,17 @@ var dedup1 = register(&table{
 			edits: do(count("event_rows", "after", "evt_1", 0))},
 		{name: "two effects after the copies", codes: is("dedup.effects"),
 			edits: do(count("effects", "after", "evt_1", 2))},
+		// A state effect without a witness reads 1 after one application and
+		// after two: the copies' check cannot fail, so it is no pass.
+		{name: "a state effect without a witness", na: "an event applied twice leaves that state as one application does, so a second application after concurrent copies cannot be shown",
+			edits: do(setFact("effects_blind", blindReason)), note: "reconciliation did not check for effects applied twice"},
+		{name: "a state effect without a witness, two effects at the reconciliation", na: "cannot be shown",
+			edits: do(setFact("effects_blind", blindReason), count("effects", "reconcile", "evt_1", 2))},
+		// What it can show still fails.
+		{name: "a state effect never set", codes: is("dedup.effects"),
+			edits: do(setFact("effects_blind", blindReason), count("effects", "after", "evt_1", 0))},
+		{name: "a state effect without a witness, two rows", codes: is("dedup.rows"),
+			edits: do(setFact("effects_blind", blindReason), count("event_rows", "after", "evt_1", 2))},
 		{name: "the race lost to the end: two rows, two effects", codes: is("dedup.rows", "dedup.effects"),
 			also: is("reconcile.duplicated", "reconcile.applied-twice"),
 			edits: do(count("event_rows", "after", "evt_1", 2), count("effects", "after", "evt_1", 2),
@@ -106,6 +117,8 @@ func scopeTable(id string, a, b profiles.Key) *table {
 				reconciled(a, b).done()
 		},
 		cases: []tcase{
+			// Both events must apply: a state shows that, so it is judged.
+			{name: "a state effect without a witness, both applied", edits: do(setFact("effects_blind", blindReason))},
 			{name: "the first delivery refused", codes: is("dedup.not-acked"),
 				edits: do(attempts("first", "", refused(500)))},
 			{name: "the other scope's delivery refused", codes: is("dedup.not-acked"),
@@ -152,11 +165,15 @@ var dedup6 = register(&table{
 	clean: func() *history.History {
 		return scenario("DEDUP-6").fact("object", "payment").
 			send("setup", key("evt_1"), typeCreated).
+			fact("setup_state:pi_1", "pending").fact("setup_events:pi_1", "evt_1").
+			objState("setup", "pi_1", "pending").
 			send("first", key("evt_2"), typeSucceeded).
 			send("other-scope", key("evt_3"), typeSucceeded).
 			fact("want_effects:pi_1", "1").
 			objEffects("sequential", "pi_1", 1).
 			send("setup", key("evt_4"), typeCreated).
+			fact("setup_state:pi_2", "pending").fact("setup_events:pi_2", "evt_4").
+			objState("setup", "pi_2", "pending").
 			send("copy", key("evt_5"), typeSucceeded).
 			send("copy", key("evt_6"), typeSucceeded).
 			fact("want_effects:pi_2", "1").
@@ -170,6 +187,20 @@ var dedup6 = register(&table{
 			edits: do(nthAttempt("copy", 1, refused(500)))},
 		{name: "the creating event refused", codes: is("dedup.not-acked"),
 			edits: do(attempts("setup", "evt_4", refused(500)))},
+		// The second object's creating event was acknowledged and dropped: its
+		// pair of events was never sent, and its setup is the finding.
+		{name: "the creating event acknowledged and lost", codes: is("setup.unmet"),
+			edits: do(noRow("state", "setup", "pi_2"), dropRole("copy"), drop("object_effects", "concurrent", ""), dropFact("want_effects:pi_2"),
+				drop("event_rows", "reconcile", "evt_5"), drop("event_rows", "reconcile", "evt_6"))},
+		// Object effects read as a state without a witness: one effect and
+		// two read alike, so the check is no pass; an effect never applied
+		// still shows.
+		{name: "object effects as a state without a witness", na: "an effect applied twice leaves that state as one application does, so a second application two events for one change, one after the other; two events for one change at the same time cannot be shown",
+			edits: do(setFact("object_effects_blind", objectBlindReason))},
+		{name: "object effects as a state, never set", codes: is("dedup.object-effects"),
+			edits: do(setFact("object_effects_blind", objectBlindReason), count("object_effects", "concurrent", "pi_2", 0))},
+		{name: "no setup read of an object", reason: "no setup read of payment pi_1",
+			edits: do(drop("state", "setup", "pi_1"))},
 		{name: "applied twice, one after the other", codes: is("dedup.object-effects"),
 			edits: do(count("object_effects", "sequential", "pi_1", 2))},
 		{name: "applied twice at once", codes: is("dedup.object-effects"),
@@ -220,3 +251,11 @@ var dedup7 = register(&table{
 })
 
 func TestDEDUP7(t *testing.T) { dedup7.run(t) }
+
+// blindReason is the fact a scenario records when the effect role reads a
+// state and the target declares no witness.
+const blindReason = "the effect role's effects query reads a state (events.effect.effects_kind: state) and the target declares no witness (events.effect.witness): an event applied twice leaves that state as one application does"
+
+// objectBlindReason is the fact a scenario records when the lifecycle's
+// effects query reads a state and the target declares no witness.
+const objectBlindReason = "the lifecycle's effects query reads a state (events.lifecycle.effects_kind: state) and the target declares no witness (events.lifecycle.witness): an effect applied twice leaves that state as one application does"

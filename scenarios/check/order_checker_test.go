@@ -99,6 +99,9 @@ var order3 = register(&table{
 			send("setup", key("evt_1"), typeCreated).
 			send("setup", key("evt_2"), typeSucceeded).
 			send("setup", key("evt_3"), typeRefunded).
+			fact("setup_state:pi_1", "refunded").
+			fact("setup_events:pi_1", "evt_1 evt_2 evt_3").
+			objState("setup", "pi_1", "refunded").
 			send("late", key("evt_4"), typeSucceeded).
 			fact("want_state:pi_1", "refunded").
 			fact("late_type:pi_1", typeSucceeded).
@@ -111,6 +114,28 @@ var order3 = register(&table{
 		{name: "no effects query declared", edits: do(drop("object_effects", "final", ""), dropFact("want_effects:pi_1"))},
 		{name: "a setup event refused", codes: is("order.not-acked"),
 			edits: do(attempts("setup", "evt_2", refused(500)))},
+		// The refund was acknowledged and dropped: the late success was never
+		// sent, and the object's finding is its setup, not a transition.
+		{name: "a setup event acknowledged and lost", codes: is("setup.unmet"),
+			edits: do(status("state", "setup", "pi_1", "succeeded"), dropRole("late"), drop("state", "final", ""),
+				drop("object_effects", "final", ""), dropFact("want_effects:pi_1"), dropFact("want_state:pi_1"), dropFact("late_type:pi_1"),
+				drop("event_rows", "reconcile", "evt_4"))},
+		// A late event's read of an object whose setup did not hold is not
+		// judged: "succeeded" here is the lost refund's, not the late event's.
+		{name: "a lost setup is not blamed on the late event", codes: is("setup.unmet"),
+			edits: do(status("state", "setup", "pi_1", "succeeded"), status("state", "final", "pi_1", "succeeded"))},
+		{name: "a refused setup event is not a lost one", codes: is("order.not-acked"), note: "was refused, so its later event was not judged",
+			edits: do(attempts("setup", "evt_3", refused(500)), status("state", "setup", "pi_1", "succeeded"), status("state", "final", "pi_1", "succeeded"))},
+		{name: "the object gone after its setup", codes: is("setup.unmet"),
+			edits: do(noRow("state", "setup", "pi_1"), noRow("state", "final", "pi_1"))},
+		// A state reads 1 for the path's 2 effects: judged as applied, the
+		// late event's state still judged in full.
+		{name: "object effects as a state without a witness", note: "object effects judged as applied or not only",
+			edits: do(setFact("object_effects_blind", objectBlindReason), count("object_effects", "final", "pi_1", 1))},
+		{name: "object effects as a state, the late event undid the refund", codes: is("order.transition-applied"),
+			edits: do(setFact("object_effects_blind", objectBlindReason), count("object_effects", "final", "pi_1", 1), status("state", "final", "pi_1", "succeeded"))},
+		{name: "no setup read", reason: "no setup read of payment pi_1",
+			edits: do(drop("state", "setup", ""))},
 		{name: "the late success undid the refund", codes: is("order.transition-applied"),
 			edits: do(status("state", "final", "pi_1", "succeeded"))},
 		{name: "the late success added an effect", codes: is("order.transition-applied"),

@@ -63,12 +63,14 @@ type effectPick struct {
 type proposal struct {
 	f initFlags
 	// kind is the observer section the file gets: "postgres" or "mysql".
-	kind                     string
-	dbName, dbWhere          string
-	event                    *eventPick
-	others                   []string // other event-table candidates
-	effect                   *effectPick
-	otherEffects             []string
+	kind            string
+	dbName, dbWhere string
+	event           *eventPick
+	others          []string // other event-table candidates
+	effect          *effectPick
+	otherEffects    []string
+	// unwritten are the effect candidates nothing has written.
+	unwritten                []string
 	eventRows, effects       string
 	objectEffects, payloadQ  string
 	accounts                 []string
@@ -118,7 +120,19 @@ func propose(sc *schema, f initFlags, dbName string) *proposal {
 			effs = append(effs, e)
 		}
 	}
-	sort.SliceStable(effs, func(i, j int) bool { return effs[i].score > effs[j].score })
+	// A table nothing has written comes after every written one: the
+	// receiver creates it, but its effects go elsewhere.
+	sort.SliceStable(effs, func(i, j int) bool {
+		if effs[i].t.unwritten != effs[j].t.unwritten {
+			return !effs[i].t.unwritten
+		}
+		return effs[i].score > effs[j].score
+	})
+	for _, e := range effs {
+		if e.t.unwritten {
+			p.unwritten = append(p.unwritten, e.t.display())
+		}
+	}
 	if len(effs) > 0 {
 		p.effect = effs[0]
 		for _, o := range effs[1:] {

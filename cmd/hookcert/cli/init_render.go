@@ -140,8 +140,16 @@ func (p *proposal) renderTables(w lineWriter) {
 				w("      # under two %ss counts twice (DEDUP-3, DEDUP-4). TODO: join %s if it can tell them apart.", m.part, ev.t.display())
 			}
 		}
+		if ef.t.unwritten {
+			w("      # NOTE: %s has no rows, and none was ever inserted or updated on this database", ef.t.display())
+			w("      # (pg_stat_user_tables), while other tables were: if the receiver has handled events here,")
+			w("      # it does not write there, and counting it shows nothing. TODO: count the table it writes.")
+		}
 		if len(p.otherEffects) > 0 {
 			w("      # Other tables referring to the event: %s.", strings.Join(p.otherEffects, ", "))
+		}
+		if len(p.unwritten) > 0 {
+			w("      # Tables that looked unwritten (no rows, none ever inserted or updated): %s.", strings.Join(p.unwritten, ", "))
 		}
 		if f := ef.t.field(); f != "" {
 			w("      effect_table: %s", q(f))

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"context"
+	"errors"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -19,6 +20,9 @@ type table struct {
 	uniques        []uniqueKey
 	fks            []foreignKey
 	eventsLikeName bool
+	// unwritten: the table has no rows and its statistics show none ever
+	// inserted or updated (PostgreSQL only; false when unknown).
+	unwritten bool
 }
 
 type column struct{ name, quoted, typ string }
@@ -120,7 +124,42 @@ func readSchema(ctx context.Context, conn *pgx.Conn) (*schema, error) {
 	for _, t := range sc.tables {
 		t.eventsLikeName = eventsLike(t.name)
 	}
+	if err := readWrites(ctx, conn, sc); err != nil {
+		return nil, err
+	}
 	return sc, nil
+}
+
+// readWrites marks the tables nothing has written: no row now, and no row
+// inserted or updated since the statistics were reset. A table the receiver
+// creates but never writes looks so once it has handled events here; on a
+// database that never saw an event every table does, and none is marked.
+func readWrites(ctx context.Context, conn *pgx.Conn, sc *schema) error {
+	if len(sc.tables) == 0 || len(sc.tables) > 500 {
+		return nil // a schema that large is read for its shape only
+	}
+	var unwritten []*table
+	for _, t := range sc.tables {
+		var rows bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM "+t.ref()+")").Scan(&rows); err != nil {
+			return nil // no privilege to read it: say nothing of it
+		}
+		var writes int64
+		err := conn.QueryRow(ctx, `SELECT coalesce(n_tup_ins + n_tup_upd, 0) FROM pg_stat_user_tables WHERE relid = $1`, t.oid).Scan(&writes)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if !rows && writes == 0 {
+			unwritten = append(unwritten, t)
+		}
+	}
+	if len(unwritten) == len(sc.tables) {
+		return nil
+	}
+	for _, t := range unwritten {
+		t.unwritten = true
+	}
+	return nil
 }
 
 func (t *table) col(name string) (column, bool) {

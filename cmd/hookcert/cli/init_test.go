@@ -387,3 +387,39 @@ func TestInitUsage(t *testing.T) {
 		t.Errorf("the existing file was changed: %q", b)
 	}
 }
+
+// TestInitSkipsUnwrittenTables: on a database the receiver has handled
+// events on, a table it creates but never writes (ledger_entries, which its
+// name would otherwise put first) is not proposed for effects, and the file
+// says it looked unwritten.
+func TestInitSkipsUnwrittenTables(t *testing.T) {
+	t.Setenv("STRIPE_WEBHOOK_SECRET", "whsec_stand_in")
+	dbURL := pgtest.Database(t)
+	conn, err := pgx.Connect(t.Context(), dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(t.Context(), `CREATE TABLE webhook_events (event_id text PRIMARY KEY);
+		CREATE TABLE ledger_entries (id bigserial PRIMARY KEY, event_id text);
+		CREATE TABLE order_changes (id bigserial PRIMARY KEY, event_id text);
+		INSERT INTO webhook_events VALUES ('evt_1');
+		INSERT INTO order_changes (event_id) VALUES ('evt_1')`); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(context.Background())
+	out := filepath.Join(t.TempDir(), "target.yaml")
+	if code, msg := runMain("init", "--database-url", dbURL, "--out", out); code != ExitOK {
+		t.Fatalf("exit %d\n%s", code, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs := proposedPostgres(t, out)["queries"].(map[string]any)
+	if eff, _ := qs["effects"].(string); !strings.Contains(eff, "order_changes") {
+		t.Errorf("effects = %q, want the table the receiver wrote (order_changes)\n%s", eff, b)
+	}
+	if !strings.Contains(string(b), "Tables that looked unwritten (no rows, none ever inserted or updated): ledger_entries.") {
+		t.Errorf("the file does not name ledger_entries as unwritten:\n%s", b)
+	}
+}

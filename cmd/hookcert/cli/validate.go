@@ -43,7 +43,9 @@ It also warns where a valid file would mislead a guarantee: an effects query tha
 does not bind the event ID ($3) while two events can share a body (DEDUP-5), a count
 that does not bind the account ($2) or source ($1) while two are declared (DEDUP-3,
 DEDUP-4), limits.max_body_bytes below what a declared provider documents it may send
-(ACK-5, ACK-7). Warnings do not fail validate unless --strict.
+(ACK-5, ACK-7), a query that uses a parameter its reads pass as an empty string ($4
+in event_rows: the guarantees reading it are named). Warnings do not fail validate
+unless --strict.
 
 --no-start leaves the receiver alone: the schema must then exist already (a setup
 hook, or a database that holds it). A receiver without lifecycle is never started:
@@ -102,7 +104,7 @@ func runValidate(ctx context.Context, out io.Writer, config, databaseURL string,
 	if err := sampleDeliveries(out, tg); err != nil {
 		return fail(fmt.Errorf("%s: %w", config, err))
 	}
-	warnings := tg.Warnings()
+	warnings := append(tg.Warnings(), unboundWarnings(tg)...)
 	printWarnings(out, warnings)
 	if strict && len(warnings) > 0 {
 		return fail(fmt.Errorf("%s: %d warning(s), and --strict makes them errors", config, len(warnings)))
@@ -137,7 +139,7 @@ func printFileWarnings(out io.Writer, config string) {
 		return
 	}
 	if t, err := targetfile.Inspect(data, profiles.IDs(), targetfile.WithBaseDir(dir)); err == nil {
-		printWarnings(out, t.Warnings())
+		printWarnings(out, append(t.Warnings(), unboundWarnings(t)...))
 	}
 }
 
