@@ -12,7 +12,7 @@ var customProviderExample = example{
 	// An effect and an unhandled role only: no lifecycle or ordered role, no
 	// failpoints, retention, inbox or outbox, one provider (25); Acme makes
 	// no handshake (ACK-8, 26).
-	maxNA: 28,
+	maxNA: 31, // +3: no provider API (REFETCH)
 	mustPass: []string{"DEDUP-1", "DEDUP-2", "DEDUP-3", "DEDUP-5", "DEDUP-7", "ATOMIC-1", "ATOMIC-3",
 		"ACK-1", "ACK-2", "ACK-3", "ACK-4", "ACK-5", "ACK-6", "ACK-7"},
 	breaks: map[string]map[string][]string{

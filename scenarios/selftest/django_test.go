@@ -46,7 +46,7 @@ var djangoExample = example{
 	defectEnv: "DJANGO_RECEIVER_DEFECT",
 	// No failpoints, no outbox (4), one profile (DEDUP-4), no key_ttl
 	// query (RETENTION-5), no handshake (ACK-8).
-	maxNA: 10,
+	maxNA: 13, // +3: no provider API (REFETCH)
 	mustPass: []string{"DEDUP-1", "DEDUP-3", "DEDUP-5", "DEDUP-6", "ATOMIC-1", "ATOMIC-2", "ATOMIC-3", "ATOMIC-5", "ACK-1", "ACK-4", "ACK-5",
 		"ORDER-2", "ORDER-3", "ORDER-4", "RETENTION-2", "RETENTION-4",
 		"INBOX-1", "INBOX-2", "INBOX-3", "INBOX-4", "INBOX-5", "INBOX-6", "INBOX-7"},

@@ -54,7 +54,7 @@ var examples = []example{
 			"SHOP_SECRET_LIVE_ACCT_SHOP_B=whsec_selftestShopLiveB0000000000000", "SHOP_SECRET_TEST_ACCT_SHOP_B=whsec_selftestShopTestB0000000000000"},
 		defectEnv: "SHOP_DEFECT",
 		// A synchronous receiver: no inbox, no outbox (11).
-		maxNA:    17,
+		maxNA:    20, // +3: no provider API (REFETCH)
 		mustPass: []string{"DEDUP-1", "DEDUP-3", "DEDUP-4", "DEDUP-6", "ATOMIC-1", "ATOMIC-2", "ATOMIC-5", "ACK-1", "ACK-7", "ORDER-1", "ORDER-3", "ORDER-4"},
 		breaks: map[string]map[string][]string{
 			// A late payment_failed after succeeded overwrites the status.
@@ -76,7 +76,7 @@ var examples = []example{
 		needs:     nodeReady,
 		env:       []string{"WEBHOOK_SECRET=whsec_c2VsZnRlc3Qtbm9kZS1yZWNlaXZlci1zZWNyZXQtMDE="},
 		defectEnv: "NODE_RECEIVER_DEFECT",
-		maxNA:     22,
+		maxNA:     25, // +3: no provider API (REFETCH)
 		mustPass: []string{"DEDUP-1", "DEDUP-2", "DEDUP-5", "DEDUP-6", "ATOMIC-1", "ATOMIC-2", "ATOMIC-3", "ATOMIC-5",
 			"ACK-1", "ACK-3", "ACK-4", "ACK-5", "ACK-7", "ORDER-1", "ORDER-2", "ORDER-3", "ORDER-4"},
 		breaks: map[string]map[string][]string{
@@ -99,7 +99,7 @@ var examples = []example{
 		needs:     pythonReady,
 		env:       []string{"WEBHOOK_SECRET=selftest-python-secret-01"},
 		defectEnv: "PY_RECEIVER_DEFECT",
-		maxNA:     29,
+		maxNA:     32, // +3: no provider API (REFETCH)
 		mustPass:  []string{"DEDUP-1", "DEDUP-2", "DEDUP-5", "ATOMIC-1", "ATOMIC-3", "ATOMIC-5", "ACK-1", "ACK-5", "ACK-7"},
 		breaks: map[string]map[string][]string{
 			// Check, apply and commit, then record the delivery: copies held
@@ -113,7 +113,7 @@ var examples = []example{
 		env:       []string{"GATEWAY_WEBHOOK_SECRET=selftest-gateway-secret-01"},
 		defectEnv: "GATEWAY_DEFECT",
 		// It declares no ordering, retention or outbox, and has one endpoint.
-		maxNA: 24, // RETENTION-5 among them: no key_ttl query; ACK-8: no handshake
+		maxNA: 27, // RETENTION-5 among them: no key_ttl query; ACK-8: no handshake; +3: no provider API (REFETCH)
 		// Its inbox is its own design (row locks, no lease, one row per
 		// delivery): the INBOX checks judge it black-box.
 		mustPass: []string{"DEDUP-1", "DEDUP-2", "ATOMIC-1", "ATOMIC-3", "ACK-1", "ACK-6", "ACK-7",

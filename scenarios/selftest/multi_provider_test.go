@@ -57,7 +57,7 @@ var multiProviderExample = example{
 	// One account per profile (DEDUP-3), no lifecycle or ordered objects
 	// (DEDUP-6, ATOMIC-2, ATOMIC-5, ORDER-1 to 4), no failpoints (ATOMIC-4),
 	// no retention, inbox or outbox (16).
-	maxNA: 27,
+	maxNA: 30, // +3: no provider API (REFETCH)
 	mustPass: []string{"DEDUP-1", "DEDUP-2", "DEDUP-4", "DEDUP-5", "DEDUP-7", "DEDUP-8", "ATOMIC-1", "ATOMIC-3",
 		"ACK-1", "ACK-3", "ACK-4", "ACK-5", "ACK-6", "ACK-7", "ACK-8", "ACK-9"},
 	breaks: map[string]map[string][]string{

@@ -38,7 +38,7 @@ var redisExample = example{
 	seeds:     1,
 	// One endpoint (DEDUP-3, 4), Stripe (DEDUP-5), no failpoints (ATOMIC-4),
 	// no purge (RETENTION-1 to 4), no inbox or outbox (11), no handshake (ACK-8).
-	maxNA: 22,
+	maxNA: 25, // +3: no provider API (REFETCH)
 	mustPass: []string{"DEDUP-1", "DEDUP-2", "DEDUP-6", "ATOMIC-1", "ATOMIC-2", "ATOMIC-3", "ATOMIC-5", "ACK-1", "ACK-3", "ACK-4", "ACK-5", "ACK-7",
 		"ORDER-1", "ORDER-2", "ORDER-3", "ORDER-4", "RETENTION-5"},
 	breaks: map[string]map[string][]string{
