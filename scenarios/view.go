@@ -2,10 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // view is what a checker reads of one scenario — its record, attempts,
@@ -76,9 +78,35 @@ func (v *view) objectName() string {
 }
 
 // stateReads are the last reads of lifecycle objects' states in phase (the
-// "state" query; histories of the built-in domain before it call it "payment").
+// "state" query, "state:<object>" for every object after the first; histories
+// of the built-in domain before it call it "payment").
 func (v *view) stateReads(phase string) []history.Observation {
-	return append(v.reads(queryState, phase), v.reads("payment", phase)...)
+	return append(v.roleReads(queryState, phase), v.reads("payment", phase)...)
+}
+
+// roleReads are reads(query, phase) of every role's query of that name: the
+// first role's (query), then the others' (query:<label>), in history order.
+func (v *view) roleReads(query, phase string) []history.Observation {
+	out := v.reads(query, phase)
+	var labels []string
+	for _, o := range v.obs {
+		if vocab.BaseQuery(o.Query) == query && o.Query != query && o.Phase == phase && !slices.Contains(labels, o.Query) {
+			labels = append(labels, o.Query)
+		}
+	}
+	for _, q := range labels {
+		out = append(out, v.reads(q, phase)...)
+	}
+	return out
+}
+
+// objectNameOf names the lifecycle object a state read is of: its role's
+// label, else the first object's name.
+func (v *view) objectNameOf(o history.Observation) string {
+	if l := vocab.QueryLabel(o.Query); l != "" {
+		return l
+	}
+	return v.objectName()
 }
 
 // objectState checks every lifecycle object read in phase against the state
@@ -90,7 +118,7 @@ func (v *view) objectState(code Code, phase string, want map[string]string, def,
 			w = def
 		}
 		if !o.Found || o.Status != w {
-			v.deviate(code, "%s %s: status %q (found %v) %s, want %q", v.objectName(), o.Params[3], o.Status, o.Found, what, w)
+			v.deviate(code, "%s %s: status %q (found %v) %s, want %q", v.objectNameOf(o), o.Params[3], o.Status, o.Found, what, w)
 		}
 	}
 }
@@ -98,7 +126,7 @@ func (v *view) objectState(code Code, phase string, want map[string]string, def,
 // objectEffects checks every object's last effect count in phase against its
 // recorded want (def when none is recorded).
 func (v *view) objectEffects(code Code, phase string, want map[string]int64, def int64, what string) {
-	rs := v.reads(queryObjectEffects, phase)
+	rs := v.roleReads(queryObjectEffects, phase)
 	if len(rs) == 0 {
 		v.fail("history: %s has no object_effects read in phase %q", v.sc.Name, phase)
 		return
@@ -109,7 +137,7 @@ func (v *view) objectEffects(code Code, phase string, want map[string]int64, def
 			w = def
 		}
 		if o.Count != w {
-			v.deviate(code, "%s: object_effects for %s: got %d, want %d", what, paramsText(o.Params), o.Count, w)
+			v.deviate(code, "%s: %s for %s: got %d, want %d", what, o.Query, paramsText(o.Params), o.Count, w)
 		}
 	}
 }

@@ -135,35 +135,41 @@ func (v *validator) faultNeeds(c Capability, rt *rawTarget, pg *rawStore) string
 // declared role's query satisfies the capability that reads its slot.
 func stateNeeds(c Capability, rt *rawTarget, pg *rawStore) string {
 	ev := rt.Events
+	var ordered *rawOrdered
+	var lifecycle *rawEventLifecycle
+	if ev != nil {
+		ordered, lifecycle = ev.Ordered.first(), ev.Lifecycle.first()
+	}
+	// The first role of each kind is what the capability stands for.
 	switch c {
 	case Deletion:
-		if ev != nil && ev.Ordered != nil {
-			if ev.Ordered.Delete == nil {
-				return "target.events.ordered.delete"
+		if ordered != nil {
+			if ordered.Delete == nil {
+				return ev.Ordered.firstField("target.events.ordered", "delete")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
 			return rt.storeField("queries", "object")
 		}
 	case Ordering:
-		if ev != nil && ev.Ordered != nil {
-			if ev.Ordered.State == "" {
-				return "target.events.ordered.state"
+		if ordered != nil {
+			if ordered.State == "" {
+				return ev.Ordered.firstField("target.events.ordered", "state")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
 			return rt.storeField("queries", "object")
 		}
 	case StateMachine:
-		if ev != nil && ev.Lifecycle != nil {
-			if ev.Lifecycle.State == "" {
-				return "target.events.lifecycle.state"
+		if lifecycle != nil {
+			if lifecycle.State == "" {
+				return ev.Lifecycle.firstField("target.events.lifecycle", "state")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Payment == "" {
 			return rt.storeField("queries", "payment")
 		}
 	case DomainConstraint:
-		if ev != nil && ev.Lifecycle != nil {
-			if ev.Lifecycle.Effects == "" {
-				return "target.events.lifecycle.effects"
+		if lifecycle != nil {
+			if lifecycle.Effects == "" {
+				return ev.Lifecycle.firstField("target.events.lifecycle", "effects")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
 			return rt.storeField("queries", "object_effects")
