@@ -156,43 +156,58 @@ var order3 = Guarantee{
 	Why:     "Out-of-order events otherwise move objects backwards in their lifecycle.",
 	Needs:   []Capability{"state-machine"},
 	Spec:    "a forbidden state transition is refused",
-	Sends:   "for every reachable `lifecycle` state, a fresh object brought there, then every event type it is past, under a new event ID",
+	Sends:   "for every `lifecycle` object declared (in a seeded order) and every state it can reach, a fresh object brought there (a child object through its parent, brought first to the state the relation names), then every event type it is past, under a new event ID",
 	Expects: "the state and the object's effects unchanged",
 	codes:   []Code{codeOrderNotAcked, codeOrderTransitionApplied},
 	Reads:   []Read{{Query: queryState, Tells: "each object's state ($4) after a late event: unchanged"}, {Query: queryObjectEffects, Tells: "each object's effects ($4), where the target counts them: its path's"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
-		l := s.lifecycle()
-		var stale []vocab.Pair
-		for _, p := range l.Forbidden() {
-			if p.Stale {
-				stale = append(stale, p)
-			}
-		}
-		if len(stale) == 0 {
-			s.notApplicable("every state of %s can still reach every other: no transition is ever stale", l.Object)
-		}
-		f.WantState, f.LateType = map[string]string{}, map[string]string{}
-		// Every state, every event type the object is past: a late event (another
-		// event ID, as providers emit) must be acknowledged and never applied.
-		for _, p := range stale {
-			path, _ := l.Path(p.State)
-			obj := s.newObject(l)
-			s.create(ep, l, obj)
-			s.drive(ep, obj, path)
-			late := s.objectEvent(ep, p.T.Type, obj)
-			a := s.send(ep, late, roleLate, simulator.Shape{})
-			s.note("%s %s is %s; late %s answered %s", l.Object, obj, p.State, p.T.Type, Describe(a))
-			f.WantState[obj] = p.State
-			f.LateType[obj] = p.T.Type
-			s.lifecycleState(ep, obj, phaseFinal)
-			if l.CountsEffects {
-				if f.WantEffects == nil {
-					f.WantEffects = map[string]int64{}
+		// Every lifecycle object the target declares, in a seeded order; a
+		// child object is reached through its parent (create).
+		var run int
+		ls := s.lifecycles()
+		for _, l := range ls {
+			var stale []vocab.Pair
+			for _, p := range l.Forbidden() {
+				if p.Stale {
+					stale = append(stale, p)
 				}
-				f.WantEffects[obj] = int64(vocab.EffectsOf(path))
-				s.objectEffects(ep.source(), ep.Account, obj, phaseFinal)
 			}
+			if len(stale) == 0 {
+				s.note("every state of %s can still reach every other: no transition is ever stale", l.Object)
+				continue
+			}
+			run++
+			if f.WantState == nil {
+				f.WantState, f.LateType = map[string]string{}, map[string]string{}
+			}
+			// Every state, every event type the object is past: a late event
+			// (another event ID, as providers emit) must be acknowledged and
+			// never applied.
+			for _, p := range stale {
+				path, _ := l.Path(p.State)
+				obj := s.newObject(l)
+				s.create(ep, l, obj)
+				s.drive(ep, obj, path)
+				late := s.objectEvent(ep, p.T.Type, obj)
+				a := s.send(ep, late, roleLate, simulator.Shape{})
+				s.note("%s %s is %s; late %s answered %s", l.Object, obj, p.State, p.T.Type, Describe(a))
+				f.WantState[obj] = p.State
+				f.LateType[obj] = p.T.Type
+				s.lifecycleStateOf(ep, l, obj, phaseFinal)
+				if l.CountsEffects {
+					if f.WantEffects == nil {
+						f.WantEffects = map[string]int64{}
+					}
+					f.WantEffects[obj] = int64(vocab.EffectsOf(path))
+					s.objectEffectsOf(l, ep.source(), ep.Account, obj, phaseFinal)
+				}
+			}
+		}
+		if run == 0 && len(ls) == 1 {
+			s.notApplicable("every state of %s can still reach every other: no transition is ever stale", ls[0].Object)
+		} else if run == 0 {
+			s.notApplicable("every state of every lifecycle object can still reach every other: no transition is ever stale")
 		}
 	}, func(v *view, f *orderFacts) {
 		v.acked(codeOrderNotAcked, roleSetup)
@@ -210,12 +225,12 @@ var order3 = Guarantee{
 				late = "succeeded event"
 			}
 			if !p.Found || p.Status != want {
-				v.deviate(codeOrderTransitionApplied, "%s %s: status %q after a late %s, want it to stay %q", v.objectName(), p.Params[3], p.Status, late, want)
+				v.deviate(codeOrderTransitionApplied, "%s %s: status %q after a late %s, want it to stay %q", v.objectNameOf(p), p.Params[3], p.Status, late, want)
 			}
 		}
 		// An object whose effects the scenario recorded must have them read;
 		// histories without the fact read them when they could.
-		if len(f.WantEffects) > 0 || len(v.reads(queryObjectEffects, phaseFinal)) > 0 {
+		if len(f.WantEffects) > 0 || len(v.roleReads(queryObjectEffects, phaseFinal)) > 0 {
 			v.objectEffects(codeOrderTransitionApplied, phaseFinal, f.WantEffects, 2, "the effects of the object's own path; the late event must add none")
 		}
 	}),
