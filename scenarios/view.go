@@ -100,6 +100,17 @@ func (v *view) roleReads(query, phase string) []history.Observation {
 	return out
 }
 
+// readsOf are reads(query, phase) of one object ($4).
+func (v *view) readsOf(query, phase, objectID string) []history.Observation {
+	var out []history.Observation
+	for _, o := range v.reads(query, phase) {
+		if len(o.Params) == 4 && o.Params[3] == objectID {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // objectNameOf names the lifecycle object a state read is of: its role's
 // label, else the first object's name.
 func (v *view) objectNameOf(o history.Observation) string {

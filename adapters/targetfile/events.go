@@ -329,9 +329,9 @@ func (v *validator) lifecycleRole(rs *roles, p []any, rl *rawEventLifecycle, i i
 			v.fail(at(p, "object"), "required when several lifecycle objects are declared (names the object in its queries and reports)")
 		}
 	}
-	if i > 0 {
+	if i > 0 && rl.Object != "" {
 		l.Label = v.label(rs, at(p, "object"), "lifecycle", rl.Object, i)
-	} else if rl.Object != "" {
+	} else if i == 0 && rl.Object != "" {
 		rs.labels["lifecycle/"+rl.Object] = pathString(at(p, "object"))
 	}
 	if strings.TrimSpace(rl.Initial) == "" {

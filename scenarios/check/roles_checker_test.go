@@ -57,3 +57,72 @@ func TestORDER3NamesTheRole(t *testing.T) {
 		t.Errorf("evidence does not name the refund re_1:\n%s", ev)
 	}
 }
+
+// ORDER-1 on two ordered roles: a customer ordered by created time (cus_1,
+// its first role) and a price ordered by a key field (price_1, role "price",
+// its reads price's own object:price query). Each is held to its own want.
+var order1Roles = register(&table{
+	id: "ORDER-1", name: "ORDER-1/several ordered roles",
+	clean: func() *history.History {
+		return scenario("ORDER-1").
+			send("update", key("evt_1"), typeUpdated).
+			send("update", key("evt_2"), typeUpdated).
+			send("update", key("evt_3"), typeUpdated).
+			fact("want_version", "1767225603").
+			fact("want_key:cus_1", "1767225603").
+			object("final", "cus_1", 1767225603, "").
+			send("update", key("evt_4"), "price.updated").
+			send("update", key("evt_5"), "price.updated").
+			send("update", key("evt_6"), "price.updated").
+			fact("want_key:price_1", "3").
+			read(history.Observation{Query: "object:price", Phase: "final", Params: objParams("price_1"), Found: true, Version: 3}).
+			reconciledRows(key("evt_1"), key("evt_2"), key("evt_3"), key("evt_4"), key("evt_5"), key("evt_6")).done()
+	},
+	cases: []tcase{
+		{name: "the second role regressed", codes: is("order.regressed"),
+			edits: do(reads("object:price", "final", "price_1", version(2, "")))},
+		{name: "the first role regressed", codes: is("order.regressed"),
+			edits: do(reads("object", "final", "cus_1", version(1767225602, "")))},
+		{name: "the second role's want missing", reason: "want_key:price_1",
+			edits: do(dropFact("want_key:price_1"), dropFact("want_version"), dropFact("want_key:cus_1"),
+				setFact("want_key:cus_1", "1767225603"))},
+	},
+})
+
+func TestORDER1SeveralOrderedRoles(t *testing.T) { order1Roles.run(t) }
+
+// ORDER-4 on two ordered roles, each deleted then sent a stale update; the
+// second role's reads are object:price.
+var order4Roles = register(&table{
+	id: "ORDER-4", name: "ORDER-4/several ordered roles",
+	clean: func() *history.History {
+		return scenario("ORDER-4").
+			send("update", key("evt_1"), typeUpdated).
+			object("before-delete", "sub_1", 1, "v1").
+			send("delete", key("evt_2"), typeDeleted).
+			object("after-delete", "sub_1", 0, "").
+			send("late", key("evt_3"), typeUpdated).
+			fact("stale_key", "2").
+			fact("want_version", "1").
+			fact("stale_key:sub_1", "2").
+			fact("want_key:sub_1", "1").
+			object("final", "sub_1", 0, "").
+			send("update", key("evt_4"), "price.updated").
+			read(history.Observation{Query: "object:price", Phase: "before-delete", Params: objParams("price_1"), Found: true, Version: 1767225601}).
+			send("delete", key("evt_5"), "price.deleted").
+			read(history.Observation{Query: "object:price", Phase: "after-delete", Params: objParams("price_1")}).
+			send("late", key("evt_6"), "price.updated").
+			fact("stale_key:price_1", "1767225602").
+			fact("want_key:price_1", "1767225601").
+			read(history.Observation{Query: "object:price", Phase: "final", Params: objParams("price_1")}).
+			reconciledRows(key("evt_1"), key("evt_2"), key("evt_3"), key("evt_4"), key("evt_5"), key("evt_6")).done()
+	},
+	cases: []tcase{
+		{name: "the second role's object brought back", codes: is("order.resurrected"),
+			edits: do(reads("object:price", "final", "price_1", version(1767225602, "")))},
+		{name: "the second role's first update not applied", reason: "the first update was not applied",
+			edits: do(noRow("object:price", "before-delete", "price_1"))},
+	},
+})
+
+func TestORDER4SeveralOrderedRoles(t *testing.T) { order4Roles.run(t) }
