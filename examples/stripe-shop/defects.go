@@ -28,9 +28,14 @@ const (
 	// DefectHardDelete: customer.deleted deletes the row, so a customer.updated
 	// older than the deletion that arrives after it upserts the customer back.
 	DefectHardDelete = Defect("hard-delete")
+	// DefectRefundLateFailure: refund.failed sets the refund's status whatever
+	// it is, so a late failure overwrites a refund Stripe already confirmed
+	// as succeeded.
+	DefectRefundLateFailure = Defect("refund-late-failure")
 )
 
-var defects = map[Defect]bool{DefectLateOverwrite: true, DefectMissingAck: true, DefectSmallBodyCap: true, DefectMemoryDedup: true, DefectHardDelete: true}
+var defects = map[Defect]bool{DefectLateOverwrite: true, DefectMissingAck: true, DefectSmallBodyCap: true, DefectMemoryDedup: true, DefectHardDelete: true,
+	DefectRefundLateFailure: true}
 
 func defectNames() []string {
 	var out []string
