@@ -126,3 +126,36 @@ var order4Roles = register(&table{
 })
 
 func TestORDER4SeveralOrderedRoles(t *testing.T) { order4Roles.run(t) }
+
+// ATOMIC-5 on two lifecycle objects: the payment (created by its succeeded
+// event) and a refund re_3 of payment pi_3, whose refund.updated arrives
+// before the shop wrote the refund; once pi_3 succeeded and the fixture wrote
+// re_3, the redelivery applies. The refund's reads are state:refund.
+var atomic5Roles = register(&table{
+	id: "ATOMIC-5", name: "ATOMIC-5/several lifecycles",
+	clean: func() *history.History {
+		return scenario("ATOMIC-5").fact("object", "payment_intent").
+			fact("event_of:pi_1", "evt_1").
+			send("missing:create", key("evt_1"), typeSucceeded).
+			fact("want_state:pi_1", "succeeded").
+			objState("after", "pi_1", "succeeded").
+			fact("event_of:re_3", "evt_5").
+			send("missing:retry", key("evt_5"), "refund.updated", refused(409)).
+			rows("after-refusal", key("evt_5"), 0).
+			send("setup", key("evt_6"), typeSucceeded).
+			fact("want_state:re_3", "succeeded").
+			send("redelivery", key("evt_5"), "refund.updated", attemptNo(2)).
+			rows("after", key("evt_5"), 1).
+			read(history.Observation{Query: "state:refund", Phase: "after", Params: objParams("re_3"), Found: true, Status: "succeeded"}).
+			reconciledRows(key("evt_1"), key("evt_5"), key("evt_6")).done()
+	},
+	cases: []tcase{
+		{name: "the refund's event acknowledged and skipped", codes: is("atomic.missing-lost"),
+			edits: do(attempts("missing:retry", "", acked), drop("event_rows", "after-refusal", ""), dropRole("redelivery"), drop("event_rows", "after", ""),
+				status("state:refund", "after", "re_3", "pending"))},
+		{name: "the refund not applied after its redelivery", codes: is("atomic.object-state"),
+			edits: do(status("state:refund", "after", "re_3", "pending"))},
+	},
+})
+
+func TestATOMIC5SeveralLifecycles(t *testing.T) { atomic5Roles.run(t) }
