@@ -45,23 +45,31 @@ var dedup1 = Guarantee{
 	Promise: "Concurrent copies of one delivery converge on one event row and one effect, and every copy is acknowledged.",
 	Why:     "Providers retry while a first attempt is still running; a check-then-insert receiver applies the event twice.",
 	Spec:    "concurrent copies converge on one row and one effect, all acknowledged",
-	Sends:   "16 copies of one `effect` event, released together (lock-gated when the target allows it), on every endpoint",
+	Sends:   "16 copies of one `effect` event, released together (lock-gated when the target allows it, at the role's table), on every endpoint; with several `effect` roles, the first (in a seeded order) on every endpoint and each other on the first endpoint",
 	Expects: "every copy 2xx; 1 event row; 1 effect",
 	Race:    "the 16 copies, held at the event table before any commits",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
 	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after 16 concurrent copies: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint, one after another: each is its own provider, account
-		// and secret, and each must deduplicate.
-		for _, ep := range s.endpoints() {
-			ev := s.effectEvent(ep)
-			k := s.key(ep, ev)
-			var rel history.Release
-			// Every copy reaches the table before any commits: the race is certain.
-			s.race(s.env.EventTable, copiesDEDUP1, func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) })
-			s.note("%s: %d of %d copies held back and released together, %d sent on their own (the barrier stood %s, fell: %s); send spread %s",
-				ep.name(), rel.Released, rel.Copies, rel.Late, time.Duration(rel.PreopenNS).Round(time.Millisecond), rel.FellBecause, time.Duration(rel.SpreadNS))
-			s.state(k, phaseAfter, 1)
+		// and secret, and each must deduplicate. Every effect role, in a
+		// seeded order: the first on every endpoint, the others (each held
+		// at its own table) on the primary one.
+		for i, r := range s.effectRoles() {
+			eps := s.endpoints()
+			if i > 0 {
+				eps = eps[:1]
+			}
+			for _, ep := range eps {
+				ev := s.effectEventOf(ep, r)
+				k := s.key(ep, ev)
+				var rel history.Release
+				// Every copy reaches the table before any commits: the race is certain.
+				s.race(roleTable(r.Table, s.env.EventTable), copiesDEDUP1, func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) })
+				s.note("%s: %d of %d copies held back and released together, %d sent on their own (the barrier stood %s, fell: %s); send spread %s",
+					ep.name(), rel.Released, rel.Copies, rel.Late, time.Duration(rel.PreopenNS).Round(time.Millisecond), rel.FellBecause, time.Duration(rel.SpreadNS))
+				s.state(k, phaseAfter, 1)
+			}
 		}
 	}, func(v *view, _ *noFacts) {
 		v.acked(codeDedupNotAcked, roleCopy)

@@ -68,10 +68,20 @@ func (s *session) rows(k profiles.Key, phase string) int {
 	return s.countOf(queryEventRows, phase, keyParams(k), func(ctx context.Context) (int, error) { return s.env.Observer.EventRows(ctx, k) })
 }
 
-// effects reads the effects of k's event (its object is $4).
+// effects reads the effects of k's event (its object is $4): by its effect
+// role's own query (effects:<label>) where the role gives one, else by the
+// observer's effects query.
 func (s *session) effects(k profiles.Key, phase string) int {
 	obj := s.objectOf(k)
-	return s.countOf(queryEffects, phase, []string{k.Source, k.Account, k.EventID, obj}, func(ctx context.Context) (int, error) {
+	params := []string{k.Source, k.Account, k.EventID, obj}
+	if r := s.voc().EffectRoleOf(s.typeOf(k)); r != nil && r.Label != "" {
+		if q := vocab.QueryName(queryEffects, r.Label); s.env.Queries != nil && s.env.Queries(q) {
+			return s.countOf(q, phase, params, func(ctx context.Context) (int, error) {
+				return s.roleObserver(q).EffectsOf(ctx, q, k, obj)
+			})
+		}
+	}
+	return s.countOf(queryEffects, phase, params, func(ctx context.Context) (int, error) {
 		return s.env.Observer.Effects(ctx, k, obj)
 	})
 }

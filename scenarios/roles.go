@@ -21,9 +21,31 @@ func (s *session) effectRole() *vocab.EventRole {
 }
 
 // effectEvent is a fresh event of the effect role for ep.
-func (s *session) effectEvent(ep Endpoint) profiles.Event {
-	r := s.effectRole()
+func (s *session) effectEvent(ep Endpoint) profiles.Event { return s.effectEventOf(ep, s.effectRole()) }
+
+// effectEventOf is a fresh event of effect role r for ep.
+func (s *session) effectEventOf(ep Endpoint, r *vocab.EventRole) profiles.Event {
 	return s.event(ep, r.Type, s.newID(prefixOr(r.IDPrefix)))
+}
+
+// effectRoles are every effect role, in an order drawn from the seed; none
+// makes the guarantee not applicable.
+func (s *session) effectRoles() []*vocab.EventRole {
+	rs := s.voc().AllEffects()
+	if len(rs) == 0 {
+		s.effectRole()
+		return nil
+	}
+	return seeded(s, rs)
+}
+
+// effectTable is the table ev's effect is written to, where the harness
+// holds and cuts it: its effect role's own table, else effect_table.
+func (s *session) effectTable(ev profiles.Event) string {
+	if r := s.voc().EffectRoleOf(ev.Type); r != nil {
+		return roleTable(r.Table, s.env.EffectTable)
+	}
+	return s.env.EffectTable
 }
 
 // lifecycle is the target's lifecycle object (the built-in payment needs the

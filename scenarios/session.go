@@ -42,6 +42,9 @@ type session struct {
 	// objects maps each key the scenario made to its event's business object,
 	// which an effects query may count by ($4).
 	objects map[profiles.Key]string
+	// types maps each key the scenario made to its event's type, so a read
+	// of its effects uses its role's query.
+	types map[profiles.Key]string
 	// amounts holds each lifecycle object's amount, the same in all its events.
 	amounts map[string]int64
 	// lastSend and lastSettled order deliveries and the waits for an
@@ -248,9 +251,10 @@ func (s *session) key(ep Endpoint, ev profiles.Event) profiles.Key {
 	k := profiles.EventKey(ep.Profile, ev)
 	s.mu.Lock()
 	if s.objects == nil {
-		s.objects = map[profiles.Key]string{}
+		s.objects, s.types = map[profiles.Key]string{}, map[profiles.Key]string{}
 	}
 	s.objects[k] = ev.ObjectID
+	s.types[k] = ev.Type
 	s.mu.Unlock()
 	return k
 }
@@ -260,6 +264,13 @@ func (s *session) objectOf(k profiles.Key) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.objects[k]
+}
+
+// typeOf is the event type of the event s made with key k.
+func (s *session) typeOf(k profiles.Key) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.types[k]
 }
 
 // source is the event key's source of deliveries to ep.

@@ -215,14 +215,14 @@ func sameParams(got, want []string) bool {
 // count records a deviation for every key whose last count of query in phase is
 // not want. A scenario that ran but never read the phase cannot be judged.
 func (v *view) count(code Code, query, phase string, want int64, what string) {
-	rs := v.reads(query, phase)
+	rs := v.roleReads(query, phase)
 	if len(rs) == 0 {
 		v.fail("history: %s has no %s read in phase %q", v.sc.Name, query, phase)
 		return
 	}
 	for _, o := range rs {
 		if o.Count != want {
-			v.deviate(code, "%s: %s for %s: got %d, want %d", what, query, paramsText(o.Params), o.Count, want)
+			v.deviate(code, "%s: %s for %s: got %d, want %d", what, o.Query, paramsText(o.Params), o.Count, want)
 		}
 	}
 }

@@ -72,6 +72,16 @@ func (v *Vocabulary) AllOrdered() []*Ordered {
 	return nil
 }
 
+// EffectRoleOf is the effect role of event type t; nil when t is none's.
+func (v *Vocabulary) EffectRoleOf(t string) *EventRole {
+	for _, r := range v.AllEffects() {
+		if r.Type == t {
+			return r
+		}
+	}
+	return nil
+}
+
 // LifecycleOf is the lifecycle object named object; nil when none is.
 func (v *Vocabulary) LifecycleOf(object string) *Lifecycle {
 	for _, l := range v.AllLifecycles() {

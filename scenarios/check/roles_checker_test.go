@@ -159,3 +159,32 @@ var atomic5Roles = register(&table{
 })
 
 func TestATOMIC5SeveralLifecycles(t *testing.T) { atomic5Roles.run(t) }
+
+// DEDUP-1 on two effect roles: the first's copies (evt_1) read by effects,
+// the second's (evt_2, role payout, held at its own table) by its own query
+// effects:payout. A double effect of either deviates.
+var dedup1Roles = register(&table{
+	id: "DEDUP-1", name: "DEDUP-1/several effect roles",
+	clean: func() *history.History {
+		k1, k2 := key("evt_1"), key("evt_2")
+		return scenario("DEDUP-1").
+			send("copy", k1, typeCredit, copyNo(0)).
+			send("copy", k1, typeCredit, copyNo(1)).
+			gate("processed_webhook_events", 16, 2, 0).
+			state("after", 1, k1).
+			send("copy", k2, "payout.paid", copyNo(0)).
+			send("copy", k2, "payout.paid", copyNo(1)).
+			gate("payouts", 16, 2, 0).
+			rows("after", k2, 1).
+			read(history.Observation{Query: "effects:payout", Phase: "after", Params: keyParams(k2), Found: true, Count: 1}).
+			reconciled(k1).reconciledRows(k2).done()
+	},
+	cases: []tcase{
+		{name: "the second role applied twice", codes: is("dedup.effects"),
+			edits: do(count("effects:payout", "after", "evt_2", 2))},
+		{name: "the second role's copies stored twice", codes: is("dedup.rows"),
+			edits: do(count("event_rows", "after", "evt_2", 2))},
+	},
+})
+
+func TestDEDUP1SeveralEffectRoles(t *testing.T) { dedup1Roles.run(t) }
