@@ -188,3 +188,43 @@ var dedup1Roles = register(&table{
 })
 
 func TestDEDUP1SeveralEffectRoles(t *testing.T) { dedup1Roles.run(t) }
+
+// DEDUP-6 on two lifecycle objects that count effects: the payment pi_1/pi_2
+// and an invoice in_1/in_2 read by its own object_effects:invoice query.
+var dedup6Roles = register(&table{
+	id: "DEDUP-6", name: "DEDUP-6/several lifecycles",
+	clean: func() *history.History {
+		eff := func(phase, obj string, n int64) history.Observation {
+			return history.Observation{Query: "object_effects:invoice", Phase: phase, Params: objParams(obj), Found: true, Count: n}
+		}
+		return scenario("DEDUP-6").fact("object", "payment").
+			send("setup", key("evt_1"), typeCreated).
+			send("first", key("evt_2"), typeSucceeded).
+			send("other-scope", key("evt_3"), typeSucceeded).
+			fact("want_effects:pi_1", "1").
+			objEffects("sequential", "pi_1", 1).
+			send("setup", key("evt_4"), typeCreated).
+			send("copy", key("evt_5"), typeSucceeded).
+			send("copy", key("evt_6"), typeSucceeded).
+			fact("want_effects:pi_2", "1").
+			objEffects("concurrent", "pi_2", 1).
+			send("first", key("evt_7"), "invoice.paid").
+			send("other-scope", key("evt_8"), "invoice.paid").
+			fact("want_effects:in_1", "1").
+			read(eff("sequential", "in_1", 1)).
+			send("copy", key("evt_9"), "invoice.paid").
+			send("copy", key("evt_10"), "invoice.paid").
+			fact("want_effects:in_2", "1").
+			read(eff("concurrent", "in_2", 1)).
+			reconciledRows(key("evt_1"), key("evt_2"), key("evt_3"), key("evt_4"), key("evt_5"), key("evt_6"),
+				key("evt_7"), key("evt_8"), key("evt_9"), key("evt_10")).done()
+	},
+	cases: []tcase{
+		{name: "the second object paid twice, one after the other", codes: is("dedup.object-effects"),
+			edits: do(count("object_effects:invoice", "sequential", "in_1", 2))},
+		{name: "the second object paid twice at once", codes: is("dedup.object-effects"),
+			edits: do(count("object_effects:invoice", "concurrent", "in_2", 2))},
+	},
+})
+
+func TestDEDUP6SeveralLifecycles(t *testing.T) { dedup6Roles.run(t) }
