@@ -31,7 +31,7 @@ func TestTargetFileLoads(t *testing.T) {
 
 // binder runs a target query the way the harness binds it: only the
 // parameters it references, renumbered ($1 source, $2 account, $3 event ID,
-// $4 object ID; fixtures also $5 amount, $6 currency).
+// $4 object ID; fixtures also $5 amount, $6 currency, $7 parent ID).
 type binder struct {
 	t    *testing.T
 	conn *pgx.Conn
