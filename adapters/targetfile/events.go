@@ -127,6 +127,7 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 	if re.Effect != nil {
 		for i, r := range re.Effect.Items {
 			if r == nil {
+				v.fail(re.Effect.path(at(base, "effect"), i), "must be a mapping (a role), got nothing")
 				continue
 			}
 			role := v.effectRole(rs, re.Effect.path(at(base, "effect"), i), r, i)
@@ -136,6 +137,7 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 	if re.Lifecycle != nil {
 		for i, rl := range re.Lifecycle.Items {
 			if rl == nil {
+				v.fail(re.Lifecycle.path(at(base, "lifecycle"), i), "must be a mapping (a role), got nothing")
 				continue
 			}
 			voc.Lifecycles = append(voc.Lifecycles, v.lifecycleRole(rs, re.Lifecycle.path(at(base, "lifecycle"), i), rl, i))
@@ -145,6 +147,7 @@ func (v *validator) events(t *Target, rt *rawTarget) {
 	if re.Ordered != nil {
 		for i, ro := range re.Ordered.Items {
 			if ro == nil {
+				v.fail(re.Ordered.path(at(base, "ordered"), i), "must be a mapping (a role), got nothing")
 				continue
 			}
 			voc.OrderedRoles = append(voc.OrderedRoles, v.orderedRole(rs, re.Ordered.path(at(base, "ordered"), i), ro, i))

@@ -188,3 +188,11 @@ func TestRelationCycle(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// An empty item of a list of roles is refused, not skipped.
+func TestEmptyRoleItem(t *testing.T) {
+	src := withEvents("  events:\n    effect:\n      - {type: a.b}\n      - ~\n")
+	if _, err := Parse([]byte(src), testVars); err == nil || !strings.Contains(err.Error(), "target.events.effect[1]") {
+		t.Fatalf("err = %v", err)
+	}
+}
