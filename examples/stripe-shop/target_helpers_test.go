@@ -46,7 +46,7 @@ type targetFile struct {
 			} `yaml:"effect"`
 			// The shop declares two lifecycle objects, a list.
 			Lifecycles []lifecycleDoc `yaml:"lifecycle"`
-			Ordered struct {
+			Ordered    struct {
 				Type     string `yaml:"type"`
 				IDPrefix string `yaml:"id_prefix"`
 				Key      string `yaml:"key"`
