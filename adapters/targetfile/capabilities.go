@@ -1,6 +1,7 @@
 package targetfile
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -144,7 +145,8 @@ func stateNeeds(c Capability, rt *rawTarget, pg *rawStore) string {
 	switch c {
 	case Deletion:
 		if ordered != nil {
-			if ordered.Delete == nil {
+			// Any ordered role's deletion: ORDER-4 runs every role with one.
+			if !slices.ContainsFunc(ev.Ordered.Items, func(o *rawOrdered) bool { return o != nil && o.Delete != nil }) {
 				return ev.Ordered.firstField("target.events.ordered", "delete")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
@@ -168,7 +170,8 @@ func stateNeeds(c Capability, rt *rawTarget, pg *rawStore) string {
 		}
 	case DomainConstraint:
 		if lifecycle != nil {
-			if lifecycle.Effects == "" {
+			// Any lifecycle object's effects: DEDUP-6 runs every one counted.
+			if !slices.ContainsFunc(ev.Lifecycle.Items, func(l *rawEventLifecycle) bool { return l != nil && l.Effects != "" }) {
 				return ev.Lifecycle.firstField("target.events.lifecycle", "effects")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {

@@ -196,3 +196,20 @@ func TestEmptyRoleItem(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// deletion needs a delete on any ordered role, not the first alone.
+func TestDeletionOnASecondRole(t *testing.T) {
+	src := withEvents(`  events:
+    ordered:
+      - {type: a.u, key: created, state: SELECT 1::bigint FROM t WHERE id = $4}
+      - {name: price, type: p.u, key: created, state: SELECT 1::bigint FROM t WHERE id = $4, delete: {type: p.d}}
+  capabilities: [deletion]
+`)
+	tg, err := Parse([]byte(src), testVars)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !tg.Has(Deletion) || tg.Events.OrderedRoles[1].Delete == nil {
+		t.Errorf("capabilities %v", tg.Capabilities)
+	}
+}
