@@ -196,7 +196,8 @@ func (v *view) reads(query, phase string) []history.Observation {
 // empty object ID in params matches any: an effects read carries the event's
 // object, which the key alone does not name.
 func (v *view) read(query, phase string, params []string) (history.Observation, bool) {
-	for _, o := range v.reads(query, phase) {
+	// Any role's query of that name: a key is read by its own role's.
+	for _, o := range v.roleReads(query, phase) {
 		if sameParams(o.Params, params) {
 			return o, true
 		}

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/simulator/profiles"
 )
 
 // Several roles of one kind: ORDER-3 on two lifecycle objects, a payment
@@ -228,3 +229,29 @@ var dedup6Roles = register(&table{
 })
 
 func TestDEDUP6SeveralLifecycles(t *testing.T) { dedup6Roles.run(t) }
+
+// ACK-1 with two effect roles in the load: evt_2 is a payout, read by its
+// role's effects:payout query; its effect lost by the kill deviates.
+var ack1Roles = register(&table{
+	id: "ACK-1", name: "ACK-1/several effect roles",
+	clean: func() *history.History {
+		k1, k2 := key("evt_1"), key("evt_2")
+		payout := func(phase string, k profiles.Key, n int64) history.Observation {
+			return history.Observation{Query: "effects:payout", Phase: phase, Params: keyParams(k), Found: true, Count: n}
+		}
+		return scenario("ACK-1").
+			send("load", k1, typeCredit).
+			send("load", k2, "payout.paid").
+			state("after-restart", 1, k1).rows("after-restart", k2, 1).read(payout("after-restart", k2, 1)).
+			send("redelivery", k1, typeCredit, attemptNo(2)).
+			send("redelivery", k2, "payout.paid", attemptNo(2)).
+			state("after-redelivery", 1, k1).rows("after-redelivery", k2, 1).read(payout("after-redelivery", k2, 1)).
+			reconciled(k1).reconciledRows(k2).done()
+	},
+	cases: []tcase{
+		{name: "the payout's effect lost by the kill", codes: is("ack.lost"),
+			edits: do(count("effects:payout", "after-restart", "evt_2", 0))},
+	},
+})
+
+func TestACK1SeveralEffectRoles(t *testing.T) { ack1Roles.run(t) }
