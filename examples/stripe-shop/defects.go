@@ -32,10 +32,13 @@ const (
 	// it is, so a late failure overwrites a refund Stripe already confirmed
 	// as succeeded.
 	DefectRefundLateFailure = Defect("refund-late-failure")
+	// DefectProductUnordered: product.updated overwrites the product whatever
+	// the event's created, so a late older update regresses the catalogue.
+	DefectProductUnordered = Defect("product-unordered")
 )
 
 var defects = map[Defect]bool{DefectLateOverwrite: true, DefectMissingAck: true, DefectSmallBodyCap: true, DefectMemoryDedup: true, DefectHardDelete: true,
-	DefectRefundLateFailure: true}
+	DefectRefundLateFailure: true, DefectProductUnordered: true}
 
 func defectNames() []string {
 	var out []string

@@ -40,6 +40,8 @@ var handlers = map[stripe.EventType]handlerFunc{
 	stripe.EventTypeCustomerDeleted:            onCustomerDeleted,
 	stripe.EventTypeRefundUpdated:              onRefundUpdated,
 	stripe.EventTypeRefundFailed:               onRefundFailed,
+	stripe.EventTypeProductUpdated:             onProductUpdated,
+	stripe.EventTypeProductDeleted:             onProductDeleted,
 }
 
 // process records the event and applies it in one transaction: the
@@ -366,4 +368,55 @@ func (s *Server) settleRefund(ctx context.Context, tx pgx.Tx, d delivery, id, to
 		return result{}, fmt.Errorf("settle refund: %w", err)
 	}
 	return result{note: "refund " + to}, nil
+}
+
+// product.updated carries the whole product; as for customers, an update is
+// applied only if its event is newer than the one last applied.
+func onProductUpdated(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (result, error) {
+	var p stripe.Product
+	if err := decode(d, &p); err != nil {
+		return result{}, err
+	}
+	if p.ID == "" {
+		return result{}, fmt.Errorf("%w: product without id", errBadObject)
+	}
+	guard := ` WHERE products.last_event_at IS NULL OR products.last_event_at < EXCLUDED.last_event_at`
+	if s.cfg.Defect == DefectProductUnordered {
+		guard = ""
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO products (id, account, name, active, last_event_at)
+		VALUES ($1, $2, NULLIF($3, ''), $4, to_timestamp($5::bigint))
+		ON CONFLICT (id) DO UPDATE SET account = EXCLUDED.account, name = EXCLUDED.name, active = EXCLUDED.active,
+			last_event_at = EXCLUDED.last_event_at`+guard,
+		p.ID, d.ep.Account, p.Name, p.Active, d.ev.Created)
+	if err != nil {
+		return result{}, fmt.Errorf("upsert product: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return result{note: "ignored: a newer event of the product is applied"}, nil
+	}
+	return result{note: "product updated"}, nil
+}
+
+// product.deleted leaves a tombstone ordered like an update.
+func onProductDeleted(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (result, error) {
+	var p stripe.Product
+	if err := decode(d, &p); err != nil {
+		return result{}, err
+	}
+	if p.ID == "" {
+		return result{}, fmt.Errorf("%w: product without id", errBadObject)
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO products (id, account, active, last_event_at, deleted_at)
+		VALUES ($1, $2, false, to_timestamp($3::bigint), to_timestamp($3::bigint))
+		ON CONFLICT (id) DO UPDATE SET active = false, last_event_at = EXCLUDED.last_event_at, deleted_at = EXCLUDED.deleted_at
+		WHERE products.last_event_at IS NULL OR products.last_event_at < EXCLUDED.last_event_at`,
+		p.ID, d.ep.Account, d.ev.Created)
+	if err != nil {
+		return result{}, fmt.Errorf("delete product: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return result{note: "ignored: a newer event of the product is applied"}, nil
+	}
+	return result{note: "product deleted"}, nil
 }

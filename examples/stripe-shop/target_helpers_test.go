@@ -46,10 +46,13 @@ type targetFile struct {
 			} `yaml:"effect"`
 			// The shop declares two lifecycle objects, a list.
 			Lifecycles []lifecycleDoc `yaml:"lifecycle"`
-			Ordered    struct {
+			// Customers and products, a list.
+			Ordered []struct {
+				Name     string `yaml:"name"`
 				Type     string `yaml:"type"`
 				IDPrefix string `yaml:"id_prefix"`
 				Key      string `yaml:"key"`
+				Table    string `yaml:"table"`
 				Object   string `yaml:"object"`
 				State    string `yaml:"state"`
 			} `yaml:"ordered"`

@@ -62,6 +62,16 @@ func (b binder) args(sql string, p params, fixture bool) (string, []any) {
 	return compact, args
 }
 
+// count runs a count query with plain parameters.
+func (b binder) count(sql string, args ...any) int {
+	b.t.Helper()
+	var n int
+	if err := b.conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		b.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
+}
+
 // int reads a one-column integer query; ok is false without a row.
 func (b binder) int(sql string, p params) (n int64, ok bool) {
 	b.t.Helper()
@@ -363,22 +373,29 @@ func TestTargetFileMatchesTheReceiver(t *testing.T) {
 		})
 	}
 
-	t.Run("ordered", func(t *testing.T) {
-		o := ev.Ordered
-		obj := uniq(o.IDPrefix)
-		k := key(2, "", obj)
-		if _, found := db.int(o.State, k); found {
-			t.Fatal("object exists before its first update")
-		}
-		for _, at := range []int64{created - 50, created - 10, created - 30, created - 10} {
-			if s := send(2, o.Type, o.Object, uniq("evt"), obj, at); s != 200 {
-				t.Fatalf("update created %d: %d", at, s)
+	if len(ev.Ordered) != 2 {
+		t.Fatalf("%d ordered roles, want customers and products", len(ev.Ordered))
+	}
+	for _, o := range ev.Ordered {
+		t.Run("ordered "+o.Type, func(t *testing.T) {
+			obj := uniq(o.IDPrefix)
+			k := key(2, "", obj)
+			if _, found := db.int(o.State, k); found {
+				t.Fatal("object exists before its first update")
 			}
-		}
-		if n, _ := db.int(o.State, k); n != created-10 {
-			t.Errorf("ordered state %d, want the newest created %d", n, created-10)
-		}
-	})
+			for _, at := range []int64{created - 50, created - 10, created - 30, created - 10} {
+				if s := send(2, o.Type, o.Object, uniq("evt"), obj, at); s != 200 {
+					t.Fatalf("update created %d: %d", at, s)
+				}
+			}
+			if n, _ := db.int(o.State, k); n != created-10 {
+				t.Errorf("ordered state %d, want the newest created %d", n, created-10)
+			}
+			if o.Table != "" && db.count(`SELECT count(*) FROM `+o.Table+` WHERE id = $1`, obj) != 1 {
+				t.Errorf("the role's table %s does not hold its object", o.Table)
+			}
+		})
+	}
 
 	t.Run("unhandled", func(t *testing.T) {
 		u := ev.Unhandled

@@ -70,6 +70,9 @@ var examples = []example{
 			// A late refund.failed overwrites a refund already confirmed
 			// (the second lifecycle object, reached through its payment).
 			"refund-late-failure": {"ORDER-3": {"order.transition-applied"}},
+			// product.updated applied whatever its created (the second
+			// ordered role, held at its own table).
+			"product-unordered": {"ORDER-1": {"order.regressed"}, "ORDER-2": {"order.regressed"}},
 		},
 	},
 	{
