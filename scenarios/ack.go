@@ -97,16 +97,18 @@ var ack1 = Guarantee{
 	Why:     "An acknowledgement sent before the commit tells the provider to stop retrying an event that may be lost.",
 	Needs:   []Capability{"crash"},
 	Spec:    "every acknowledged event survives a kill right after its 2xx",
-	Sends:   "3 rounds of 16 concurrent `effect` events, SIGKILL after the k-th 2xx (k from the seed), restart, all redelivered (failpoint after-response where declared)",
+	Sends:   "3 rounds of 16 concurrent `effect` events (every `effect` role in turn), SIGKILL after the k-th 2xx (k from the seed), restart, all redelivered (failpoint after-response where declared)",
 	Expects: "every acknowledged event has 1 row and 1 effect after the restart; after the redelivery every event has 1 and 1",
 	codes:   []Code{codeAckLost, codeAckEffects},
 	Reads:   []Read{{Query: queryEventRows, Tells: "each acknowledged event's key rows after the kill and restart, and every event's after the redelivery: 1"}, {Query: queryEffects, Tells: "the same events' effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
 		if ok, _ := s.env.has("failpoints"); ok {
-			// Deterministic: the receiver kills itself right after flushing the 2xx.
-			for range 2 {
-				ev := s.effectEvent(ep)
+			// Deterministic: the receiver kills itself right after flushing the
+			// 2xx; every effect role in turn.
+			rs := s.effectRoles()
+			for i := range max(2, len(rs)) {
+				ev := s.effectEventOf(ep, rs[i%len(rs)])
 				k := s.key(ep, ev)
 				s.arm(fpAfterResponse, k.EventID)
 				a := s.send(ep, ev, roleLoad, simulator.Shape{})
@@ -791,9 +793,12 @@ func (s *session) ack1Check(evs []profiles.Event, recs []history.Attempt, ep End
 // ack1Round sends perRoundACK1 events at once and SIGKILLs the receiver when the
 // k-th acknowledgement arrives, k drawn from the seed, then restarts it.
 func (s *session) ack1Round(ep Endpoint, round int) {
+	// Every effect role takes part, in turn: each role's events must be
+	// durable when acknowledged.
+	rs := s.effectRoles()
 	evs := make([]profiles.Event, perRoundACK1)
 	for i := range evs {
-		evs[i] = s.effectEvent(ep)
+		evs[i] = s.effectEventOf(ep, rs[i%len(rs)])
 	}
 	s.mu.Lock()
 	kth := 1 + s.rng.IntN(perRoundACK1/2)

@@ -77,76 +77,90 @@ var atomic2 = Guarantee{
 	Why:     "If the key survives the failed attempt, every redelivery is taken for a duplicate and the event is lost.",
 	Needs:   []Capability{"state-machine"},
 	Spec:    "a failed precondition rolls back the key and is retried successfully",
-	Sends:   "for every state, each `lifecycle` event that can only follow it later (a refund of a payment not yet succeeded), sent early, then again once its precondition holds",
+	Sends:   "for every `lifecycle` object (in a seeded order) and every state, each event that can only follow it later (a refund of a payment not yet succeeded), sent early, then again once its precondition holds",
 	Expects: "the early one non-2xx with 0 event rows; the redelivery 2xx, 1 row, the object in the transition's state",
 	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied, codeAtomicObjectState, codeSetupUnmet},
 	Reads:   []Read{{Query: queryEventRows, Tells: "the key rows of a `lifecycle` event, not only of `effect` ones: 0 after its refusal, 1 after its redelivery"}, {Query: queryState, Tells: "each object's state ($4) after its setup and once the precondition held"}},
 	judge: bind(func(s *session, f *atomicFacts) {
 		ep := s.primary()
-		l := s.lifecycle()
-		// Every state with every event that can only come later from it.
-		type item struct {
-			pair         vocab.Pair
-			path, onward []vocab.Transition
-		}
-		var items []item
-		for _, p := range l.Forbidden() {
-			if p.Stale {
-				continue
+		// Every lifecycle object, in a seeded order; a child object is
+		// created through its parent (create).
+		var run int
+		ls := s.lifecycles()
+		for _, l := range ls {
+			// Every state with every event that can only come later from it.
+			type item struct {
+				pair         vocab.Pair
+				path, onward []vocab.Transition
 			}
-			path, _ := l.Path(p.State)
-			for _, from := range p.T.From {
-				if onward, ok := l.PathFrom(p.State, from); ok {
-					items = append(items, item{p, path, onward})
-					break
+			var items []item
+			for _, p := range l.Forbidden() {
+				if p.Stale {
+					continue
+				}
+				path, _ := l.Path(p.State)
+				for _, from := range p.T.From {
+					if onward, ok := l.PathFrom(p.State, from); ok {
+						items = append(items, item{p, path, onward})
+						break
+					}
 				}
 			}
-		}
-		if len(items) == 0 {
-			s.notApplicable("no event of %s can arrive before its precondition: every transition not allowed from a state is one the object is already past", l.Object)
-		}
-		f.WantState = map[string]string{}
-		for _, it := range items {
-			pair := it.pair
-			s.note("%s arrives while %s is %s (allowed from %v), before its precondition", pair.T.Type, l.Object, pair.State, pair.T.From)
-			obj := s.newObject(l)
-			if !s.setUp(ep, l, obj, it.path) {
-				continue // its setup is the finding: the early event would judge nothing
-			}
-			early := s.objectEvent(ep, pair.T.Type, obj)
-			k := s.key(ep, early)
-			a := s.send(ep, early, rolePremature, simulator.Shape{})
-			// A lifecycle event's effect is the object's state (and its effects),
-			// not the effect role's per-event count: its key rows are read. An
-			// accepted one (async) keeps its key, rightly, until it applies.
-			if !acked(a) {
-				s.rows(k, phaseAfterRefusal)
-			}
-			if acked(a) {
-				// Accepted early, the event may apply as soon as its
-				// precondition holds: the state after the onward path is
-				// not the setup's alone.
-				s.drive(ep, obj, it.onward)
-			} else if !s.driveOn(ep, l, obj, pair.State, it.onward) {
+			if len(items) == 0 {
+				s.note("no event of %s can arrive before its precondition: every transition not allowed from a state is one the object is already past", l.Object)
 				continue
 			}
-			f.WantState[obj] = pair.T.To
-			switch {
-			case acked(a) && s.async():
-				// Accepted before its precondition: the receiver must keep it and
-				// apply it once the precondition holds.
-			case acked(a):
-				s.note("the early %s was acknowledged, so the provider will not redeliver it", pair.T.Type)
-			default:
-				s.send(ep, early, roleRedelivery, simulator.Shape{Attempt: 2})
-				s.settle(1, func() int { return s.rows(k, phaseAfter) })
+			run++
+			if f.WantState == nil {
+				f.WantState = map[string]string{}
 			}
-			s.settle(1, func() int {
-				if st, found := s.lifecycleState(ep, obj, phaseAfter); found && st == pair.T.To {
-					return 1
+			for _, it := range items {
+				pair := it.pair
+				s.note("%s arrives while %s is %s (allowed from %v), before its precondition", pair.T.Type, l.Object, pair.State, pair.T.From)
+				obj := s.newObject(l)
+				if !s.setUp(ep, l, obj, it.path) {
+					continue // its setup is the finding: the early event would judge nothing
 				}
-				return 0
-			})
+				early := s.objectEvent(ep, pair.T.Type, obj)
+				k := s.key(ep, early)
+				a := s.send(ep, early, rolePremature, simulator.Shape{})
+				// A lifecycle event's effect is the object's state (and its effects),
+				// not the effect role's per-event count: its key rows are read. An
+				// accepted one (async) keeps its key, rightly, until it applies.
+				if !acked(a) {
+					s.rows(k, phaseAfterRefusal)
+				}
+				if acked(a) {
+					// Accepted early, the event may apply as soon as its
+					// precondition holds: the state after the onward path is
+					// not the setup's alone.
+					s.drive(ep, obj, it.onward)
+				} else if !s.driveOn(ep, l, obj, pair.State, it.onward) {
+					continue
+				}
+				f.WantState[obj] = pair.T.To
+				switch {
+				case acked(a) && s.async():
+					// Accepted before its precondition: the receiver must keep it and
+					// apply it once the precondition holds.
+				case acked(a):
+					s.note("the early %s was acknowledged, so the provider will not redeliver it", pair.T.Type)
+				default:
+					s.send(ep, early, roleRedelivery, simulator.Shape{Attempt: 2})
+					s.settle(1, func() int { return s.rows(k, phaseAfter) })
+				}
+				s.settle(1, func() int {
+					if st, found := s.lifecycleStateOf(ep, l, obj, phaseAfter); found && st == pair.T.To {
+						return 1
+					}
+					return 0
+				})
+			}
+		}
+		if run == 0 && len(ls) == 1 {
+			s.notApplicable("no event of %s can arrive before its precondition: every transition not allowed from a state is one the object is already past", ls[0].Object)
+		} else if run == 0 {
+			s.notApplicable("no event of any lifecycle object can arrive before its precondition: every transition not allowed from a state is one the object is already past")
 		}
 	}, func(v *view, f *atomicFacts) {
 		for _, a := range v.role(rolePremature, "refund-early") {
@@ -229,75 +243,80 @@ var atomic5 = Guarantee{
 	Why:     "Providers send events before the receiver's own application has written the row they refer to; a receiver that acknowledges and skips them loses the change for good.",
 	Needs:   []Capability{"state-machine"},
 	Spec:    "an event for an object that does not exist yet is never acknowledged and lost",
-	Sends:   "every `lifecycle` event type for an object that does not exist; then the object is created (its creating event or fixture) and brought to the event's precondition, and a refused event redelivered",
+	Sends:   "for every `lifecycle` object (in a seeded order), every event type for an object that does not exist; then the object is created (its creating event or fixture) and brought to the event's precondition, and a refused event redelivered",
 	Expects: "per the declared `missing`: retry: non-2xx and 0 rows, then applied once; create: 2xx and the object in the event's state; ignore: 2xx",
 	codes:   []Code{codeAtomicMissingLost, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied, codeAtomicObjectState, codeSetupUnmet},
 	Reads:   []Read{{Query: queryEventRows, Tells: "the key rows of a `lifecycle` event for a missing object: 0 after its refusal, 1 after its redelivery"}, {Query: queryState, Tells: "the object's state ($4): no row while it does not exist, the event's state once applied"}},
 	judge: bind(func(s *session, f *atomicFacts) {
 		ep := s.primary()
-		l := s.lifecycle()
-		// Every event type of the lifecycle, each for an object nobody created yet.
-		type item struct {
-			t   vocab.Transition
-			obj string
-			ev  profiles.Event
-		}
-		var items []item
-		for _, t := range l.Transitions {
-			obj := s.newObject(l)
-			items = append(items, item{t, obj, s.objectEvent(ep, t.Type, obj)})
-		}
-		f.WantState, f.EventOf = map[string]string{}, map[string]string{}
-		for _, it := range items {
-			rule := l.MissingRule(it.t)
-			k := s.key(ep, it.ev)
-			f.EventOf[it.obj] = k.EventID
-			a := s.send(ep, it.ev, roleMissing+":"+rule, simulator.Shape{})
-			s.note("%s for %s %s, which does not exist (declared: %s): %s", it.t.Type, l.Object, it.obj, rule, Describe(a))
-			switch rule {
-			case vocab.MissingCreate:
+		// Every lifecycle object, in a seeded order; a child object is
+		// created through its parent (create).
+		for _, l := range s.lifecycles() {
+			// Every event type of the lifecycle, each for an object nobody created yet.
+			type item struct {
+				t   vocab.Transition
+				obj string
+				ev  profiles.Event
+			}
+			var items []item
+			for _, t := range l.Transitions {
+				obj := s.newObject(l)
+				items = append(items, item{t, obj, s.objectEvent(ep, t.Type, obj)})
+			}
+			if f.WantState == nil {
+				f.WantState, f.EventOf = map[string]string{}, map[string]string{}
+			}
+			for _, it := range items {
+				rule := l.MissingRule(it.t)
+				k := s.key(ep, it.ev)
+				f.EventOf[it.obj] = k.EventID
+				a := s.send(ep, it.ev, roleMissing+":"+rule, simulator.Shape{})
+				s.note("%s for %s %s, which does not exist (declared: %s): %s", it.t.Type, l.Object, it.obj, rule, Describe(a))
+				switch rule {
+				case vocab.MissingCreate:
+					f.WantState[it.obj] = it.t.To
+					s.settle(1, func() int {
+						if st, found := s.lifecycleStateOf(ep, l, it.obj, phaseAfter); found && st == it.t.To {
+							return 1
+						}
+						return 0
+					})
+					continue
+				case vocab.MissingIgnore:
+					s.lifecycleStateOf(ep, l, it.obj, phaseAfterRefusal)
+					continue
+				}
+				if !acked(a) {
+					s.rows(k, phaseAfterRefusal)
+				}
+				// The object appears, as the receiver's application or the provider
+				// creates it, and reaches the event's precondition.
+				path, ok := l.Path(it.t.From[0])
+				if !ok {
+					s.abort("the lifecycle has no path to %s", it.t.From[0])
+				}
+				if !acked(a) {
+					// Refused, the event cannot have moved the object: its setup must
+					// hold before the redelivery is judged.
+					if !s.setUp(ep, l, it.obj, path) {
+						continue
+					}
+				} else {
+					s.create(ep, l, it.obj)
+					s.drive(ep, it.obj, path)
+				}
 				f.WantState[it.obj] = it.t.To
+				if !acked(a) {
+					s.send(ep, it.ev, roleRedelivery, simulator.Shape{Attempt: 2})
+					s.settle(1, func() int { return s.rows(k, phaseAfter) })
+				}
 				s.settle(1, func() int {
-					if st, found := s.lifecycleState(ep, it.obj, phaseAfter); found && st == it.t.To {
+					if st, found := s.lifecycleStateOf(ep, l, it.obj, phaseAfter); found && st == it.t.To {
 						return 1
 					}
 					return 0
 				})
-				continue
-			case vocab.MissingIgnore:
-				s.lifecycleState(ep, it.obj, phaseAfterRefusal)
-				continue
 			}
-			if !acked(a) {
-				s.rows(k, phaseAfterRefusal)
-			}
-			// The object appears, as the receiver's application or the provider
-			// creates it, and reaches the event's precondition.
-			path, ok := l.Path(it.t.From[0])
-			if !ok {
-				s.abort("the lifecycle has no path to %s", it.t.From[0])
-			}
-			if !acked(a) {
-				// Refused, the event cannot have moved the object: its setup must
-				// hold before the redelivery is judged.
-				if !s.setUp(ep, l, it.obj, path) {
-					continue
-				}
-			} else {
-				s.create(ep, l, it.obj)
-				s.drive(ep, it.obj, path)
-			}
-			f.WantState[it.obj] = it.t.To
-			if !acked(a) {
-				s.send(ep, it.ev, roleRedelivery, simulator.Shape{Attempt: 2})
-				s.settle(1, func() int { return s.rows(k, phaseAfter) })
-			}
-			s.settle(1, func() int {
-				if st, found := s.lifecycleState(ep, it.obj, phaseAfter); found && st == it.t.To {
-					return 1
-				}
-				return 0
-			})
 		}
 	}, func(v *view, f *atomicFacts) {
 		v.acked(codeAtomicNotAcked, roleSetup, roleRedelivery, roleMissing+":"+vocab.MissingCreate, roleMissing+":"+vocab.MissingIgnore)
@@ -324,14 +343,14 @@ var atomic5 = Guarantee{
 			}
 			if a, ok := byObject[o.Params[3]]; ok && acked(a) {
 				v.deviate(codeAtomicMissingLost, "%s for %s %s, which did not exist yet, was acknowledged (%s); once the object existed it reads %s, not %q: the change is lost",
-					a.EventType, v.objectName(), o.Params[3], Describe(a), readText(o), want)
+					a.EventType, v.objectNameOf(o), o.Params[3], Describe(a), readText(o), want)
 				continue
 			}
-			v.deviate(codeAtomicObjectState, "%s %s reads %s, want %q", v.objectName(), o.Params[3], readText(o), want)
+			v.deviate(codeAtomicObjectState, "%s %s reads %s, want %q", v.objectNameOf(o), o.Params[3], readText(o), want)
 		}
 		for _, o := range v.stateReads(phaseAfterRefusal) {
 			if o.Found {
-				v.note("%s %s exists after an event the target declares it ignores for missing objects (status %q)", v.objectName(), o.Params[3], o.Status)
+				v.note("%s %s exists after an event the target declares it ignores for missing objects (status %q)", v.objectNameOf(o), o.Params[3], o.Status)
 			}
 		}
 		if len(v.stateReads(phaseAfter)) == 0 && len(v.stateReads(phaseAfterRefusal)) == 0 && len(unmet) == 0 {

@@ -172,20 +172,26 @@ func (e *Env) roles(c Capability) (ok bool, why string, known bool) {
 		}
 		return true, "", true
 	case "domain-constraint":
-		if v.Lifecycle == nil || !v.Lifecycle.CountsEffects {
-			return false, "the target declares no events.lifecycle with an effects query", true
+		// Any lifecycle object whose effects are counted (DEDUP-6 runs each).
+		for _, l := range v.AllLifecycles() {
+			if l.CountsEffects {
+				return true, "", true
+			}
 		}
-		return true, "", true
+		return false, "the target declares no events.lifecycle with an effects query", true
 	case "ordering":
 		if v.Ordered == nil {
 			return false, "the target declares no events.ordered", true
 		}
 		return true, "", true
 	case "deletion":
-		if v.Ordered == nil || v.Ordered.Delete == nil {
-			return false, "the target declares no events.ordered.delete", true
+		// Any ordered role with a deletion (ORDER-4 runs each).
+		for _, o := range v.AllOrdered() {
+			if o.Delete != nil {
+				return true, "", true
+			}
 		}
-		return true, "", true
+		return false, "the target declares no events.ordered.delete", true
 	}
 	return false, "", false
 }

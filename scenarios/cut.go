@@ -31,7 +31,7 @@ const asyncAnswerWait = 5 * time.Second
 // before the backends waiting on g are terminated; nil terminates them only.
 // It returns the delivery's attempt.
 func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) history.Attempt {
-	table := s.env.EffectTable
+	table := s.effectTable(ev)
 	h := s.hold(table)
 	defer h.release()
 	finished := make(chan struct{})

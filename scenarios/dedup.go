@@ -45,23 +45,31 @@ var dedup1 = Guarantee{
 	Promise: "Concurrent copies of one delivery converge on one event row and one effect, and every copy is acknowledged.",
 	Why:     "Providers retry while a first attempt is still running; a check-then-insert receiver applies the event twice.",
 	Spec:    "concurrent copies converge on one row and one effect, all acknowledged",
-	Sends:   "16 copies of one `effect` event, released together (lock-gated when the target allows it), on every endpoint",
+	Sends:   "16 copies of one `effect` event, released together (lock-gated when the target allows it, at the role's table), on every endpoint; with several `effect` roles, the first (in a seeded order) on every endpoint and each other on the first endpoint",
 	Expects: "every copy 2xx; 1 event row; 1 effect",
 	Race:    "the 16 copies, held at the event table before any commits",
 	codes:   []Code{codeDedupNotAcked, codeDedupRows, codeDedupEffects},
 	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after 16 concurrent copies: 1"}, {Query: queryEffects, Tells: "the event's effects: 1"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		// Every endpoint, one after another: each is its own provider, account
-		// and secret, and each must deduplicate.
-		for _, ep := range s.endpoints() {
-			ev := s.effectEvent(ep)
-			k := s.key(ep, ev)
-			var rel history.Release
-			// Every copy reaches the table before any commits: the race is certain.
-			s.race(s.env.EventTable, copiesDEDUP1, func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) })
-			s.note("%s: %d of %d copies held back and released together, %d sent on their own (the barrier stood %s, fell: %s); send spread %s",
-				ep.name(), rel.Released, rel.Copies, rel.Late, time.Duration(rel.PreopenNS).Round(time.Millisecond), rel.FellBecause, time.Duration(rel.SpreadNS))
-			s.state(k, phaseAfter, 1)
+		// and secret, and each must deduplicate. Every effect role, in a
+		// seeded order: the first on every endpoint, the others (each held
+		// at its own table) on the primary one.
+		for i, r := range s.effectRoles() {
+			eps := s.endpoints()
+			if i > 0 {
+				eps = eps[:1]
+			}
+			for _, ep := range eps {
+				ev := s.effectEventOf(ep, r)
+				k := s.key(ep, ev)
+				var rel history.Release
+				// Every copy reaches the table before any commits: the race is certain.
+				s.race(roleTable(r.Table, s.env.EventTable), copiesDEDUP1, func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) })
+				s.note("%s: %d of %d copies held back and released together, %d sent on their own (the barrier stood %s, fell: %s); send spread %s",
+					ep.name(), rel.Released, rel.Copies, rel.Late, time.Duration(rel.PreopenNS).Round(time.Millisecond), rel.FellBecause, time.Duration(rel.SpreadNS))
+				s.state(k, phaseAfter, 1)
+			}
 		}
 	}, func(v *view, _ *noFacts) {
 		v.acked(codeDedupNotAcked, roleCopy)
@@ -194,46 +202,65 @@ var dedup6 = Guarantee{
 	Why:     "Providers sometimes emit two events for one change; the event key alone cannot stop a double credit.",
 	Needs:   []Capability{"domain-constraint"},
 	Spec:    "two event IDs for one business operation apply one effect",
-	Sends:   "for every effect transition from every reachable state: a `lifecycle` object brought to that state, then the transition twice under two event IDs: one after the other, then at once (lock-gated at the effect table when the target allows it)",
+	Sends:   "for every `lifecycle` object with an `effects` query (in a seeded order), every effect transition from every reachable state: an object brought to that state, then the transition twice under two event IDs: one after the other, then at once (lock-gated at the object's table, else the effect table, when the target allows it)",
 	Expects: "the object's effects are its path's plus one",
 	Race:    "the two events for one object, held at the effect table after whatever check each makes",
 	codes:   []Code{codeDedupNotAcked, codeDedupObjectEffects, codeSetupUnmet},
 	Reads:   []Read{{Query: queryState, Tells: "each object's state ($4) after its setup: the state its path leads to"}, {Query: queryObjectEffects, Tells: "every effect on one object ($4), whichever event applied it: its path's plus one"}},
 	judge: bind(func(s *session, f *dedupFacts) {
 		ep := s.primary()
-		l := s.lifecycle()
-		if !l.CountsEffects {
+		// Every lifecycle object whose effects the target counts, in a
+		// seeded order; a child object is created through its parent.
+		var run int
+		ls := s.lifecycles()
+		for _, l := range ls {
+			if !l.CountsEffects {
+				s.note("%s: no effects query, its effects cannot be counted", l.Object)
+				continue
+			}
+			cases := effectCases(l)
+			if len(cases) == 0 {
+				s.note("no transition of %s applies an effect from a reachable state", l.Object)
+				continue
+			}
+			run++
+			if f.WantEffects == nil {
+				f.WantEffects = map[string]int64{}
+			}
+			for _, c := range cases {
+				want := int64(vocab.EffectsOf(c.path) + 1)
+				s.note("%s sent twice under two event IDs after %s: %d effect(s) in all", c.t.Type, describePath(l, c.path), want)
+
+				// Sequential: the provider emits a second event for the same change.
+				obj := s.newObject(l)
+				if s.setUp(ep, l, obj, c.path) {
+					first := s.objectEvent(ep, c.t.Type, obj)
+					second := s.objectEvent(ep, c.t.Type, obj)
+					s.send(ep, first, roleFirst, simulator.Shape{})
+					s.send(ep, second, roleOtherScope, simulator.Shape{})
+					f.WantEffects[obj] = want
+					s.settle(int(want), func() int { return s.objectEffectsOf(l, ep.source(), ep.Account, obj, phaseSequential) })
+				}
+
+				// Concurrent: both held where the effect is written, released together.
+				obj2 := s.newObject(l)
+				if s.setUp(ep, l, obj2, c.path) {
+					a := s.objectEvent(ep, c.t.Type, obj2)
+					b := s.objectEvent(ep, c.t.Type, obj2)
+					s.raceAtEffectOf(l, func() { s.parallel(ep, []profiles.Event{a, b}, roleCopy, simulator.Shape{}) })
+					f.WantEffects[obj2] = want
+					s.settle(int(want), func() int { return s.objectEffectsOf(l, ep.source(), ep.Account, obj2, phaseConcurrent) })
+				}
+			}
+		}
+		switch {
+		case run > 0:
+		case len(ls) == 1 && !ls[0].CountsEffects:
 			s.notApplicable("the target declares no events.lifecycle.effects query: an object's effects cannot be counted")
-		}
-		cases := effectCases(l)
-		if len(cases) == 0 {
-			s.notApplicable("no transition of %s applies an effect from a reachable state", l.Object)
-		}
-		f.WantEffects = map[string]int64{}
-		for _, c := range cases {
-			want := int64(vocab.EffectsOf(c.path) + 1)
-			s.note("%s sent twice under two event IDs after %s: %d effect(s) in all", c.t.Type, describePath(l, c.path), want)
-
-			// Sequential: the provider emits a second event for the same change.
-			obj := s.newObject(l)
-			if s.setUp(ep, l, obj, c.path) {
-				first := s.objectEvent(ep, c.t.Type, obj)
-				second := s.objectEvent(ep, c.t.Type, obj)
-				s.send(ep, first, roleFirst, simulator.Shape{})
-				s.send(ep, second, roleOtherScope, simulator.Shape{})
-				f.WantEffects[obj] = want
-				s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj, phaseSequential) })
-			}
-
-			// Concurrent: both held where the effect is written, released together.
-			obj2 := s.newObject(l)
-			if s.setUp(ep, l, obj2, c.path) {
-				a := s.objectEvent(ep, c.t.Type, obj2)
-				b := s.objectEvent(ep, c.t.Type, obj2)
-				s.raceAtEffect(func() { s.parallel(ep, []profiles.Event{a, b}, roleCopy, simulator.Shape{}) })
-				f.WantEffects[obj2] = want
-				s.settle(int(want), func() int { return s.objectEffects(ep.source(), ep.Account, obj2, phaseConcurrent) })
-			}
+		case len(ls) == 1:
+			s.notApplicable("no transition of %s applies an effect from a reachable state", ls[0].Object)
+		default:
+			s.notApplicable("no lifecycle object with an effects query has a transition that applies an effect from a reachable state")
 		}
 	}, func(v *view, f *dedupFacts) {
 		v.acked(codeDedupNotAcked, roleSetup, roleFirst, roleOtherScope, roleCopy)
@@ -276,18 +303,21 @@ func effectCases(l *vocab.Lifecycle) []effectCase {
 	return out
 }
 
-// raceAtEffect runs fire — two events for one object, sent at once — held at
-// a lock gate on the table the effect is written to (the event table when
-// the target names no effect table), where the target allows it: each
-// receiver transaction has made whatever check it makes before either can
-// write. A gate that held nobody leaves the race to timing, and says so.
-func (s *session) raceAtEffect(fire func()) {
+// raceAtEffectOf runs fire — two events for one object of l, sent at once —
+// held at a lock gate on the table the effect is written to (l's own table,
+// else the effect table, else the event table), where the target allows it:
+// each receiver transaction has made whatever check it makes before either
+// can write. A gate that held nobody leaves the race to timing, and says so.
+func (s *session) raceAtEffectOf(l *vocab.Lifecycle, fire func()) {
 	if ok, why := s.env.has("lock-gating"); !ok {
 		s.unforced("no lock gate (%s): the two events were sent at the same time and left to meet by timing", why)
 		fire()
 		return
 	}
 	table := s.env.EffectTable
+	if l != nil && l.Table != "" {
+		table = l.Table
+	}
 	if table == "" {
 		table = s.env.EventTable
 		s.note("the target names no effect table (%s.effect_table): the two events are held at their event-key insert instead", s.env.kindField())

@@ -49,7 +49,7 @@ func (s *session) deliver(ep Endpoint, role string, evs []profiles.Event, sh sim
 		// Every event delivered has its object known, so an effects read
 		// (reconciliation's too) binds $4 whether or not the scenario kept
 		// its key.
-		s.trackObject(profiles.EventKey(ep.Profile, ds[i].Event), ev.ObjectID)
+		s.trackObject(profiles.EventKey(ep.Profile, ds[i].Event), ev.ObjectID, ev.Type)
 	}
 	recs, rels, err := s.run.runner(ep).Deliver(s.ctx, seed, ds, each)
 	if err != nil && s.ctx.Err() == nil {

@@ -246,6 +246,16 @@ type Observer interface {
 	KeyTTL(ctx context.Context, k profiles.Key) (ttl time.Duration, never, found bool, err error)
 }
 
+// RoleObserver reads the queries of the roles after the first of each kind,
+// by their names (vocab.QueryName: "payment:refund" answers as payment does).
+// An observer without it answers the first role of each kind alone.
+type RoleObserver interface {
+	EffectsOf(ctx context.Context, query string, k profiles.Key, objectID string) (int, error)
+	ObjectEffectsOf(ctx context.Context, query, source, account, objectID string) (int, error)
+	ObjectOf(ctx context.Context, query, source, account, objectID string) (version int64, status string, found bool, err error)
+	PaymentOf(ctx context.Context, query, source, account, objectID string) (status string, found bool, err error)
+}
+
 // Controller crashes and restarts the receiver.
 type Controller interface {
 	// Kill sends SIGKILL and waits for the process to be gone.

@@ -34,6 +34,11 @@ type orderFacts struct {
 	// hold before its deletion (ORDER-4); StaleKey is ORDER-4's late update's.
 	WantVersion *int64 `fact:"want_version"`
 	StaleKey    *int64 `fact:"stale_key"`
+	// WantKey and StaleKeys are WantVersion and StaleKey per object, for
+	// targets with several ordered roles (each role's key may differ);
+	// histories without them hold every object to WantVersion.
+	WantKey   map[string]int64 `fact:"want_key:"`
+	StaleKeys map[string]int64 `fact:"stale_key:"`
 	// WantState, LateType and WantEffects are, per lifecycle object of
 	// ORDER-3, the state it must keep, the late event it got and its effects.
 	WantState   map[string]string `fact:"want_state:"`
@@ -75,27 +80,29 @@ var order1 = Guarantee{
 	Why:     "Providers do not keep order; deduplication alone lets version 2 overwrite version 3.",
 	Needs:   []Capability{"ordering"},
 	Spec:    "an older update arriving late does not regress the object",
-	Sends:   "`ordered` updates of one object with keys 1, 3, 2, each after the previous settled",
+	Sends:   "for each `ordered` role (in a seeded order), updates of one object with keys 1, 3, 2, each after the previous settled",
 	Expects: "the state query returns key 3",
 	codes:   []Code{codeOrderNotAcked, codeOrderRegressed},
 	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4): the key of the update it holds, 3"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
-		o := s.orderedRole()
-		sub := s.newID(prefixOr(o.IDPrefix))
-		s.createOrdered(ep, o, sub)
-		base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
-		var want int64
-		for _, v := range []int64{1, 3, 2} {
-			ev := s.orderedEvent(ep, o, sub, v, base)
-			if v == 3 {
-				want = orderValue(o, ev)
+		// Every ordered role, in a seeded order, one object each.
+		for _, o := range s.orderedRoles() {
+			sub := s.newID(prefixOr(o.IDPrefix))
+			s.createOrdered(ep, o, sub)
+			base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+			var want int64
+			for _, v := range []int64{1, 3, 2} {
+				ev := s.orderedEvent(ep, o, sub, v, base)
+				if v == 3 {
+					want = orderValue(o, ev)
+				}
+				s.send(ep, ev, roleUpdate, simulator.Shape{})
+				s.settledNow() // each update lands before the next: lateness, not a race
 			}
-			s.send(ep, ev, roleUpdate, simulator.Shape{})
-			s.settledNow() // each update lands before the next: lateness, not a race
+			f.wantKey(sub, want)
+			s.orderedObject(ep, o, sub, phaseFinal)
 		}
-		f.WantVersion = &want
-		s.object(ep, sub, phaseFinal)
 	}, versionCheck("versions delivered 1, 3, 2")),
 }
 
@@ -105,7 +112,7 @@ var order2 = Guarantee{
 	Why:     "Retries and parallel delivery interleave versions arbitrarily.",
 	Needs:   []Capability{"ordering"},
 	Spec:    "a shuffled, duplicated stream ends at the newest version",
-	Sends:   "keys 1..8 of one object, each twice, shuffled by the seed, in two concurrent halves (lock-gated where allowed), then an old key resent and an old key under a new event ID",
+	Sends:   "for each `ordered` role (in a seeded order), keys 1..8 of one object, each twice, shuffled by the seed, in two concurrent halves (lock-gated at the role's table where allowed), then an old key resent and an old key under a new event ID",
 	Expects: "the state query returns key 8",
 	Race:    "each half of the stream, held at the event table before any commits",
 	// Concurrent copies in the stream race without a unique key: the
@@ -114,52 +121,54 @@ var order2 = Guarantee{
 	Reads: []Read{{Query: queryObject, Tells: "the ordered object ($4): the key of the update it holds, 8"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
-		o := s.orderedRole()
-		sub := s.newID(prefixOr(o.IDPrefix))
-		s.createOrdered(ep, o, sub)
-		base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
-		spec := simulator.ShuffledVersions(versionsORDER2, dupsORDER2, 0, s.rng)
-		half := len(spec) / 2
-		pairInFirstHalf(spec, half)
-		stream := make([]profiles.Event, len(spec))
-		order := make([]string, len(spec))
-		byVersion := map[int64]profiles.Event{}
-		for i, v := range spec {
-			ev, ok := byVersion[v]
-			if !ok {
-				ev = s.orderedEvent(ep, o, sub, v, base)
-				byVersion[v] = ev
+		// Every ordered role, in a seeded order, each held at its own table.
+		for _, o := range s.orderedRoles() {
+			sub := s.newID(prefixOr(o.IDPrefix))
+			s.createOrdered(ep, o, sub)
+			base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+			spec := simulator.ShuffledVersions(versionsORDER2, dupsORDER2, 0, s.rng)
+			half := len(spec) / 2
+			pairInFirstHalf(spec, half)
+			stream := make([]profiles.Event, len(spec))
+			order := make([]string, len(spec))
+			byVersion := map[int64]profiles.Event{}
+			for i, v := range spec {
+				ev, ok := byVersion[v]
+				if !ok {
+					ev = s.orderedEvent(ep, o, sub, v, base)
+					byVersion[v] = ev
+				}
+				stream[i] = ev
+				order[i] = fmt.Sprint(v)
 			}
-			stream[i] = ev
-			order[i] = fmt.Sprint(v)
-		}
-		s.note("delivery order (seeded): %s", strings.Join(order, " "))
-		// Half at once, then the rest at once: concurrency and lateness together.
-		// Where the target allows it, each half is lock-gated, so the copies of one
-		// version in the same half race for certain.
-		for _, part := range [][]profiles.Event{stream[:half], stream[half:]} {
-			s.race(s.env.EventTable, len(part), func() { s.parallel(ep, part, roleStream, simulator.Shape{}) })
-		}
-		// Then, as a manual resend or a slow retry would, an old version resent
-		// (a duplicate: nothing may change) and an older update's event arriving
-		// only now (a new event ID: it must not regress the object either).
-		// Whatever the interleaving above, the stream ends with stale updates.
-		resend := stream[0]
-		for _, ev := range stream {
-			if ev.Version < resend.Version {
-				resend = ev
+			s.note("delivery order (seeded): %s", strings.Join(order, " "))
+			// Half at once, then the rest at once: concurrency and lateness together.
+			// Where the target allows it, each half is lock-gated, so the copies of one
+			// version in the same half race for certain.
+			for _, part := range [][]profiles.Event{stream[:half], stream[half:]} {
+				s.race(roleTable(o.Table, s.env.EventTable), len(part), func() { s.parallel(ep, part, roleStream, simulator.Shape{}) })
 			}
+			// Then, as a manual resend or a slow retry would, an old version resent
+			// (a duplicate: nothing may change) and an older update's event arriving
+			// only now (a new event ID: it must not regress the object either).
+			// Whatever the interleaving above, the stream ends with stale updates.
+			resend := stream[0]
+			for _, ev := range stream {
+				if ev.Version < resend.Version {
+					resend = ev
+				}
+			}
+			s.send(ep, resend, roleLate, simulator.Shape{Attempt: 2})
+			s.mu.Lock()
+			lateV := 1 + int64(s.rng.IntN(versionsORDER2-1))
+			s.mu.Unlock()
+			late := s.orderedEvent(ep, o, sub, lateV, base)
+			s.send(ep, late, roleLate, simulator.Shape{})
+			s.note("version %d resent last, then version %d under a new event ID", resend.Version, late.Version)
+			want := orderValue(o, byVersion[versionsORDER2])
+			f.wantKey(sub, want)
+			s.objectUntilOf(ep, o, sub, phaseFinal, want)
 		}
-		s.send(ep, resend, roleLate, simulator.Shape{Attempt: 2})
-		s.mu.Lock()
-		lateV := 1 + int64(s.rng.IntN(versionsORDER2-1))
-		s.mu.Unlock()
-		late := s.orderedEvent(ep, o, sub, lateV, base)
-		s.send(ep, late, roleLate, simulator.Shape{})
-		s.note("version %d resent last, then version %d under a new event ID", resend.Version, late.Version)
-		want := orderValue(o, byVersion[versionsORDER2])
-		f.WantVersion = &want
-		s.objectUntil(ep, sub, phaseFinal, want)
 	}, versionCheck("after the shuffled, duplicated stream")),
 }
 
@@ -169,44 +178,59 @@ var order3 = Guarantee{
 	Why:     "Out-of-order events otherwise move objects backwards in their lifecycle.",
 	Needs:   []Capability{"state-machine"},
 	Spec:    "a forbidden state transition is refused",
-	Sends:   "for every reachable `lifecycle` state, a fresh object brought there, then every event type it is past, under a new event ID",
+	Sends:   "for every `lifecycle` object declared (in a seeded order) and every state it can reach, a fresh object brought there (a child object through its parent, brought first to the state the relation names), then every event type it is past, under a new event ID",
 	Expects: "the state and the object's effects unchanged",
 	codes:   []Code{codeOrderNotAcked, codeOrderTransitionApplied, codeSetupUnmet},
 	Reads:   []Read{{Query: queryState, Tells: "each object's state ($4) after its setup (the state it was brought to) and after a late event: unchanged"}, {Query: queryObjectEffects, Tells: "each object's effects ($4), where the target counts them: its path's"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
-		l := s.lifecycle()
-		var stale []vocab.Pair
-		for _, p := range l.Forbidden() {
-			if p.Stale {
-				stale = append(stale, p)
-			}
-		}
-		if len(stale) == 0 {
-			s.notApplicable("every state of %s can still reach every other: no transition is ever stale", l.Object)
-		}
-		f.WantState, f.LateType = map[string]string{}, map[string]string{}
-		// Every state, every event type the object is past: a late event (another
-		// event ID, as providers emit) must be acknowledged and never applied.
-		for _, p := range stale {
-			path, _ := l.Path(p.State)
-			obj := s.newObject(l)
-			if !s.setUp(ep, l, obj, path) {
-				continue // its setup is the finding: the late event would judge nothing
-			}
-			late := s.objectEvent(ep, p.T.Type, obj)
-			a := s.send(ep, late, roleLate, simulator.Shape{})
-			s.note("%s %s is %s; late %s answered %s", l.Object, obj, p.State, p.T.Type, Describe(a))
-			f.WantState[obj] = p.State
-			f.LateType[obj] = p.T.Type
-			s.lifecycleState(ep, obj, phaseFinal)
-			if l.CountsEffects {
-				if f.WantEffects == nil {
-					f.WantEffects = map[string]int64{}
+		// Every lifecycle object the target declares, in a seeded order; a
+		// child object is reached through its parent (create).
+		var run int
+		ls := s.lifecycles()
+		for _, l := range ls {
+			var stale []vocab.Pair
+			for _, p := range l.Forbidden() {
+				if p.Stale {
+					stale = append(stale, p)
 				}
-				f.WantEffects[obj] = int64(vocab.EffectsOf(path))
-				s.objectEffects(ep.source(), ep.Account, obj, phaseFinal)
 			}
+			if len(stale) == 0 {
+				s.note("every state of %s can still reach every other: no transition is ever stale", l.Object)
+				continue
+			}
+			run++
+			if f.WantState == nil {
+				f.WantState, f.LateType = map[string]string{}, map[string]string{}
+			}
+			// Every state, every event type the object is past: a late event
+			// (another event ID, as providers emit) must be acknowledged and
+			// never applied.
+			for _, p := range stale {
+				path, _ := l.Path(p.State)
+				obj := s.newObject(l)
+				if !s.setUp(ep, l, obj, path) {
+					continue // its setup is the finding: the late event would judge nothing
+				}
+				late := s.objectEvent(ep, p.T.Type, obj)
+				a := s.send(ep, late, roleLate, simulator.Shape{})
+				s.note("%s %s is %s; late %s answered %s", l.Object, obj, p.State, p.T.Type, Describe(a))
+				f.WantState[obj] = p.State
+				f.LateType[obj] = p.T.Type
+				s.lifecycleStateOf(ep, l, obj, phaseFinal)
+				if l.CountsEffects {
+					if f.WantEffects == nil {
+						f.WantEffects = map[string]int64{}
+					}
+					f.WantEffects[obj] = int64(vocab.EffectsOf(path))
+					s.objectEffectsOf(l, ep.source(), ep.Account, obj, phaseFinal)
+				}
+			}
+		}
+		if run == 0 && len(ls) == 1 {
+			s.notApplicable("every state of %s can still reach every other: no transition is ever stale", ls[0].Object)
+		} else if run == 0 {
+			s.notApplicable("every state of every lifecycle object can still reach every other: no transition is ever stale")
 		}
 	}, func(v *view, f *orderFacts) {
 		v.acked(codeOrderNotAcked, roleSetup)
@@ -228,12 +252,12 @@ var order3 = Guarantee{
 				late = "succeeded event"
 			}
 			if !p.Found || p.Status != want {
-				v.deviate(codeOrderTransitionApplied, "%s %s: status %q after a late %s, want it to stay %q", v.objectName(), p.Params[3], p.Status, late, want)
+				v.deviate(codeOrderTransitionApplied, "%s %s: status %q after a late %s, want it to stay %q", v.objectNameOf(p), p.Params[3], p.Status, late, want)
 			}
 		}
 		// An object whose effects the scenario recorded must have them read;
 		// histories without the fact read them when they could.
-		if len(f.WantEffects) > 0 || len(v.reads(queryObjectEffects, phaseFinal)) > 0 {
+		if len(f.WantEffects) > 0 || len(v.roleReads(queryObjectEffects, phaseFinal)) > 0 {
 			v.objectEffects(codeOrderTransitionApplied, phaseFinal, f.WantEffects, 2, "the effects of the object's own path; the late event must add none")
 		}
 	}),
@@ -245,71 +269,58 @@ var order4 = Guarantee{
 	Why:     "A retry of an old update that loses the race with the delete recreates the object with stale data when the receiver upserts without remembering the deletion.",
 	Needs:   []Capability{"ordering", "deletion"},
 	Spec:    "a deleted object is not brought back by a stale update",
-	Sends:   "`ordered` update 1 of an object, its deletion carrying key 3, then update 2 under a new event ID",
+	Sends:   "for each `ordered` role with a `delete` (in a seeded order), update 1 of an object, its deletion carrying key 3, then update 2 under a new event ID",
 	Expects: "the object reads the same after the stale update as after the deletion (no row, or the deletion's tombstone)",
 	codes:   []Code{codeOrderNotAcked, codeOrderResurrected},
 	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4) before the deletion, after it, and after the stale update: as after the deletion"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
-		o := s.orderedRole()
-		if o.Delete == nil {
+		// Every ordered role with a deletion, in a seeded order.
+		var run int
+		for _, o := range s.orderedRoles() {
+			if o.Delete == nil {
+				s.note("ordered role %s declares no delete", roleName(o.Label, o.Type))
+				continue
+			}
+			run++
+			s.noResurrection(ep, o, f)
+		}
+		if run == 0 {
 			s.notApplicable("the target declares no events.ordered.delete")
 		}
-		sub := s.newID(prefixOr(o.IDPrefix))
-		s.createOrdered(ep, o, sub)
-		base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
-		// Update 1, then the deletion carrying key 3, then update 2 arriving
-		// late under a new event ID (a retry that lost the race with the delete).
-		first := s.orderedEvent(ep, o, sub, 1, base)
-		s.send(ep, first, roleUpdate, simulator.Shape{})
-		s.settledNow()
-		// The update's effect, once it shows: a receiver may commit a moment
-		// after its 2xx.
-		want := orderValue(o, first)
-		s.settle(1, func() int {
-			if v, _, f := s.object(ep, sub, phaseBeforeDelete); f && v == want {
-				return 1
-			}
-			return 0
-		})
-		del := s.orderedEvent(ep, o, sub, 3, base)
-		del.Type = o.Delete.Type
-		del.Status = "deleted"
-		s.noteOrdered(ep, o, del, true)
-		s.send(ep, del, roleDelete, simulator.Shape{})
-		s.settledNow()
-		// The deletion's effect, once it shows: a receiver may commit a moment
-		// after its 2xx.
-		bv, bs, bf := s.lastObject(sub, phaseBeforeDelete)
-		s.settle(1, func() int {
-			if v, st, f := s.object(ep, sub, phaseAfterDelete); v != bv || st != bs || f != bf {
-				return 1
-			}
-			return 0
-		})
-		stale := s.orderedEvent(ep, o, sub, 2, base)
-		s.send(ep, stale, roleLate, simulator.Shape{})
-		staleKey := orderValue(o, stale)
-		f.StaleKey, f.WantVersion = &staleKey, &want
-		s.object(ep, sub, phaseFinal)
 	}, func(v *view, f *orderFacts) {
 		v.acked(codeOrderNotAcked, roleUpdate, roleDelete, roleLate)
-		before, after, final := v.reads(queryObject, phaseBeforeDelete), v.reads(queryObject, phaseAfterDelete), v.reads(queryObject, phaseFinal)
-		if len(before) != 1 || len(after) != 1 || len(final) != 1 {
+		final := v.roleReads(queryObject, phaseFinal)
+		if len(final) == 0 {
 			v.fail("history: ORDER-4 needs one object read before the delete, after it and at the end")
 			return
 		}
-		// The positive control: the state query sees the object before it is deleted.
-		if !before[0].Found || f.WantVersion == nil || before[0].Version != *f.WantVersion {
-			v.fail("object %s before the delete: key %d (found %v), want %s: the first update was not applied, so the deletion cannot be judged (ORDER-1 judges updates)", before[0].Params[3], before[0].Version, before[0].Found, factText(f.WantVersion))
-			return
-		}
-		// Brought back: the stale update is what the object now holds, or an
-		// object the deletion removed exists again.
-		a, fin := after[0], final[0]
-		if (fin.Found && f.StaleKey != nil && fin.Version == *f.StaleKey) || (!a.Found && fin.Found) {
-			v.deviate(codeOrderResurrected, "object %s: after the delete it read %s; after a stale update (key %s) it reads %s: the deleted object was brought back",
-				fin.Params[3], objectText(a), factText(f.StaleKey), objectText(fin))
+		for _, fin := range final {
+			obj := fin.Params[3]
+			before, after := v.readsOf(fin.Query, phaseBeforeDelete, obj), v.readsOf(fin.Query, phaseAfterDelete, obj)
+			if len(before) != 1 || len(after) != 1 {
+				v.fail("history: ORDER-4 needs one object read before the delete, after it and at the end")
+				return
+			}
+			want, stale := f.WantVersion, f.StaleKey
+			if w, ok := f.WantKey[obj]; ok {
+				want = &w
+			}
+			if k, ok := f.StaleKeys[obj]; ok {
+				stale = &k
+			}
+			// The positive control: the state query sees the object before it is deleted.
+			if !before[0].Found || want == nil || before[0].Version != *want {
+				v.fail("%sobject %s before the delete: key %d (found %v), want %s: the first update was not applied, so the deletion cannot be judged (ORDER-1 judges updates)", roleOf(fin), obj, before[0].Version, before[0].Found, factText(want))
+				return
+			}
+			// Brought back: the stale update is what the object now holds, or an
+			// object the deletion removed exists again.
+			a := after[0]
+			if (fin.Found && stale != nil && fin.Version == *stale) || (!a.Found && fin.Found) {
+				v.deviate(codeOrderResurrected, "%sobject %s: after the delete it read %s; after a stale update (key %s) it reads %s: the deleted object was brought back",
+					roleOf(fin), obj, objectText(a), factText(stale), objectText(fin))
+			}
 		}
 	}),
 }
@@ -497,15 +508,63 @@ func (s *session) childrenUntil(ep Endpoint, objectID, phase string, want int64)
 	}
 }
 
+// noResurrection is ORDER-4 for one ordered role: update 1, the deletion
+// carrying key 3, then update 2 arriving late under a new event ID (a retry
+// that lost the race with the delete).
+func (s *session) noResurrection(ep Endpoint, o *vocab.Ordered, f *orderFacts) {
+	sub := s.newID(prefixOr(o.IDPrefix))
+	s.createOrdered(ep, o, sub)
+	base := time.Now().UTC().Truncate(time.Second).Add(-time.Hour)
+	first := s.orderedEvent(ep, o, sub, 1, base)
+	s.send(ep, first, roleUpdate, simulator.Shape{})
+	s.settledNow()
+	// The update's effect, once it shows: a receiver may commit a moment
+	// after its 2xx.
+	want := orderValue(o, first)
+	s.settle(1, func() int {
+		if v, _, f := s.orderedObject(ep, o, sub, phaseBeforeDelete); f && v == want {
+			return 1
+		}
+		return 0
+	})
+	del := s.orderedEvent(ep, o, sub, 3, base)
+	del.Type = o.Delete.Type
+	del.Status = "deleted"
+	s.noteOrdered(ep, o, del, true)
+	s.send(ep, del, roleDelete, simulator.Shape{})
+	s.settledNow()
+	// The deletion's effect, once it shows: a receiver may commit a moment
+	// after its 2xx.
+	bv, bs, bf := s.lastObject(sub, phaseBeforeDelete)
+	s.settle(1, func() int {
+		if v, st, f := s.orderedObject(ep, o, sub, phaseAfterDelete); v != bv || st != bs || f != bf {
+			return 1
+		}
+		return 0
+	})
+	stale := s.orderedEvent(ep, o, sub, 2, base)
+	s.send(ep, stale, roleLate, simulator.Shape{})
+	staleKey := orderValue(o, stale)
+	if f.StaleKey == nil {
+		f.StaleKey = &staleKey
+	}
+	if f.StaleKeys == nil {
+		f.StaleKeys = map[string]int64{}
+	}
+	f.StaleKeys[sub] = staleKey
+	f.wantKey(sub, want)
+	s.orderedObject(ep, o, sub, phaseFinal)
+}
+
 // versionCheck judges an ordered object's final key against the newest sent.
 func versionCheck(what string) func(v *view, f *orderFacts) {
 	return func(v *view, f *orderFacts) {
 		v.acked(codeOrderNotAcked, roleUpdate, roleStream, roleLate)
-		if f.WantVersion == nil {
+		if f.WantVersion == nil && len(f.WantKey) == 0 {
 			v.fail("history: fact want_version: missing")
 			return
 		}
-		os := v.reads(queryObject, phaseFinal)
+		os := v.roleReads(queryObject, phaseFinal)
 		if len(os) == 0 {
 			v.fail("history: no object read at the end of the stream")
 		}
@@ -521,11 +580,39 @@ func versionCheck(what string) func(v *view, f *orderFacts) {
 		}
 		for _, id := range ids {
 			o := last[id]
-			if !o.Found || o.Version != *f.WantVersion {
-				v.deviate(codeOrderRegressed, "%s: object %s is at version %d (status %q, found %v), want %d", what, o.Params[3], o.Version, o.Status, o.Found, *f.WantVersion)
+			want, ok := f.WantKey[id]
+			if !ok && f.WantVersion == nil {
+				v.fail("history: fact want_key:%s: missing", id)
+				return
+			} else if !ok {
+				want = *f.WantVersion
+			}
+			if !o.Found || o.Version != want {
+				v.deviate(codeOrderRegressed, "%s: %sobject %s is at version %d (status %q, found %v), want %d", what, roleOf(o), o.Params[3], o.Version, o.Status, o.Found, want)
 			}
 		}
 	}
+}
+
+// wantKey records the key object obj must end at: want_version for a run of
+// one object (as histories always had it), want_key per object beside it.
+func (f *orderFacts) wantKey(obj string, want int64) {
+	if f.WantVersion == nil {
+		f.WantVersion = &want
+	}
+	if f.WantKey == nil {
+		f.WantKey = map[string]int64{}
+	}
+	f.WantKey[obj] = want
+}
+
+// roleOf names the role of a read of a role after the first ("" otherwise),
+// for evidence.
+func roleOf(o history.Observation) string {
+	if l := vocab.QueryLabel(o.Query); l != "" {
+		return l + " "
+	}
+	return ""
 }
 
 // objectText renders an object read for evidence.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // The names reads of the receiver's state carry in the history (the target's
@@ -28,6 +29,9 @@ const (
 	queryInboxState  = "inbox_state"
 	queryOutboxState = "outbox_state"
 	querySinkCalls   = "sink_calls"
+
+	// targetQueryPayment is the observer's name of the lifecycle state query.
+	targetQueryPayment = "payment"
 )
 
 // read runs one observer query once the receiver has settled and records it;
@@ -67,15 +71,29 @@ func (s *session) rows(k profiles.Key, phase string) int {
 	return s.countOf(queryEventRows, phase, keyParams(k), func(ctx context.Context) (int, error) { return s.env.Observer.EventRows(ctx, k) })
 }
 
-// effects reads the effects of k's event (its object is $4). An effect the
-// query reads as a state, with no witness, is recorded as such: the checker
-// then knows a double application could not show.
+// effects reads the effects of k's event (its object is $4): by its effect
+// role's own query (effects:<label>) where the role gives one, else by the
+// observer's effects query. An effect the query reads as a state, with no
+// witness, is recorded as such: the checker then knows a double application
+// could not show.
 func (s *session) effects(k profiles.Key, phase string) int {
-	if r := s.voc().Effect; r.DoubleBlind() {
+	role := s.voc().EffectRoleOf(s.typeOf(k))
+	if role == nil {
+		role = s.voc().Effect
+	}
+	if role.DoubleBlind() {
 		s.common(func(c *commonFacts) { c.EffectsBlind = doubleBlindReason })
 	}
 	obj := s.objectOf(k)
-	return s.countOf(queryEffects, phase, []string{k.Source, k.Account, k.EventID, obj}, func(ctx context.Context) (int, error) {
+	params := []string{k.Source, k.Account, k.EventID, obj}
+	if r := s.voc().EffectRoleOf(s.typeOf(k)); r != nil && r.Label != "" {
+		if q := vocab.QueryName(queryEffects, r.Label); s.env.Queries != nil && s.env.Queries(q) {
+			return s.countOf(q, phase, params, func(ctx context.Context) (int, error) {
+				return s.roleObserver(q).EffectsOf(ctx, q, k, obj)
+			})
+		}
+	}
+	return s.countOf(queryEffects, phase, params, func(ctx context.Context) (int, error) {
 		return s.env.Observer.Effects(ctx, k, obj)
 	})
 }
@@ -90,11 +108,67 @@ func (s *session) objectEffects(source, account, objectID, phase string) int {
 	})
 }
 
-// lastObject is the last object read of objectID in phase.
+// roleObserver is the observer's reads of the roles after the first of each
+// kind; one that has none leaves nothing to judge for them.
+func (s *session) roleObserver(query string) RoleObserver {
+	if ro, ok := s.env.Observer.(RoleObserver); ok {
+		return ro
+	}
+	s.abort("the observer cannot read %s: it answers the first role of each kind only", query)
+	return nil
+}
+
+// objectEffectsOf reads the effects on obj of lifecycle l, by l's own query.
+func (s *session) objectEffectsOf(l *vocab.Lifecycle, source, account, objectID, phase string) int {
+	if l.Label == "" {
+		return s.objectEffects(source, account, objectID, phase)
+	}
+	if l.DoubleBlind() {
+		s.common(func(c *commonFacts) { c.ObjectEffectsBlind = objectBlindReason })
+	}
+	q := vocab.QueryName(queryObjectEffects, l.Label)
+	return s.countOf(q, phase, objParams(source, account, objectID), func(ctx context.Context) (int, error) {
+		return s.roleObserver(q).ObjectEffectsOf(ctx, q, source, account, objectID)
+	})
+}
+
+// lifecycleStateOf reads obj's state of lifecycle l by l's own state query:
+// "state" for the first object declared, "state:<object>" for the others.
+func (s *session) lifecycleStateOf(ep Endpoint, l *vocab.Lifecycle, objectID, phase string) (string, bool) {
+	if l.Label == "" {
+		return s.lifecycleState(ep, objectID, phase)
+	}
+	q := vocab.QueryName(queryState, l.Label)
+	oq := vocab.QueryName(targetQueryPayment, l.Label)
+	o := s.read(q, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *history.Observation) error {
+		var err error
+		o.Status, o.Found, err = s.roleObserver(oq).PaymentOf(ctx, oq, ep.source(), ep.Account, objectID)
+		return err
+	})
+	return o.Status, o.Found
+}
+
+// orderedObject reads an ordered object of role r by its own state query: "object"
+// for the first ordered role, "object:<name>" for the others.
+func (s *session) orderedObject(ep Endpoint, r *vocab.Ordered, objectID, phase string) (int64, string, bool) {
+	if r.Label == "" {
+		return s.object(ep, objectID, phase)
+	}
+	q := vocab.QueryName(queryObject, r.Label)
+	o := s.read(q, phase, objParams(ep.source(), ep.Account, objectID), func(ctx context.Context, o *history.Observation) error {
+		var err error
+		o.Version, o.Status, o.Found, err = s.roleObserver(q).ObjectOf(ctx, q, ep.source(), ep.Account, objectID)
+		return err
+	})
+	return o.Version, o.Status, o.Found
+}
+
+// lastObject is the last object read of objectID in phase (any ordered role's
+// query: the object ID names the role's object).
 func (s *session) lastObject(objectID, phase string) (int64, string, bool) {
 	var last history.Observation
 	for _, o := range s.run.observationsOf(s.index) {
-		if o.Query == queryObject && o.Phase == phase && len(o.Params) == 4 && o.Params[3] == objectID {
+		if vocab.BaseQuery(o.Query) == queryObject && o.Phase == phase && len(o.Params) == 4 && o.Params[3] == objectID {
 			last = o
 		}
 	}
@@ -117,10 +191,20 @@ func (s *session) object(ep Endpoint, objectID, phase string) (int64, string, bo
 // quiescence may come before the retry; the settle period bounds the wait.
 // A synchronous receiver is read once. The checker judges the last read.
 func (s *session) objectUntil(ep Endpoint, objectID, phase string, want int64) {
+	s.objectUntilOf(ep, s.voc().Ordered, objectID, phase, want)
+}
+
+// objectUntilOf is objectUntil for an object of ordered role r.
+func (s *session) objectUntilOf(ep Endpoint, r *vocab.Ordered, objectID, phase string, want int64) {
 	s.settled()
 	deadline := time.Now().Add(s.settleFor())
 	for {
-		v, _, _ := s.object(ep, objectID, phase)
+		var v int64
+		if r == nil {
+			v, _, _ = s.object(ep, objectID, phase)
+		} else {
+			v, _, _ = s.orderedObject(ep, r, objectID, phase)
+		}
 		if v == want || !s.env.Acceptance.Async || !time.Now().Before(deadline) || s.ctx.Err() != nil {
 			return
 		}

@@ -42,6 +42,9 @@ type session struct {
 	// objects maps each key the scenario made to its event's business object,
 	// which an effects query may count by ($4).
 	objects map[profiles.Key]string
+	// types maps each key the scenario made to its event's type, so a read
+	// of its effects uses its role's query.
+	types map[profiles.Key]string
 	// amounts holds each lifecycle object's amount, the same in all its events.
 	amounts map[string]int64
 	// lastSend and lastSettled order deliveries and the waits for an
@@ -246,20 +249,22 @@ func (s *session) event(ep Endpoint, typ, objectID string) profiles.Event {
 // key is the event key the receiver derives for ev on ep.
 func (s *session) key(ep Endpoint, ev profiles.Event) profiles.Key {
 	k := profiles.EventKey(ep.Profile, ev)
-	s.trackObject(k, ev.ObjectID)
+	s.trackObject(k, ev.ObjectID, ev.Type)
 	return k
 }
 
-// trackObject records obj as the business object of the event with key k.
-func (s *session) trackObject(k profiles.Key, obj string) {
+// trackObject records obj as the business object of the event with key k,
+// and typ as its type.
+func (s *session) trackObject(k profiles.Key, obj, typ string) {
 	if obj == "" {
 		return
 	}
 	s.mu.Lock()
 	if s.objects == nil {
-		s.objects = map[profiles.Key]string{}
+		s.objects, s.types = map[profiles.Key]string{}, map[profiles.Key]string{}
 	}
 	s.objects[k] = obj
+	s.types[k] = typ
 	s.mu.Unlock()
 }
 
@@ -268,6 +273,13 @@ func (s *session) objectOf(k profiles.Key) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.objects[k]
+}
+
+// typeOf is the event type of the event s made with key k.
+func (s *session) typeOf(k profiles.Key) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.types[k]
 }
 
 // source is the event key's source of deliveries to ep.

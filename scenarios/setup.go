@@ -71,7 +71,7 @@ func (s *session) verifySetup(ep Endpoint, l *vocab.Lifecycle, obj, want string,
 		c.SetupEvents[obj] = append(c.SetupEvents[obj], ids...)
 	})
 	met := func() int {
-		if st, found := s.lifecycleState(ep, obj, phaseSetup); found && st == want {
+		if st, found := s.lifecycleStateOf(ep, l, obj, phaseSetup); found && st == want {
 			return 1
 		}
 		return 0

@@ -2,10 +2,12 @@ package scenarios
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/hookcert/hookcert/history"
 	"github.com/hookcert/hookcert/simulator/profiles"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // view is what a checker reads of one scenario — its record, attempts,
@@ -81,9 +83,46 @@ func (v *view) objectName() string {
 }
 
 // stateReads are the last reads of lifecycle objects' states in phase (the
-// "state" query; histories of the built-in domain before it call it "payment").
+// "state" query, "state:<object>" for every object after the first; histories
+// of the built-in domain before it call it "payment").
 func (v *view) stateReads(phase string) []history.Observation {
-	return append(v.reads(queryState, phase), v.reads("payment", phase)...)
+	return append(v.roleReads(queryState, phase), v.reads("payment", phase)...)
+}
+
+// roleReads are reads(query, phase) of every role's query of that name: the
+// first role's (query), then the others' (query:<label>), in history order.
+func (v *view) roleReads(query, phase string) []history.Observation {
+	out := v.reads(query, phase)
+	var labels []string
+	for _, o := range v.obs {
+		if vocab.BaseQuery(o.Query) == query && o.Query != query && o.Phase == phase && !slices.Contains(labels, o.Query) {
+			labels = append(labels, o.Query)
+		}
+	}
+	for _, q := range labels {
+		out = append(out, v.reads(q, phase)...)
+	}
+	return out
+}
+
+// readsOf are reads(query, phase) of one object ($4).
+func (v *view) readsOf(query, phase, objectID string) []history.Observation {
+	var out []history.Observation
+	for _, o := range v.reads(query, phase) {
+		if len(o.Params) == 4 && o.Params[3] == objectID {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// objectNameOf names the lifecycle object a state read is of: its role's
+// label, else the first object's name.
+func (v *view) objectNameOf(o history.Observation) string {
+	if l := vocab.QueryLabel(o.Query); l != "" {
+		return l
+	}
+	return v.objectName()
 }
 
 // objectState checks every lifecycle object read in phase against the state
@@ -95,7 +134,7 @@ func (v *view) objectState(code Code, phase string, want map[string]string, def,
 			w = def
 		}
 		if !o.Found || o.Status != w {
-			v.deviate(code, "%s %s reads %s %s, want %q", v.objectName(), o.Params[3], readText(o), what, w)
+			v.deviate(code, "%s %s reads %s %s, want %q", v.objectNameOf(o), o.Params[3], readText(o), what, w)
 		}
 	}
 }
@@ -103,7 +142,7 @@ func (v *view) objectState(code Code, phase string, want map[string]string, def,
 // objectEffects checks every object's last effect count in phase against its
 // recorded want (def when none is recorded).
 func (v *view) objectEffects(code Code, phase string, want map[string]int64, def int64, what string) {
-	rs := v.reads(queryObjectEffects, phase)
+	rs := v.roleReads(queryObjectEffects, phase)
 	if len(rs) == 0 {
 		v.fail("history: %s has no object_effects read in phase %q", v.sc.Name, phase)
 		return
@@ -116,9 +155,9 @@ func (v *view) objectEffects(code Code, phase string, want map[string]int64, def
 		}
 		switch {
 		case blind && (o.Count > 0) != (w > 0):
-			v.deviate(code, "%s: object_effects for %s: the effect's state reads %d, want it %s", what, paramsText(o.Params), o.Count, map[bool]string{true: "set", false: "unset"}[w > 0])
+			v.deviate(code, "%s: %s for %s: the effect's state reads %d, want it %s", what, o.Query, paramsText(o.Params), o.Count, map[bool]string{true: "set", false: "unset"}[w > 0])
 		case !blind && o.Count != w:
-			v.deviate(code, "%s: object_effects for %s: got %d, want %d", what, paramsText(o.Params), o.Count, w)
+			v.deviate(code, "%s: %s for %s: got %d, want %d", what, o.Query, paramsText(o.Params), o.Count, w)
 		}
 	}
 	if blind {
@@ -171,7 +210,8 @@ func (v *view) reads(query, phase string) []history.Observation {
 // empty object ID in params matches any: an effects read carries the event's
 // object, which the key alone does not name.
 func (v *view) read(query, phase string, params []string) (history.Observation, bool) {
-	for _, o := range v.reads(query, phase) {
+	// Any role's query of that name: a key is read by its own role's.
+	for _, o := range v.roleReads(query, phase) {
 		if sameParams(o.Params, params) {
 			return o, true
 		}
@@ -190,14 +230,14 @@ func sameParams(got, want []string) bool {
 // count records a deviation for every key whose last count of query in phase is
 // not want. A scenario that ran but never read the phase cannot be judged.
 func (v *view) count(code Code, query, phase string, want int64, what string) {
-	rs := v.reads(query, phase)
+	rs := v.roleReads(query, phase)
 	if len(rs) == 0 {
 		v.fail("history: %s has no %s read in phase %q", v.sc.Name, query, phase)
 		return
 	}
 	for _, o := range rs {
 		if o.Count != want {
-			v.deviate(code, "%s: %s for %s: got %d, want %d", what, query, paramsText(o.Params), o.Count, want)
+			v.deviate(code, "%s: %s for %s: got %d, want %d", what, o.Query, paramsText(o.Params), o.Count, want)
 		}
 	}
 }

@@ -28,6 +28,91 @@ type Vocabulary struct {
 	Ordered *Ordered
 	// Unhandled is a valid event type the receiver does not handle.
 	Unhandled *EventRole
+
+	// Effects, Lifecycles and OrderedRoles hold every declared role of each
+	// kind, in the file's order; the first is also Effect, Lifecycle, Ordered.
+	// Empty (as in BuiltinVocabulary and hand-built vocabularies) means the
+	// singular field alone: read them through AllEffects, AllLifecycles and
+	// AllOrdered.
+	Effects      []*EventRole
+	Lifecycles   []*Lifecycle
+	OrderedRoles []*Ordered
+}
+
+// AllEffects lists every effect role, the first declared first.
+func (v *Vocabulary) AllEffects() []*EventRole {
+	if len(v.Effects) > 0 {
+		return v.Effects
+	}
+	if v.Effect != nil {
+		return []*EventRole{v.Effect}
+	}
+	return nil
+}
+
+// AllLifecycles lists every lifecycle object, the first declared first.
+func (v *Vocabulary) AllLifecycles() []*Lifecycle {
+	if len(v.Lifecycles) > 0 {
+		return v.Lifecycles
+	}
+	if v.Lifecycle != nil {
+		return []*Lifecycle{v.Lifecycle}
+	}
+	return nil
+}
+
+// AllOrdered lists every ordered role, the first declared first.
+func (v *Vocabulary) AllOrdered() []*Ordered {
+	if len(v.OrderedRoles) > 0 {
+		return v.OrderedRoles
+	}
+	if v.Ordered != nil {
+		return []*Ordered{v.Ordered}
+	}
+	return nil
+}
+
+// EffectRoleOf is the effect role of event type t; nil when t is none's.
+func (v *Vocabulary) EffectRoleOf(t string) *EventRole {
+	for _, r := range v.AllEffects() {
+		if r.Type == t {
+			return r
+		}
+	}
+	return nil
+}
+
+// LifecycleOf is the lifecycle object named object; nil when none is.
+func (v *Vocabulary) LifecycleOf(object string) *Lifecycle {
+	for _, l := range v.AllLifecycles() {
+		if l.Object == object {
+			return l
+		}
+	}
+	return nil
+}
+
+// QueryName is the name of a role's query: the observer's query name for the
+// first role of its kind (label ""), "name:label" for the others, so every
+// read in a history says which role it read.
+func QueryName(name, label string) string {
+	if label == "" {
+		return name
+	}
+	return name + ":" + label
+}
+
+// BaseQuery is the observer's query name a role's query name stands for
+// ("state:refund" → "state").
+func BaseQuery(name string) string {
+	base, _, _ := strings.Cut(name, ":")
+	return base
+}
+
+// QueryLabel is the role label of a query name ("" for the first role).
+func QueryLabel(name string) string {
+	_, label, _ := strings.Cut(name, ":")
+	return label
 }
 
 // EventRole is one event type in a role, and how its business object renders.
@@ -51,6 +136,13 @@ type EventRole struct {
 	// Fixture creates each event's object before the event is sent; "" when
 	// the event needs no object of the receiver's own.
 	Fixture string
+	// Label names an effect or ordered role in its queries' names
+	// (QueryName) and in reports; "" for the first role of its kind.
+	Label string
+	// Table is the table the role's events write, where the harness holds
+	// racers (lock gate) and cuts sessions; "" uses the observer's
+	// event_table (or effect_table, where the guarantee reads the effect).
+	Table string
 }
 
 // How an effect role's effects query reads an event's effect.
@@ -101,12 +193,63 @@ type Lifecycle struct {
 	// applied twice, unless the query is the target's witness.
 	EffectsKind string
 	Witness     bool
+	// Label names the object in its queries' names (QueryName: "state:refund");
+	// "" for the first lifecycle declared.
+	Label string
+	// Table is the table the object's events write, for the lock gate and the
+	// crash checks; "" uses the observer's event_table or effect_table.
+	Table string
+	// Parent is the object this one belongs to (a refund to its charge); nil
+	// when it stands alone.
+	Parent *Relation
 }
 
 // DoubleBlind reports whether the lifecycle's effects query cannot show an
 // effect applied twice.
 func (l *Lifecycle) DoubleBlind() bool {
 	return l != nil && l.CountsEffects && l.EffectsKind == EffectsState && !l.Witness
+}
+
+// Relation ties a lifecycle object to its parent: a child exists only once its
+// parent has reached State, and its ID derives from the parent's (Ref), so its
+// events name the parent with {{ref "<parent prefix>"}} or {{.Parent}}.
+type Relation struct {
+	// Object is the parent lifecycle's object name.
+	Object string
+	// State is the state the parent must be in before the child is created.
+	State string
+	// Created is true when the parent's transition into State creates the
+	// child (the receiver derives it from that event); the child then has
+	// neither create event nor fixture of its own.
+	Created bool
+}
+
+// ChildID is the ID of the child object of l under parentID: l's prefix and
+// what followed the parent's own prefix, so {{ref}} maps one to the other.
+func (l *Lifecycle) ChildID(parentID string) string { return Ref(prefixOr(l.IDPrefix), parentID) }
+
+// Ancestors lists the objects above l, its parent first; it stops at a cycle
+// (the loader refuses them) or at an unknown object.
+func (v *Vocabulary) Ancestors(l *Lifecycle) []*Lifecycle {
+	var out []*Lifecycle
+	seen := map[*Lifecycle]bool{l: true}
+	for cur := l; cur.Parent != nil; {
+		p := v.LifecycleOf(cur.Parent.Object)
+		if p == nil || seen[p] {
+			break
+		}
+		seen[p] = true
+		out = append(out, p)
+		cur = p
+	}
+	return out
+}
+
+func prefixOr(p string) string {
+	if p == "" {
+		return "obj"
+	}
+	return p
 }
 
 // Transition is one event type moving a lifecycle object.
@@ -286,6 +429,9 @@ type ObjectData struct {
 	// Tag tells apart the ordered updates of one object, ties included
 	// ("v3", "v3-tie"); for other events it is their status.
 	Tag string
+	// Parent is the parent object's ID for a lifecycle object with a
+	// relation ("" otherwise).
+	Parent string
 }
 
 // ObjectTemplate renders a role's business object: a text/template that must
@@ -379,13 +525,17 @@ type Acceptance struct {
 // Handled reports whether events of type t should be stored by the receiver
 // (reconciliation holds their keys against the rows).
 func (v *Vocabulary) Handled(t string) bool {
-	if v.Effect != nil && v.Effect.Type == t {
-		return true
+	for _, r := range v.AllEffects() {
+		if r.Type == t {
+			return true
+		}
 	}
-	if v.Ordered != nil && (v.Ordered.Type == t || v.Ordered.Delete != nil && v.Ordered.Delete.Type == t) {
-		return true
+	for _, o := range v.AllOrdered() {
+		if o.Type == t || o.Delete != nil && o.Delete.Type == t {
+			return true
+		}
 	}
-	if l := v.Lifecycle; l != nil {
+	for _, l := range v.AllLifecycles() {
 		if l.Create != nil && l.Create.Type == t {
 			return true
 		}
@@ -449,10 +599,10 @@ func (v *Vocabulary) HandledTypes() []string {
 			out = append(out, t)
 		}
 	}
-	if v.Effect != nil {
-		add(v.Effect.Type)
+	for _, r := range v.AllEffects() {
+		add(r.Type)
 	}
-	if l := v.Lifecycle; l != nil {
+	for _, l := range v.AllLifecycles() {
 		if l.Create != nil {
 			add(l.Create.Type)
 		}
@@ -460,10 +610,10 @@ func (v *Vocabulary) HandledTypes() []string {
 			add(t.Type)
 		}
 	}
-	if v.Ordered != nil {
-		add(v.Ordered.Type)
-		if v.Ordered.Delete != nil {
-			add(v.Ordered.Delete.Type)
+	for _, o := range v.AllOrdered() {
+		add(o.Type)
+		if o.Delete != nil {
+			add(o.Delete.Type)
 		}
 	}
 	sort.Strings(out)
@@ -473,18 +623,20 @@ func (v *Vocabulary) HandledTypes() []string {
 // Template returns the object template of event type t and, for a lifecycle
 // transition, the state it moves to (nil: the built-in fields render).
 func (v *Vocabulary) Template(t string) (*ObjectTemplate, string) {
-	for _, r := range []*EventRole{v.Effect, v.Unhandled} {
+	for _, r := range append(append([]*EventRole(nil), v.AllEffects()...), v.Unhandled) {
 		if r != nil && r.Type == t {
 			return r.Object, ""
 		}
 	}
-	if v.Ordered != nil && v.Ordered.Type == t {
-		return v.Ordered.Object, ""
+	for _, o := range v.AllOrdered() {
+		if o.Type == t {
+			return o.Object, ""
+		}
+		if o.Delete != nil && o.Delete.Type == t {
+			return o.Delete.Object, ""
+		}
 	}
-	if v.Ordered != nil && v.Ordered.Delete != nil && v.Ordered.Delete.Type == t {
-		return v.Ordered.Delete.Object, ""
-	}
-	if l := v.Lifecycle; l != nil {
+	if l := v.LifecycleOfType(t); l != nil {
 		if l.Create != nil && l.Create.Type == t {
 			return l.Create.Object, l.Initial
 		}
@@ -495,4 +647,20 @@ func (v *Vocabulary) Template(t string) (*ObjectTemplate, string) {
 		}
 	}
 	return nil, ""
+}
+
+// LifecycleOfType is the lifecycle object whose create or transition is event
+// type t; nil when none is.
+func (v *Vocabulary) LifecycleOfType(t string) *Lifecycle {
+	for _, l := range v.AllLifecycles() {
+		if l.Create != nil && l.Create.Type == t {
+			return l
+		}
+		for _, tr := range l.Transitions {
+			if tr.Type == t {
+				return l
+			}
+		}
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/sqlstore"
 	"github.com/hookcert/hookcert/adapters/targetfile"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // NewSQL checks a target's queries on a SQL database other than PostgreSQL
@@ -22,7 +23,7 @@ func NewSQL(ctx context.Context, db sqlstore.DB, q targetfile.Queries, opts ...O
 	o := &Observer{db: db, queries: map[string]*query{}, timeouts: to.withDefaults(), kind: db.Kind(), field: q.Base, paths: q}
 	named := q.Named()
 	var errs []error
-	for _, name := range queryOrder {
+	for _, name := range names(q) {
 		stmt, ok := named[name]
 		if !ok {
 			continue
@@ -64,6 +65,7 @@ func NewSQL(ctx context.Context, db sqlstore.DB, q targetfile.Queries, opts ...O
 // sqlstore.Column; a type the server does not tell before running is not held
 // against the query (the read then checks the values).
 func checkSQLColumns(name string, declared bool, cols []sqlstore.Column) string {
+	name = vocab.BaseQuery(name)
 	isInt := func(c sqlstore.Column) bool { return c.Type == sqlstore.TypeInt || c.Type == sqlstore.TypeUnknown }
 	isBool := func(c sqlstore.Column) bool {
 		// MySQL's BOOLEAN is a TINYINT: 0 and 1 read as false and true.
@@ -108,7 +110,7 @@ func NewReader(r Reader, q targetfile.Queries, opts ...Option) *Observer {
 		f(&to)
 	}
 	o := &Observer{reader: r, timeouts: to.withDefaults(), kind: r.Kind(), field: q.Base, paths: q}
-	for _, name := range queryOrder {
+	for _, name := range names(q) {
 		if r.Has(name) {
 			o.order = append(o.order, name)
 		}
@@ -128,7 +130,7 @@ func (o *Observer) Unanswered() map[string]string {
 // Columns are the column names each query's answer is read by, for observers
 // that answer with named values (observe.command and observe.http objects).
 func Columns(name string) []string {
-	c := columns[name]
+	c := columns[vocab.BaseQuery(name)]
 	if c == "" {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookcert/hookcert/adapters/targetfile"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // Query names, as in the target file (targetfile.Query…).
@@ -37,6 +38,13 @@ const (
 
 // queryOrder is the order the observer checks and snapshots its queries in.
 var queryOrder = []string{QEventRows, QEffects, QObjectEffects, QObject, QPayment, QObjectChildren, QPayloadPresent, QKeyTTL, QQuiescent, QInboxState, QOutboxState}
+
+// names is the order the observer checks the target's queries in: the
+// observer's own, then the queries of the roles after the first of each kind
+// (payment:refund), each answering as the query its name starts with.
+func names(q targetfile.Queries) []string {
+	return append(append([]string(nil), queryOrder...), q.RoleNames()...)
+}
 
 // columns is what each query must return; object may leave out its status
 // (an ordered object's state is its ordering key alone).
@@ -76,7 +84,7 @@ func newObserver(ctx context.Context, pool *pgxpool.Pool, q targetfile.Queries, 
 	}
 	defer conn.Release()
 	var errs []error
-	for _, name := range queryOrder {
+	for _, name := range names(q) {
 		sql, ok := named[name]
 		if !ok {
 			continue
@@ -122,6 +130,7 @@ func newObserver(ctx context.Context, pool *pgxpool.Pool, q targetfile.Queries, 
 // nothing is). declared is true for a query of the declared event vocabulary,
 // whose column types are checked too (older files keep their looser rule).
 func checkColumns(name string, declared bool, fields []pgconn.FieldDescription, tm *pgtype.Map) string {
+	name = vocab.BaseQuery(name)
 	typeName := func(oid uint32) string {
 		if t, ok := tm.TypeForOID(oid); ok {
 			return t.Name

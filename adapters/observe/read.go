@@ -56,10 +56,21 @@ func (o *Observer) Effects(ctx context.Context, k Key) (int, error) {
 	return o.count(ctx, QEffects, k)
 }
 
+// EffectsOf is Effects through the named query: the effects query of a role
+// after the first (effects:<label>).
+func (o *Observer) EffectsOf(ctx context.Context, name string, k Key) (int, error) {
+	return o.count(ctx, name, k)
+}
+
 // ObjectEffects counts the business effects on one object (for example the ledger
 // entries of one payment).
 func (o *Observer) ObjectEffects(ctx context.Context, source, account, objectID string) (int, error) {
-	return o.count(ctx, QObjectEffects, Key{Source: source, Account: account, ObjectID: objectID})
+	return o.ObjectEffectsOf(ctx, QObjectEffects, source, account, objectID)
+}
+
+// ObjectEffectsOf is ObjectEffects through the named query (object_effects:<label>).
+func (o *Observer) ObjectEffectsOf(ctx context.Context, name, source, account, objectID string) (int, error) {
+	return o.count(ctx, name, Key{Source: source, Account: account, ObjectID: objectID})
 }
 
 // Object returns the version and status of a versioned object; found is false when
@@ -67,14 +78,19 @@ func (o *Observer) ObjectEffects(ctx context.Context, source, account, objectID 
 // A query of one column (events.ordered.state: the applied ordering key) gives
 // an empty status.
 func (o *Observer) Object(ctx context.Context, source, account, objectID string) (version int64, status string, found bool, err error) {
-	row, found, err := o.one(ctx, QObject, Key{Source: source, Account: account, ObjectID: objectID}, fmt.Sprintf("object %q", objectID))
+	return o.ObjectOf(ctx, QObject, source, account, objectID)
+}
+
+// ObjectOf is Object through the named query (object:<label>).
+func (o *Observer) ObjectOf(ctx context.Context, name, source, account, objectID string) (version int64, status string, found bool, err error) {
+	row, found, err := o.one(ctx, name, Key{Source: source, Account: account, ObjectID: objectID}, fmt.Sprintf("object %q", objectID))
 	if err != nil || !found {
 		return 0, "", false, err
 	}
 	if len(row) > 0 && row[0] != nil {
 		v, ok := asInt(row[0])
 		if !ok {
-			return 0, "", false, o.shape(QObject, "an integer version first", row[0])
+			return 0, "", false, o.shape(name, "an integer version first", row[0])
 		}
 		version = v
 	}
@@ -100,7 +116,13 @@ func (o *Observer) ObjectChildren(ctx context.Context, source, account, objectID
 
 // Payment returns the status of a payment; found is false when there is no row.
 func (o *Observer) Payment(ctx context.Context, source, account, paymentID string) (status string, found bool, err error) {
-	row, found, err := o.one(ctx, QPayment, Key{Source: source, Account: account, ObjectID: paymentID}, fmt.Sprintf("payment %q", paymentID))
+	return o.PaymentOf(ctx, QPayment, source, account, paymentID)
+}
+
+// PaymentOf is Payment through the named query: the state query of a
+// lifecycle object after the first (payment:<label>).
+func (o *Observer) PaymentOf(ctx context.Context, name, source, account, paymentID string) (status string, found bool, err error) {
+	row, found, err := o.one(ctx, name, Key{Source: source, Account: account, ObjectID: paymentID}, fmt.Sprintf("payment %q", paymentID))
 	if err != nil || !found {
 		return "", false, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/hookcert/hookcert/adapters/observe"
+	"github.com/hookcert/hookcert/vocab"
 )
 
 // QKeyTTL reads the milliseconds an event's dedupe key has left.
@@ -109,7 +110,7 @@ type query struct {
 // parseQuery checks one configured query; the error is the rule it breaks,
 // without the field (the caller names it).
 func parseQuery(name, field, template string) (*query, error) {
-	sh, ok := shapes[name]
+	sh, ok := shapes[vocab.BaseQuery(name)]
 	if !ok {
 		return nil, fmt.Errorf("not a query hookcert reads from Redis (known: %s)", strings.Join(Queries(), ", "))
 	}

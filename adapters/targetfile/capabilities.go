@@ -1,6 +1,7 @@
 package targetfile
 
 import (
+	"slices"
 	"strings"
 )
 
@@ -140,35 +141,43 @@ func (v *validator) faultNeeds(c Capability, rt *rawTarget, pg *rawStore) string
 // declared role's query satisfies the capability that reads its slot.
 func stateNeeds(c Capability, rt *rawTarget, pg *rawStore) string {
 	ev := rt.Events
+	var ordered *rawOrdered
+	var lifecycle *rawEventLifecycle
+	if ev != nil {
+		ordered, lifecycle = ev.Ordered.first(), ev.Lifecycle.first()
+	}
+	// The first role of each kind is what the capability stands for.
 	switch c {
 	case Deletion:
-		if ev != nil && ev.Ordered != nil {
-			if ev.Ordered.Delete == nil {
-				return "target.events.ordered.delete"
+		if ordered != nil {
+			// Any ordered role's deletion: ORDER-4 runs every role with one.
+			if !slices.ContainsFunc(ev.Ordered.Items, func(o *rawOrdered) bool { return o != nil && o.Delete != nil }) {
+				return ev.Ordered.firstField("target.events.ordered", "delete")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
 			return rt.storeField("queries", "object")
 		}
 	case Ordering:
-		if ev != nil && ev.Ordered != nil {
-			if ev.Ordered.State == "" {
-				return "target.events.ordered.state"
+		if ordered != nil {
+			if ordered.State == "" {
+				return ev.Ordered.firstField("target.events.ordered", "state")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Object == "" {
 			return rt.storeField("queries", "object")
 		}
 	case StateMachine:
-		if ev != nil && ev.Lifecycle != nil {
-			if ev.Lifecycle.State == "" {
-				return "target.events.lifecycle.state"
+		if lifecycle != nil {
+			if lifecycle.State == "" {
+				return ev.Lifecycle.firstField("target.events.lifecycle", "state")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.Payment == "" {
 			return rt.storeField("queries", "payment")
 		}
 	case DomainConstraint:
-		if ev != nil && ev.Lifecycle != nil {
-			if ev.Lifecycle.Effects == "" {
-				return "target.events.lifecycle.effects"
+		if lifecycle != nil {
+			// Any lifecycle object's effects: DEDUP-6 runs every one counted.
+			if !slices.ContainsFunc(ev.Lifecycle.Items, func(l *rawEventLifecycle) bool { return l != nil && l.Effects != "" }) {
+				return ev.Lifecycle.firstField("target.events.lifecycle", "effects")
 			}
 		} else if pg == nil || pg.Queries == nil || pg.Queries.ObjectEffects == "" {
 			return rt.storeField("queries", "object_effects")

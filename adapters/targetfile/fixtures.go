@@ -28,7 +28,8 @@ type rawFixtureHTTP struct {
 type Fixture struct {
 	Name string
 	// SQL runs on the observer's database with $1 source, $2 account, $4 object
-	// ID, $5 amount (bigint), $6 currency (any subset, $3 never).
+	// ID, $5 amount (bigint), $6 currency, $7 the parent object's ID (any
+	// subset, $3 never).
 	SQL string
 	// Command is the program and its arguments, each a template over
 	// vocab.ObjectData; run directly (no shell); exit status 0 = created.
@@ -108,9 +109,9 @@ func (v *validator) fixtureSQL(segs []any, sql string) string {
 	used, err := FixtureParams(sql)
 	switch {
 	case err != nil:
-		v.fail(segs, "must use only parameters $1 source, $2 account, $4 object ID, $5 amount, $6 currency: %v", err)
+		v.fail(segs, "must use only parameters $1 source, $2 account, $4 object ID, $5 amount, $6 currency, $7 parent ID: %v", err)
 	case containsInt(used, 3):
-		v.fail(segs, "must not use $3: a fixture runs before any event exists (parameters: $1 source, $2 account, $4 object ID, $5 amount, $6 currency)")
+		v.fail(segs, "must not use $3: a fixture runs before any event exists (parameters: $1 source, $2 account, $4 object ID, $5 amount, $6 currency, $7 parent ID)")
 	case !containsInt(used, 4):
 		v.fail(segs, "must reference $4 (the object ID)")
 	default:

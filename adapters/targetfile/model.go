@@ -287,6 +287,10 @@ type Queries struct {
 	// InboxState and OutboxState return (state, attempts) of one event's
 	// accepted work and downstream message (target.inbox.state, target.outbox.state).
 	InboxState, OutboxState string
+	// Roles are the queries of the roles of target.events after the first of
+	// each kind, by their role names (vocab.QueryName: "payment:refund"); each
+	// answers like the query its name starts with.
+	Roles map[string]string
 	// From maps a query name to the file field it was read from, for queries not
 	// read from observe.<kind>.queries.<name> (see FieldPath).
 	From map[string]string
@@ -322,7 +326,22 @@ func (q Queries) Named() map[string]string {
 	if q.Quiescent != "" {
 		m["quiescent"] = q.Quiescent
 	}
+	for name, sql := range q.Roles {
+		if sql != "" {
+			m[name] = sql
+		}
+	}
 	return m
+}
+
+// RoleNames lists the role queries' names, sorted.
+func (q Queries) RoleNames() []string {
+	out := make([]string, 0, len(q.Roles))
+	for name := range q.Roles {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out
 }
 
 type namedQuery struct {

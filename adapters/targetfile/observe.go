@@ -282,7 +282,7 @@ func (v *validator) observeQueries(t *Target, rt *rawTarget, base []any) {
 			case nq.name == QueryEventRows && !ledgerless:
 				v.fail(p, "required (or target.idempotency: object-version, for a receiver that keeps no event rows)")
 			case nq.name == QueryEffects && !declaredEffects(rt) && !ledgerless:
-				if rt.Events != nil && rt.Events.Effect != nil {
+				if rt.Events != nil && rt.Events.Effect.Len() > 0 {
 					v.fail(p, "required (or target.events.effect.effects)")
 				} else {
 					v.fail(p, "required")
@@ -366,7 +366,8 @@ func redisCommandList() string {
 // declaredEffects reports whether the file gives events.effect.effects, which
 // replaces observe.<kind>.queries.effects.
 func declaredEffects(rt *rawTarget) bool {
-	return rt.Events != nil && rt.Events.Effect != nil && strings.TrimSpace(rt.Events.Effect.Effects) != ""
+	return rt.Events != nil && rt.Events.Effect.Len() > 0 && rt.Events.Effect.Items[0] != nil &&
+		strings.TrimSpace(rt.Events.Effect.Items[0].Effects) != ""
 }
 
 // kindRules refuses what the file's observer kind cannot do: only a store the

@@ -234,6 +234,10 @@ func (c *shapeChecker) check(n *yaml.Node, t reflect.Type, segs []any) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if rs, ok := reflect.New(t).Interface().(roleShape); ok {
+		c.checkRoles(n, rs.roleElem(), segs)
+		return
+	}
 	switch t.Kind() {
 	case reflect.Struct:
 		if n.Kind != yaml.MappingNode {

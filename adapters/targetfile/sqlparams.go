@@ -103,17 +103,18 @@ func isIdentByte(b byte) bool {
 func QueryParams(sql string) ([]int, error) { return queryParams(sql, MaxParam) }
 
 // MaxFixtureParam is the highest parameter a fixture's SQL may use: the query
-// parameters, then $5 amount and $6 currency.
-const MaxFixtureParam = 6
+// parameters, then $5 amount, $6 currency and $7 the parent object's ID (an
+// object with a relation; empty otherwise).
+const MaxFixtureParam = 7
 
 // FixtureParamNames names a fixture's parameters, index n-1 for $n; $3 (event
 // ID) is not bound, as no event exists yet.
-var FixtureParamNames = [MaxFixtureParam]string{"source", "account", "event ID", "object ID", "amount", "currency"}
+var FixtureParamNames = [MaxFixtureParam]string{"source", "account", "event ID", "object ID", "amount", "currency", "parent ID"}
 
-// FixtureParams is QueryParams for a fixture's SQL ($1..$6).
+// FixtureParams is QueryParams for a fixture's SQL ($1..$7).
 func FixtureParams(sql string) ([]int, error) { return queryParams(sql, MaxFixtureParam) }
 
-// CompactFixtureParams is CompactParams for a fixture's SQL ($1..$6).
+// CompactFixtureParams is CompactParams for a fixture's SQL ($1..$7).
 func CompactFixtureParams(sql string) (string, []int, error) {
 	return compactParams(sql, MaxFixtureParam)
 }

@@ -28,9 +28,17 @@ const (
 	// DefectHardDelete: customer.deleted deletes the row, so a customer.updated
 	// older than the deletion that arrives after it upserts the customer back.
 	DefectHardDelete = Defect("hard-delete")
+	// DefectRefundLateFailure: refund.failed sets the refund's status whatever
+	// it is, so a late failure overwrites a refund Stripe already confirmed
+	// as succeeded.
+	DefectRefundLateFailure = Defect("refund-late-failure")
+	// DefectProductUnordered: product.updated overwrites the product whatever
+	// the event's created, so a late older update regresses the catalogue.
+	DefectProductUnordered = Defect("product-unordered")
 )
 
-var defects = map[Defect]bool{DefectLateOverwrite: true, DefectMissingAck: true, DefectSmallBodyCap: true, DefectMemoryDedup: true, DefectHardDelete: true}
+var defects = map[Defect]bool{DefectLateOverwrite: true, DefectMissingAck: true, DefectSmallBodyCap: true, DefectMemoryDedup: true, DefectHardDelete: true,
+	DefectRefundLateFailure: true, DefectProductUnordered: true}
 
 func defectNames() []string {
 	var out []string

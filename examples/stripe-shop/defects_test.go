@@ -98,7 +98,7 @@ func TestDefectMemoryDedup(t *testing.T) {
 }
 
 func TestParseDefect(t *testing.T) {
-	for _, s := range []string{"", "none", "late-overwrite", "missing-ack", "small-body-cap", "memory-dedup"} {
+	for _, s := range []string{"", "none", "late-overwrite", "missing-ack", "small-body-cap", "memory-dedup", "refund-late-failure", "product-unordered"} {
 		if _, err := parseDefect(s); err != nil {
 			t.Errorf("%q: %v", s, err)
 		}

@@ -38,6 +38,10 @@ var handlers = map[stripe.EventType]handlerFunc{
 	stripe.EventTypeChargeRefunded:             onChargeRefunded,
 	stripe.EventTypeCustomerUpdated:            onCustomerUpdated,
 	stripe.EventTypeCustomerDeleted:            onCustomerDeleted,
+	stripe.EventTypeRefundUpdated:              onRefundUpdated,
+	stripe.EventTypeRefundFailed:               onRefundFailed,
+	stripe.EventTypeProductUpdated:             onProductUpdated,
+	stripe.EventTypeProductDeleted:             onProductDeleted,
 }
 
 // process records the event and applies it in one transaction: the
@@ -307,4 +311,112 @@ func onCustomerDeleted(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (r
 		return result{note: "ignored: a newer event of the customer is applied"}, nil
 	}
 	return result{note: "customer deleted"}, nil
+}
+
+// refund.updated confirms a refund the shop started: a pending refund whose
+// object now reads succeeded becomes succeeded. Other updates (a pending
+// refund's pending_reason) change nothing the shop keeps.
+func onRefundUpdated(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (result, error) {
+	var re stripe.Refund
+	if err := decode(d, &re); err != nil {
+		return result{}, err
+	}
+	if re.ID == "" {
+		return result{}, fmt.Errorf("%w: refund without id", errBadObject)
+	}
+	if re.Status != stripe.RefundStatusSucceeded {
+		return result{note: fmt.Sprintf("ignored: refund %s is %s at Stripe", re.ID, re.Status)}, nil
+	}
+	return s.settleRefund(ctx, tx, d, re.ID, "succeeded", "")
+}
+
+// refund.failed: a pending refund failed; the shop will have to pay the
+// customer back another way.
+func onRefundFailed(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (result, error) {
+	var re stripe.Refund
+	if err := decode(d, &re); err != nil {
+		return result{}, err
+	}
+	if re.ID == "" {
+		return result{}, fmt.Errorf("%w: refund without id", errBadObject)
+	}
+	return s.settleRefund(ctx, tx, d, re.ID, "failed", string(re.FailureReason))
+}
+
+// settleRefund moves a pending refund to succeeded or failed. The shop treats
+// both as final: an event for a refund already settled is late (Stripe does
+// not deliver in order) and is acknowledged and ignored. A refund the shop
+// has not written yet is refused for a retry, as a payment is.
+func (s *Server) settleRefund(ctx context.Context, tx pgx.Tx, d delivery, id, to, reason string) (result, error) {
+	var status string
+	err := tx.QueryRow(ctx, `SELECT status FROM refunds WHERE id = $1 AND account = $2 FOR UPDATE`, id, d.ep.Account).Scan(&status)
+	if errors.Is(err, pgx.ErrNoRows) {
+		if s.cfg.Defect == DefectMissingAck {
+			return result{note: fmt.Sprintf("ignored: no refund %s", id)}, nil
+		}
+		return result{retry: true, note: fmt.Sprintf("refund %s not found (yet)", id)}, nil
+	}
+	if err != nil {
+		return result{}, err
+	}
+	guarded := !(s.cfg.Defect == DefectRefundLateFailure && to == "failed")
+	if guarded && status != "pending" {
+		return result{note: fmt.Sprintf("ignored: refund %s is %s", id, status)}, nil
+	}
+	if _, err := tx.Exec(ctx, `UPDATE refunds SET status = $3, failure_reason = NULLIF($4, ''), updated_at = now()
+		WHERE id = $1 AND account = $2`, id, d.ep.Account, to, reason); err != nil {
+		return result{}, fmt.Errorf("settle refund: %w", err)
+	}
+	return result{note: "refund " + to}, nil
+}
+
+// product.updated carries the whole product; as for customers, an update is
+// applied only if its event is newer than the one last applied.
+func onProductUpdated(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (result, error) {
+	var p stripe.Product
+	if err := decode(d, &p); err != nil {
+		return result{}, err
+	}
+	if p.ID == "" {
+		return result{}, fmt.Errorf("%w: product without id", errBadObject)
+	}
+	guard := ` WHERE products.last_event_at IS NULL OR products.last_event_at < EXCLUDED.last_event_at`
+	if s.cfg.Defect == DefectProductUnordered {
+		guard = ""
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO products (id, account, name, active, last_event_at)
+		VALUES ($1, $2, NULLIF($3, ''), $4, to_timestamp($5::bigint))
+		ON CONFLICT (id) DO UPDATE SET account = EXCLUDED.account, name = EXCLUDED.name, active = EXCLUDED.active,
+			last_event_at = EXCLUDED.last_event_at`+guard,
+		p.ID, d.ep.Account, p.Name, p.Active, d.ev.Created)
+	if err != nil {
+		return result{}, fmt.Errorf("upsert product: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return result{note: "ignored: a newer event of the product is applied"}, nil
+	}
+	return result{note: "product updated"}, nil
+}
+
+// product.deleted leaves a tombstone ordered like an update.
+func onProductDeleted(ctx context.Context, s *Server, tx pgx.Tx, d delivery) (result, error) {
+	var p stripe.Product
+	if err := decode(d, &p); err != nil {
+		return result{}, err
+	}
+	if p.ID == "" {
+		return result{}, fmt.Errorf("%w: product without id", errBadObject)
+	}
+	tag, err := tx.Exec(ctx, `INSERT INTO products (id, account, active, last_event_at, deleted_at)
+		VALUES ($1, $2, false, to_timestamp($3::bigint), to_timestamp($3::bigint))
+		ON CONFLICT (id) DO UPDATE SET active = false, last_event_at = EXCLUDED.last_event_at, deleted_at = EXCLUDED.deleted_at
+		WHERE products.last_event_at IS NULL OR products.last_event_at < EXCLUDED.last_event_at`,
+		p.ID, d.ep.Account, d.ev.Created)
+	if err != nil {
+		return result{}, fmt.Errorf("delete product: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return result{note: "ignored: a newer event of the product is applied"}, nil
+	}
+	return result{note: "product deleted"}, nil
 }

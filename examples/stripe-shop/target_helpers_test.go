@@ -44,27 +44,15 @@ type targetFile struct {
 				Object   string `yaml:"object"`
 				Effects  string `yaml:"effects"`
 			} `yaml:"effect"`
-			Lifecycle struct {
-				IDPrefix string `yaml:"id_prefix"`
-				Initial  string `yaml:"initial"`
-				Create   struct {
-					Fixture string `yaml:"fixture"`
-				} `yaml:"create"`
-				Missing     string `yaml:"missing"`
-				Transitions []struct {
-					Type   string   `yaml:"type"`
-					From   []string `yaml:"from"`
-					To     string   `yaml:"to"`
-					Effect bool     `yaml:"effect"`
-					Object string   `yaml:"object"`
-				} `yaml:"transitions"`
-				State   string `yaml:"state"`
-				Effects string `yaml:"effects"`
-			} `yaml:"lifecycle"`
-			Ordered struct {
+			// The shop declares two lifecycle objects, a list.
+			Lifecycles []lifecycleDoc `yaml:"lifecycle"`
+			// Customers and products, a list.
+			Ordered []struct {
+				Name     string `yaml:"name"`
 				Type     string `yaml:"type"`
 				IDPrefix string `yaml:"id_prefix"`
 				Key      string `yaml:"key"`
+				Table    string `yaml:"table"`
 				Object   string `yaml:"object"`
 				State    string `yaml:"state"`
 			} `yaml:"ordered"`
@@ -86,6 +74,32 @@ type targetFile struct {
 		} `yaml:"retention"`
 		Capabilities []string `yaml:"capabilities"`
 	} `yaml:"target"`
+}
+
+// lifecycleDoc is one object of target.events.lifecycle.
+type lifecycleDoc struct {
+	Object   string `yaml:"object"`
+	IDPrefix string `yaml:"id_prefix"`
+	Initial  string `yaml:"initial"`
+	Parent   *struct {
+		Object string `yaml:"object"`
+		State  string `yaml:"state"`
+	} `yaml:"parent"`
+	Create struct {
+		Fixture string `yaml:"fixture"`
+	} `yaml:"create"`
+	Missing     string          `yaml:"missing"`
+	Transitions []transitionDoc `yaml:"transitions"`
+	State       string          `yaml:"state"`
+	Effects     string          `yaml:"effects"`
+}
+
+type transitionDoc = struct {
+	Type   string   `yaml:"type"`
+	From   []string `yaml:"from"`
+	To     string   `yaml:"to"`
+	Effect bool     `yaml:"effect"`
+	Object string   `yaml:"object"`
 }
 
 func readTarget(t *testing.T) (*targetFile, []byte) {

@@ -31,7 +31,7 @@ func TestTargetFileLoads(t *testing.T) {
 
 // binder runs a target query the way the harness binds it: only the
 // parameters it references, renumbered ($1 source, $2 account, $3 event ID,
-// $4 object ID; fixtures also $5 amount, $6 currency).
+// $4 object ID; fixtures also $5 amount, $6 currency, $7 parent ID).
 type binder struct {
 	t    *testing.T
 	conn *pgx.Conn
@@ -41,6 +41,8 @@ type params struct {
 	Source, Account, EventID, ObjectID string
 	Amount                             int64
 	Currency                           string
+	// Parent is a child object's parent ($7 of a fixture).
+	Parent string
 }
 
 func (b binder) args(sql string, p params, fixture bool) (string, []any) {
@@ -52,12 +54,22 @@ func (b binder) args(sql string, p params, fixture bool) (string, []any) {
 	if err != nil {
 		b.t.Fatalf("%s: %v", sql, err)
 	}
-	all := []any{p.Source, p.Account, p.EventID, p.ObjectID, p.Amount, p.Currency}
+	all := []any{p.Source, p.Account, p.EventID, p.ObjectID, p.Amount, p.Currency, p.Parent}
 	var args []any
 	for _, n := range used {
 		args = append(args, all[n-1])
 	}
 	return compact, args
+}
+
+// count runs a count query with plain parameters.
+func (b binder) count(sql string, args ...any) int {
+	b.t.Helper()
+	var n int
+	if err := b.conn.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
+		b.t.Fatalf("%s: %v", sql, err)
+	}
+	return n
 }
 
 // int reads a one-column integer query; ok is false without a row.
@@ -145,7 +157,7 @@ func TestTargetFileMatchesTheReceiver(t *testing.T) {
 	created := time.Now().Unix()
 	// send renders a role's object template and delivers the event to an
 	// endpoint of the file.
-	send := func(epIndex int, typ, tpl, eventID, objectID string, at int64) int {
+	sendParent := func(epIndex int, typ, tpl, eventID, objectID, parent string, at int64) int {
 		t.Helper()
 		ep := tg.Endpoints[epIndex]
 		ot, err := vocab.ParseObjectTemplate(tpl)
@@ -153,7 +165,7 @@ func TestTargetFileMatchesTheReceiver(t *testing.T) {
 			t.Fatalf("%s object template: %v", typ, err)
 		}
 		obj, err := ot.Render(vocab.ObjectData{EventID: eventID, Type: typ, ObjectID: objectID, Source: ep.Source,
-			Account: ep.Account, Currency: "eur", Amount: 1234, Created: at})
+			Account: ep.Account, Currency: "eur", Amount: 1234, Created: at, Parent: parent})
 		if err != nil {
 			t.Fatalf("%s: %v", typ, err)
 		}
@@ -166,6 +178,10 @@ func TestTargetFileMatchesTheReceiver(t *testing.T) {
 		}
 		resp.Body.Close()
 		return resp.StatusCode
+	}
+	send := func(epIndex int, typ, tpl, eventID, objectID string, at int64) int {
+		t.Helper()
+		return sendParent(epIndex, typ, tpl, eventID, objectID, "", at)
 	}
 	ok2xx := func(s int) bool { return s >= 200 && s < 300 }
 	key := func(epIndex int, eventID, objectID string) params {
@@ -206,131 +222,180 @@ func TestTargetFileMatchesTheReceiver(t *testing.T) {
 		}
 	})
 
-	t.Run("lifecycle", func(t *testing.T) {
-		l := ev.Lifecycle
-		fixture := tg.Fixtures[l.Create.Fixture]
-		if fixture.SQL == "" {
-			t.Fatalf("no fixture %q", l.Create.Fixture)
-		}
-		type tr = struct {
-			Type   string   `yaml:"type"`
-			From   []string `yaml:"from"`
-			To     string   `yaml:"to"`
-			Effect bool     `yaml:"effect"`
-			Object string   `yaml:"object"`
-		}
-		// path from initial to every reachable state, breadth first.
-		paths := map[string][]tr{l.Initial: nil}
+	if len(ev.Lifecycles) != 2 {
+		t.Fatalf("%d lifecycle objects, want the payment intent and the refund", len(ev.Lifecycles))
+	}
+	byObject := map[string]lifecycleDoc{}
+	for _, l := range ev.Lifecycles {
+		byObject[l.Object] = l
+	}
+	// pathTo is the run of transitions from l's initial state to state.
+	pathTo := func(l lifecycleDoc, state string) []transitionDoc {
+		paths := map[string][]transitionDoc{l.Initial: nil}
 		order := []string{l.Initial}
 		for i := 0; i < len(order); i++ {
 			for _, x := range l.Transitions {
 				if contains(x.From, order[i]) {
 					if _, seen := paths[x.To]; !seen {
-						paths[x.To] = append(append([]tr(nil), paths[order[i]]...), x)
+						paths[x.To] = append(append([]transitionDoc(nil), paths[order[i]]...), x)
 						order = append(order, x.To)
 					}
 				}
 			}
 		}
-		reachable := func(from, to string) bool {
-			seen := map[string]bool{from: true}
-			q := []string{from}
-			for len(q) > 0 {
-				s := q[0]
-				q = q[1:]
-				if s == to {
-					return true
+		return paths[state]
+	}
+	// makeObject writes obj of l with its fixture, and first, for a child,
+	// its parent (ID derived as the harness derives it) brought to the state
+	// the relation names; it returns the parent's ID ("" for none).
+	var makeObject func(l lifecycleDoc, obj string) string
+	makeObject = func(l lifecycleDoc, obj string) string {
+		t.Helper()
+		parent := ""
+		if l.Parent != nil {
+			p := byObject[l.Parent.Object]
+			parent = vocab.Ref(p.IDPrefix, obj)
+			makeObject(p, parent)
+			for _, step := range pathTo(p, l.Parent.State) {
+				if s := send(0, step.Type, step.Object, uniq("evt"), parent, created); s != 200 {
+					t.Fatalf("parent %s to %s: %s answered %d", parent, l.Parent.State, step.Type, s)
 				}
+			}
+		}
+		fixture := tg.Fixtures[l.Create.Fixture]
+		if fixture.SQL == "" {
+			t.Fatalf("no fixture %q", l.Create.Fixture)
+		}
+		k := key(0, "", obj)
+		k.Parent = parent
+		db.fixture(fixture.SQL, k)
+		return parent
+	}
+	for _, l := range ev.Lifecycles {
+		t.Run("lifecycle "+l.Object, func(t *testing.T) {
+			// path from initial to every reachable state, breadth first.
+			paths := map[string][]transitionDoc{l.Initial: nil}
+			order := []string{l.Initial}
+			for i := 0; i < len(order); i++ {
 				for _, x := range l.Transitions {
-					if contains(x.From, s) && !seen[x.To] {
-						seen[x.To] = true
-						q = append(q, x.To)
+					if contains(x.From, order[i]) {
+						if _, seen := paths[x.To]; !seen {
+							paths[x.To] = append(append([]transitionDoc(nil), paths[order[i]]...), x)
+							order = append(order, x.To)
+						}
 					}
 				}
 			}
-			return false
-		}
-		check := func(k params, wantState string, wantEffects int64, what string) {
-			t.Helper()
-			if s, _ := db.text(l.State, k); s != wantState {
-				t.Errorf("%s: state %q, want %q", what, s, wantState)
+			reachable := func(from, to string) bool {
+				seen := map[string]bool{from: true}
+				q := []string{from}
+				for len(q) > 0 {
+					s := q[0]
+					q = q[1:]
+					if s == to {
+						return true
+					}
+					for _, x := range l.Transitions {
+						if contains(x.From, s) && !seen[x.To] {
+							seen[x.To] = true
+							q = append(q, x.To)
+						}
+					}
+				}
+				return false
 			}
-			if n, _ := db.int(l.Effects, k); n != wantEffects {
-				t.Errorf("%s: effects %d, want %d", what, n, wantEffects)
+			check := func(k params, wantState string, wantEffects int64, what string) {
+				t.Helper()
+				if s, _ := db.text(l.State, k); s != wantState {
+					t.Errorf("%s: state %q, want %q", what, s, wantState)
+				}
+				if l.Effects == "" {
+					return
+				}
+				if n, _ := db.int(l.Effects, k); n != wantEffects {
+					t.Errorf("%s: effects %d, want %d", what, n, wantEffects)
+				}
 			}
-		}
-		// An event for an object that does not exist: missing: retry.
-		for _, x := range l.Transitions {
-			obj := uniq(l.IDPrefix)
-			s := send(0, x.Type, x.Object, uniq("evt"), obj, created)
-			if l.Missing == "retry" && ok2xx(s) {
-				t.Errorf("%s for a missing object: %d, want non-2xx (missing: retry)", x.Type, s)
-			}
-			if _, found := db.text(l.State, key(0, "", obj)); found {
-				t.Errorf("%s created the object", x.Type)
-			}
-		}
-		for _, state := range order {
+			// An event for an object that does not exist: missing: retry.
 			for _, x := range l.Transitions {
 				obj := uniq(l.IDPrefix)
-				k := key(0, "", obj)
-				db.fixture(fixture.SQL, k)
-				check(k, l.Initial, 0, "fixture")
-				var effects int64
-				for _, step := range paths[state] {
-					if s := send(0, step.Type, step.Object, uniq("evt"), obj, created); s != 200 {
-						t.Fatalf("path to %s: %s answered %d", state, step.Type, s)
-					}
-					if step.Effect {
-						effects++
-					}
+				s := sendParent(0, x.Type, x.Object, uniq("evt"), obj, "pi_none", created)
+				if l.Missing == "retry" && ok2xx(s) {
+					t.Errorf("%s for a missing object: %d, want non-2xx (missing: retry)", x.Type, s)
 				}
-				check(k, state, effects, "path to "+state)
-				what := fmt.Sprintf("%s in state %s", x.Type, state)
-				s := send(0, x.Type, x.Object, uniq("evt"), obj, created)
-				switch {
-				case contains(x.From, state):
-					if x.Effect {
-						effects++
-					}
-					if s != 200 {
-						t.Errorf("%s (allowed): %d", what, s)
-					}
-					check(k, x.To, effects, what)
-				case x.To == state || !reachable(state, x.To):
-					// Another event for the change already made, or one the
-					// object is past: acknowledged, not applied.
-					if s != 200 {
-						t.Errorf("%s (stale): %d, want 200", what, s)
-					}
-					check(k, state, effects, what)
-				default:
-					// Premature: refused so Stripe retries it later.
-					if ok2xx(s) {
-						t.Errorf("%s (premature): %d, want non-2xx", what, s)
-					}
-					check(k, state, effects, what)
+				if _, found := db.text(l.State, key(0, "", obj)); found {
+					t.Errorf("%s created the object", x.Type)
 				}
 			}
-		}
-	})
+			for _, state := range order {
+				for _, x := range l.Transitions {
+					obj := uniq(l.IDPrefix)
+					k := key(0, "", obj)
+					parent := makeObject(l, obj)
+					check(k, l.Initial, 0, "fixture")
+					var effects int64
+					for _, step := range paths[state] {
+						if s := sendParent(0, step.Type, step.Object, uniq("evt"), obj, parent, created); s != 200 {
+							t.Fatalf("path to %s: %s answered %d", state, step.Type, s)
+						}
+						if step.Effect {
+							effects++
+						}
+					}
+					check(k, state, effects, "path to "+state)
+					what := fmt.Sprintf("%s in state %s", x.Type, state)
+					s := sendParent(0, x.Type, x.Object, uniq("evt"), obj, parent, created)
+					switch {
+					case contains(x.From, state):
+						if x.Effect {
+							effects++
+						}
+						if s != 200 {
+							t.Errorf("%s (allowed): %d", what, s)
+						}
+						check(k, x.To, effects, what)
+					case x.To == state || !reachable(state, x.To):
+						// Another event for the change already made, or one the
+						// object is past: acknowledged, not applied.
+						if s != 200 {
+							t.Errorf("%s (stale): %d, want 200", what, s)
+						}
+						check(k, state, effects, what)
+					default:
+						// Premature: refused so Stripe retries it later.
+						if ok2xx(s) {
+							t.Errorf("%s (premature): %d, want non-2xx", what, s)
+						}
+						check(k, state, effects, what)
+					}
+				}
+			}
+		})
+	}
 
-	t.Run("ordered", func(t *testing.T) {
-		o := ev.Ordered
-		obj := uniq(o.IDPrefix)
-		k := key(2, "", obj)
-		if _, found := db.int(o.State, k); found {
-			t.Fatal("object exists before its first update")
-		}
-		for _, at := range []int64{created - 50, created - 10, created - 30, created - 10} {
-			if s := send(2, o.Type, o.Object, uniq("evt"), obj, at); s != 200 {
-				t.Fatalf("update created %d: %d", at, s)
+	if len(ev.Ordered) != 2 {
+		t.Fatalf("%d ordered roles, want customers and products", len(ev.Ordered))
+	}
+	for _, o := range ev.Ordered {
+		t.Run("ordered "+o.Type, func(t *testing.T) {
+			obj := uniq(o.IDPrefix)
+			k := key(2, "", obj)
+			if _, found := db.int(o.State, k); found {
+				t.Fatal("object exists before its first update")
 			}
-		}
-		if n, _ := db.int(o.State, k); n != created-10 {
-			t.Errorf("ordered state %d, want the newest created %d", n, created-10)
-		}
-	})
+			for _, at := range []int64{created - 50, created - 10, created - 30, created - 10} {
+				if s := send(2, o.Type, o.Object, uniq("evt"), obj, at); s != 200 {
+					t.Fatalf("update created %d: %d", at, s)
+				}
+			}
+			if n, _ := db.int(o.State, k); n != created-10 {
+				t.Errorf("ordered state %d, want the newest created %d", n, created-10)
+			}
+			if o.Table != "" && db.count(`SELECT count(*) FROM `+o.Table+` WHERE id = $1`, obj) != 1 {
+				t.Errorf("the role's table %s does not hold its object", o.Table)
+			}
+		})
+	}
 
 	t.Run("unhandled", func(t *testing.T) {
 		u := ev.Unhandled

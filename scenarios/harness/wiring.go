@@ -56,6 +56,24 @@ func (o observer) ObjectChildren(ctx context.Context, source, account, objectID 
 func (o observer) Payment(ctx context.Context, source, account, objectID string) (string, bool, error) {
 	return o.o.Payment(ctx, source, account, objectID)
 }
+func (o observer) EffectsOf(ctx context.Context, query string, k profiles.Key, objectID string) (int, error) {
+	key := okey(k)
+	key.ObjectID = objectID
+	return o.o.EffectsOf(ctx, query, key)
+}
+func (o observer) ObjectEffectsOf(ctx context.Context, query, source, account, objectID string) (int, error) {
+	return o.o.ObjectEffectsOf(ctx, query, source, account, objectID)
+}
+func (o observer) ObjectOf(ctx context.Context, query, source, account, objectID string) (int64, string, bool, error) {
+	return o.o.ObjectOf(ctx, query, source, account, objectID)
+}
+func (o observer) PaymentOf(ctx context.Context, query, source, account, objectID string) (string, bool, error) {
+	return o.o.PaymentOf(ctx, query, source, account, objectID)
+}
+
+// The adapter answers the queries of every role.
+var _ scenarios.RoleObserver = observer{}
+
 func (o observer) KeyTTL(ctx context.Context, k profiles.Key) (time.Duration, bool, bool, error) {
 	return o.o.KeyTTL(ctx, okey(k))
 }

@@ -67,6 +67,12 @@ var examples = []example{
 			"memory-dedup": {"ACK-1": {"ack.effects"}, "DEDUP-1": {"dedup.effects"}},
 			// customer.deleted deletes the row: a late older update recreates it.
 			"hard-delete": {"ORDER-4": {"order.resurrected"}},
+			// A late refund.failed overwrites a refund already confirmed
+			// (the second lifecycle object, reached through its payment).
+			"refund-late-failure": {"ORDER-3": {"order.transition-applied"}},
+			// product.updated applied whatever its created (the second
+			// ordered role, held at its own table).
+			"product-unordered": {"ORDER-1": {"order.regressed"}, "ORDER-2": {"order.regressed"}},
 		},
 	},
 	{
