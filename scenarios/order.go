@@ -271,7 +271,7 @@ var order4 = Guarantee{
 	Spec:    "a deleted object is not brought back by a stale update",
 	Sends:   "for each `ordered` role with a `delete` (in a seeded order), update 1 of an object, its deletion carrying key 3, then update 2 under a new event ID",
 	Expects: "the object reads the same after the stale update as after the deletion (no row, or the deletion's tombstone)",
-	codes:   []Code{codeOrderNotAcked, codeOrderResurrected},
+	codes:   []Code{codeOrderNotAcked, codeOrderResurrected, codeSetupUnmet},
 	Reads:   []Read{{Query: queryObject, Tells: "the ordered object ($4) before the deletion, after it, and after the stale update: as after the deletion"}},
 	judge: bind(func(s *session, f *orderFacts) {
 		ep := s.primary()
@@ -290,18 +290,27 @@ var order4 = Guarantee{
 		}
 	}, func(v *view, f *orderFacts) {
 		v.acked(codeOrderNotAcked, roleUpdate, roleDelete, roleLate)
-		final := v.roleReads(queryObject, phaseFinal)
-		if len(final) == 0 {
-			v.fail("history: ORDER-4 needs one object read before the delete, after it and at the end")
+		befores := v.roleReads(queryObject, phaseBeforeDelete)
+		if len(befores) == 0 {
+			v.fail("history: ORDER-4 needs an object read before the delete")
 			return
 		}
-		for _, fin := range final {
-			obj := fin.Params[3]
-			before, after := v.readsOf(fin.Query, phaseBeforeDelete, obj), v.readsOf(fin.Query, phaseAfterDelete, obj)
-			if len(before) != 1 || len(after) != 1 {
-				v.fail("history: ORDER-4 needs one object read before the delete, after it and at the end")
-				return
+		updatesAcked := len(v.role(roleUpdate)) > 0
+		for _, a := range v.role(roleUpdate) {
+			updatesAcked = updatesAcked && acked(a)
+		}
+		// The last read before the delete of each object: a receiver that
+		// applies after its 2xx is read until the update shows.
+		last := map[string]history.Observation{}
+		var objs []string
+		for _, b := range befores {
+			if _, seen := last[b.Params[3]]; !seen {
+				objs = append(objs, b.Params[3])
 			}
+			last[b.Params[3]] = b
+		}
+		for _, obj := range objs {
+			b := last[obj]
 			want, stale := f.WantVersion, f.StaleKey
 			if w, ok := f.WantKey[obj]; ok {
 				want = &w
@@ -309,14 +318,30 @@ var order4 = Guarantee{
 			if k, ok := f.StaleKeys[obj]; ok {
 				stale = &k
 			}
-			// The positive control: the state query sees the object before it is deleted.
-			if !before[0].Found || want == nil || before[0].Version != *want {
-				v.fail("%sobject %s before the delete: key %d (found %v), want %s: the first update was not applied, so the deletion cannot be judged (ORDER-1 judges updates)", roleOf(fin), obj, before[0].Version, before[0].Found, factText(want))
+			// The positive control: the state query sees the object before it
+			// is deleted. An acknowledged first update that never shows is the
+			// setup's failure, not the deletion's.
+			if !b.Found || want == nil || b.Version != *want {
+				if updatesAcked && want != nil {
+					v.deviate(codeSetupUnmet, "%sobject %s: its first update (key %d) was acknowledged, but before the delete it reads %s: the deletion and the stale update were not judged",
+						roleOf(b), obj, *want, objectText(b))
+					continue
+				}
+				if want == nil {
+					v.fail("%sobject %s before the delete: key %d (found %v), want %s: the first update was not applied, so the deletion cannot be judged (ORDER-1 judges updates)", roleOf(b), obj, b.Version, b.Found, factText(want))
+					return
+				}
+				v.note("%sobject %s: its first update was refused, so the deletion was not judged", roleOf(b), obj)
+				continue
+			}
+			after, final := v.readsOf(b.Query, phaseAfterDelete, obj), v.readsOf(b.Query, phaseFinal, obj)
+			if len(after) == 0 || len(final) != 1 {
+				v.fail("history: ORDER-4 needs one object read before the delete, after it and at the end")
 				return
 			}
 			// Brought back: the stale update is what the object now holds, or an
 			// object the deletion removed exists again.
-			a := after[0]
+			a, fin := after[len(after)-1], final[0]
 			if (fin.Found && stale != nil && fin.Version == *stale) || (!a.Found && fin.Found) {
 				v.deviate(codeOrderResurrected, "%sobject %s: after the delete it read %s; after a stale update (key %s) it reads %s: the deleted object was brought back",
 					roleOf(fin), obj, objectText(a), factText(stale), objectText(fin))
@@ -521,12 +546,18 @@ func (s *session) noResurrection(ep Endpoint, o *vocab.Ordered, f *orderFacts) {
 	// The update's effect, once it shows: a receiver may commit a moment
 	// after its 2xx.
 	want := orderValue(o, first)
-	s.settle(1, func() int {
+	f.wantKey(sub, want)
+	if s.settle(1, func() int {
 		if v, _, f := s.orderedObject(ep, o, sub, phaseBeforeDelete); f && v == want {
 			return 1
 		}
 		return 0
-	})
+	}) == 0 {
+		// The update the deletion is judged against never showed: its setup
+		// is the finding, and the deletion would judge nothing.
+		s.note("%s %s does not hold its first update (key %d): the deletion and the stale update were not sent", roleName(o.Label, o.Type), sub, want)
+		return
+	}
 	del := s.orderedEvent(ep, o, sub, 3, base)
 	del.Type = o.Delete.Type
 	del.Status = "deleted"

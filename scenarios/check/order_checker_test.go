@@ -194,9 +194,14 @@ var order4 = register(&table{
 		{name: "two rows for the stale update at the reconciliation", codes: is("reconcile.duplicated"),
 			edits: do(count("event_rows", "reconcile", "evt_3", 2))},
 		// The positive control: a deletion cannot be judged on an object the
-		// first update never wrote.
-		{name: "the first update not applied", reason: "the first update was not applied, so the deletion cannot be judged",
+		// first update never wrote. Acknowledged and not applied, that update
+		// is the finding (setup.unmet), never blamed on the deletion.
+		{name: "the first update acknowledged, not applied", codes: is("setup.unmet"),
 			edits: do(noRow("object", "before-delete", "sub_1"))},
+		{name: "the first update acknowledged, not applied, stale update resurrecting", codes: is("setup.unmet"),
+			edits: do(noRow("object", "before-delete", "sub_1"), reads("object", "final", "sub_1", version(2, "v2")))},
+		{name: "the first update refused", codes: is("order.not-acked"), note: "its first update was refused, so the deletion was not judged",
+			edits: do(attempts("update", "", refused(500)), noRow("object", "before-delete", "sub_1"))},
 		{name: "no object read at the end", reason: "ORDER-4 needs one object read before the delete, after it and at the end",
 			edits: do(drop("object", "final", ""))},
 	},
