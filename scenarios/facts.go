@@ -46,6 +46,9 @@ type commonFacts struct {
 	// "sub_1 1700000005 delete"): what reconciling by object version needs.
 	Idempotency string            `fact:"idempotency"`
 	OrderKeys   map[string]string `fact:"order_key:"`
+	// OrderedFixture is set when a fixture makes each ordered object before
+	// its first update: a store check's object may then exist without it.
+	OrderedFixture bool `fact:"ordered_fixture"`
 }
 
 // words is a list written space-separated.
