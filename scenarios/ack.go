@@ -24,12 +24,12 @@ var ackFamily = family{Name: "ACK", Guarantees: []*Guarantee{&ack1, &ack2, &ack3
 var (
 	codeAckBoundaryRejected   = Code{"ack.boundary-rejected", "a legitimate delivery at the edge of a limit or tolerance (a large body, a timestamp inside the tolerance) was not acknowledged"}
 	codeAckBoundaryNotApplied = Code{"ack.boundary-not-applied", "a legitimate delivery at the edge of a limit or tolerance was acknowledged but not stored and applied once"}
-	codeAckLost               = Code{"ack.lost", "an acknowledged event is not stored after the receiver was killed and restarted"}
-	codeAckEffects            = Code{"ack.effects", "an event killed in flight and redelivered after the restart is not applied exactly once"}
+	codeAckLost               = Code{"ack.lost", "an acknowledged event is not stored after the receiver was killed and restarted (no event row, or its object does not hold its key)"}
+	codeAckEffects            = Code{"ack.effects", "an event killed in flight and redelivered after the restart is not applied exactly once (object-version: its object does not hold its key)"}
 	codeAckTimeout            = Code{"ack.timeout", "a delivery was not acknowledged within the provider's timeout"}
 	codeAckAcceptedBadInput   = Code{"ack.accepted-bad-input", "an invalid delivery (bad signature, stale timestamp, malformed body) was not refused with a 4xx"}
 	codeAckControlRejected    = Code{"ack.control-rejected", "a valid delivery sent as the positive control (beside invalid ones, or beside an unhandled type) was not acknowledged and applied: refusing or ignoring everything proves nothing"}
-	codeAckStoredBadInput     = Code{"ack.stored-bad-input", "an invalid delivery left a key row or an effect"}
+	codeAckStoredBadInput     = Code{"ack.stored-bad-input", "an invalid delivery left a key row or an effect, or its object took the event's key or was created by it"}
 	codeAckUnknownRejected    = Code{"ack.unknown-type-rejected", "a valid event of an unhandled type was not acknowledged"}
 	codeAckUnknownApplied     = Code{"ack.unknown-type-applied", "a valid event of an unhandled type changed the receiver's state"}
 
@@ -106,9 +106,9 @@ var ack1 = Guarantee{
 		if ok, _ := s.env.has("failpoints"); ok {
 			// Deterministic: the receiver kills itself right after flushing the
 			// 2xx; every effect role in turn.
-			rs := s.effectRoles()
+			rs := s.storeRoles()
 			for i := range max(2, len(rs)) {
-				ev := s.effectEventOf(ep, rs[i%len(rs)])
+				ev := s.storeEventOf(ep, rs[i%len(rs)])
 				k := s.key(ep, ev)
 				s.arm(fpAfterResponse, k.EventID)
 				a := s.send(ep, ev, roleLoad, simulator.Shape{})
@@ -122,6 +122,10 @@ var ack1 = Guarantee{
 			s.ack1Round(ep, round)
 		}
 	}, func(v *view, _ *noFacts) {
+		if v.objectVersion() {
+			ack1Objects(v)
+			return
+		}
 		acked := 0
 		for _, a := range v.role(roleLoad) {
 			if a.Outcome != history.OutcomeAcknowledged {
@@ -200,7 +204,7 @@ var ack2 = Guarantee{
 				n = burstACK2
 			}
 			for range n {
-				g.evs = append(g.evs, s.effectEvent(g.ep))
+				g.evs = append(g.evs, s.storeEvent(g.ep))
 			}
 		}
 		f.TimeoutOf = map[string]time.Duration{}
@@ -637,7 +641,13 @@ var ack9 = Guarantee{
 				v.deviate(code, "%s: want a 4xx rejection, got %s", what, Describe(a))
 			}
 		}
+		if v.objectVersion() {
+			derivedObjects(v, byKey)
+		}
 		for _, q := range []string{queryEventRows, queryEffects} {
+			if v.objectVersion() {
+				break
+			}
 			rs := v.reads(q, phaseBad)
 			if len(rs) == 0 {
 				v.fail("history: %s has no %s read in phase %q", v.sc.Name, q, phaseBad)
@@ -724,7 +734,7 @@ func (s *session) bodyLimit(ep Endpoint) int {
 // boundary builds one legitimate delivery at the edge of a limit or tolerance
 // and returns the job that sends it and reads that it was applied once.
 func (s *session) boundary(ep Endpoint, what string, sh simulator.Shape) func() {
-	ev := s.effectEvent(ep)
+	ev := s.storeEvent(ep)
 	k := s.key(ep, ev)
 	return func() {
 		s.send(ep, ev, roleBoundary+what, sh)
@@ -748,10 +758,16 @@ func (ep Endpoint) ackTimeout() (time.Duration, bool) {
 // and reads that it left nothing (under an empty event ID too, when the fault
 // drops the ID: stored under an empty ID is stored all the same).
 func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func() {
-	ev := s.effectEvent(ep)
+	ev := s.storeEvent(ep)
 	k := s.key(ep, ev)
 	return func() {
 		s.send(ep, ev, roleBad+what, simulator.Shape{Faults: f})
+		if s.objectVersion() {
+			// The object: it must not take the key, nor be created, with or
+			// without an event ID.
+			s.states(phaseBad, 0, k)
+			return
+		}
 		s.rows(k, phaseBad)
 		s.effects(k, phaseBad)
 		if f.MissingID {
@@ -766,7 +782,7 @@ func (s *session) badDelivery(ep Endpoint, what string, f simulator.Faults) func
 // reads it: the positive control of a rejection check. A receiver that refuses
 // everything refuses bad input too, and must not pass for it.
 func (s *session) control(ep Endpoint) func() {
-	ev := s.effectEvent(ep)
+	ev := s.storeEvent(ep)
 	return func() {
 		s.send(ep, ev, roleControl, simulator.Shape{})
 		s.state(s.key(ep, ev), phaseControl, 1)
@@ -795,10 +811,10 @@ func (s *session) ack1Check(evs []profiles.Event, recs []history.Attempt, ep End
 func (s *session) ack1Round(ep Endpoint, round int) {
 	// Every effect role takes part, in turn: each role's events must be
 	// durable when acknowledged.
-	rs := s.effectRoles()
+	rs := s.storeRoles()
 	evs := make([]profiles.Event, perRoundACK1)
 	for i := range evs {
-		evs[i] = s.effectEventOf(ep, rs[i%len(rs)])
+		evs[i] = s.storeEventOf(ep, rs[i%len(rs)])
 	}
 	s.mu.Lock()
 	kth := 1 + s.rng.IntN(perRoundACK1/2)

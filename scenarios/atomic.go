@@ -15,9 +15,9 @@ var atomicFamily = family{Name: "ATOMIC", Guarantees: []*Guarantee{&atomic1, &at
 // The ATOMIC deviation codes.
 var (
 	codeAtomicAckedUncommitted = Code{"atomic.acked-uncommitted", "a delivery was acknowledged although its transaction could not have committed (crash, failed precondition, lost connection)"}
-	codeAtomicPartial          = Code{"atomic.partial", "a key row or an effect survived a transaction that did not commit"}
+	codeAtomicPartial          = Code{"atomic.partial", "a key row or an effect (object-version: the update's key on its object) survived a transaction that did not commit"}
 	codeAtomicNotAcked         = Code{"atomic.not-acked", "a valid delivery or redelivery was not acknowledged"}
-	codeAtomicNotApplied       = Code{"atomic.not-applied", "after the redelivery (or a commit before a crash) the event is not stored exactly once"}
+	codeAtomicNotApplied       = Code{"atomic.not-applied", "after the redelivery (or a commit before a crash) the event is not stored exactly once (object-version: its object does not hold its key)"}
 	codeAtomicObjectState      = Code{"atomic.object-state", "the lifecycle object is not in the state its events lead to"}
 	codeAtomicMissingLost      = Code{"atomic.missing-lost", "an event for an object that did not exist yet was acknowledged, and not applied once the object existed: the change is lost"}
 )
@@ -50,7 +50,7 @@ var atomic1 = Guarantee{
 	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after the crash (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
 	judge: bind(func(s *session, _ *noFacts) {
 		ep := s.primary()
-		ev := s.effectEvent(ep)
+		ev := s.storeEvent(ep)
 		k := s.key(ep, ev)
 		if ok, _ := s.env.has("failpoints"); ok {
 			// The exact path: the receiver kills itself between insert and commit.
@@ -200,7 +200,7 @@ var atomic3 = Guarantee{
 			s.notApplicable("%s.effect_table is not configured, so the harness cannot hold the receiver inside its transaction", s.env.kindField())
 		}
 		ep := s.primary()
-		ev := s.effectEvent(ep)
+		ev := s.storeEvent(ep)
 		k := s.key(ep, ev)
 		a := s.holdAndCut(ep, ev, nil)
 		s.afterCut(ep, ev, k, a, phaseAfterCut)
@@ -379,5 +379,8 @@ func cutCheck(v *view, phase, what string) {
 	if len(v.role(roleRedelivery)) > 0 {
 		v.acked(codeAtomicNotAcked, roleRedelivery)
 		v.stateOnce(codeAtomicNotApplied, phaseAfter, "after the redelivery")
+	}
+	if v.objectVersion() {
+		v.onceUnjudged()
 	}
 }

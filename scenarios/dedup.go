@@ -18,7 +18,7 @@ var dedupFamily = family{Name: "DEDUP", Guarantees: []*Guarantee{&dedup1, &dedup
 // The DEDUP deviation codes.
 var (
 	codeDedupNotAcked      = Code{"dedup.not-acked", "a valid delivery (a copy, a redelivery, the same ID in another scope) was not acknowledged"}
-	codeDedupRows          = Code{"dedup.rows", "the event's key rows are not what one event per key means (0 or more than 1)"}
+	codeDedupRows          = Code{"dedup.rows", "the event's key rows are not what one event per key means (0 or more than 1); object-version: its object does not hold its key"}
 	codeDedupEffects       = Code{"dedup.effects", "the event's effects are not exactly one"}
 	codeDedupObjectEffects = Code{"dedup.object-effects", "one business operation was applied other than once"}
 	codeDedupTruncated     = Code{"dedup.identity-truncated", "an event whose ID differs from another's only in its last byte was not stored and applied as its own event: the key keeps only part of the ID"}
@@ -55,17 +55,17 @@ var dedup1 = Guarantee{
 		// and secret, and each must deduplicate. Every effect role, in a
 		// seeded order: the first on every endpoint, the others (each held
 		// at its own table) on the primary one.
-		for i, r := range s.effectRoles() {
+		for i, r := range s.storeRoles() {
 			eps := s.endpoints()
 			if i > 0 {
 				eps = eps[:1]
 			}
 			for _, ep := range eps {
-				ev := s.effectEventOf(ep, r)
+				ev := s.storeEventOf(ep, r)
 				k := s.key(ep, ev)
 				var rel history.Release
 				// Every copy reaches the table before any commits: the race is certain.
-				s.race(roleTable(r.Table, s.env.EventTable), copiesDEDUP1, func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) })
+				s.race(s.storeTable(r), copiesDEDUP1, func() { _, rel = s.copies(ep, ev, copiesDEDUP1, roleCopy, simulator.Shape{}) })
 				s.note("%s: %d of %d copies held back and released together, %d sent on their own (the barrier stood %s, fell: %s); send spread %s",
 					ep.name(), rel.Released, rel.Copies, rel.Late, time.Duration(rel.PreopenNS).Round(time.Millisecond), rel.FellBecause, time.Duration(rel.SpreadNS))
 				s.state(k, phaseAfter, 1)
@@ -73,8 +73,8 @@ var dedup1 = Guarantee{
 		}
 	}, func(v *view, _ *noFacts) {
 		v.acked(codeDedupNotAcked, roleCopy)
-		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after concurrent copies")
-		v.once(codeDedupEffects, phaseAfter, "after concurrent copies")
+		v.stored(codeDedupRows, phaseAfter, "after concurrent copies")
+		v.appliedOnce(codeDedupEffects, phaseAfter, "after concurrent copies")
 	}),
 }
 
@@ -91,13 +91,17 @@ var dedup2 = Guarantee{
 		// Every endpoint at once: each waits its own profile's retry delay.
 		var jobs []func()
 		for _, ep := range s.endpoints() {
-			ev := s.effectEvent(ep)
+			ev := s.storeEvent(ep)
 			k := s.key(ep, ev)
 			jobs = append(jobs, func() {
 				// The first response is read and thrown away: the provider never saw the
 				// 2xx and redelivers, re-signed, after its first retry delay (compressed).
 				s.send(ep, ev, roleFirst, simulator.Shape{Faults: simulator.Faults{LostAck: simulator.LostAckDiscard}})
-				s.settle(1, func() int { return s.rows(k, phaseAfterFirst) })
+				if s.objectVersion() {
+					s.states(phaseAfterFirst, 1, k)
+				} else {
+					s.settle(1, func() int { return s.rows(k, phaseAfterFirst) })
+				}
 				if d, ok := simulator.ScheduleFor(ep.Profile, nil).Next(2, 0, 0, nil); ok {
 					clock := simulator.Clock{Scale: s.env.TimeScale}
 					s.note("%s redelivers after %s of provider time (%s here)", ep.name(), d, clock.Real(d).Round(time.Millisecond))
@@ -120,10 +124,10 @@ var dedup2 = Guarantee{
 				v.deviate(codeDedupNotAcked, "first delivery of %s was answered %s", a.Key.EventID, Describe(a))
 			}
 		}
-		v.count(codeDedupRows, queryEventRows, phaseAfterFirst, 1, "after the first delivery (its acknowledgement lost)")
+		v.stored(codeDedupRows, phaseAfterFirst, "after the first delivery (its acknowledgement lost)")
 		v.acked(codeDedupNotAcked, roleRedelivery, roleResend)
-		v.count(codeDedupRows, queryEventRows, phaseAfter, 1, "after the redeliveries")
-		v.once(codeDedupEffects, phaseAfter, "after the redeliveries")
+		v.stored(codeDedupRows, phaseAfter, "after the redeliveries")
+		v.appliedOnce(codeDedupEffects, phaseAfter, "after the redeliveries")
 	}),
 }
 

@@ -158,7 +158,7 @@ func derivedCode(role string) string {
 // that sends it and reads that it left nothing: under its own key, and, when
 // the event ID itself was changed, under the ID it was changed to.
 func (s *session) derivedBad(ep Endpoint, code Code, what string, f simulator.Faults) func() {
-	ev := s.effectEvent(ep)
+	ev := s.storeEvent(ep)
 	k := s.key(ep, ev)
 	keys := []profiles.Key{k}
 	if f.Alter == "id" {
@@ -168,6 +168,11 @@ func (s *session) derivedBad(ep Endpoint, code Code, what string, f simulator.Fa
 	}
 	return func() {
 		s.send(ep, ev, derivedRole(code, what), simulator.Shape{Faults: f})
+		if s.objectVersion() {
+			// One object, whatever its event ID was changed to.
+			s.states(phaseBad, 0, k)
+			return
+		}
 		for _, k := range keys {
 			s.rows(k, phaseBad)
 			s.effects(k, phaseBad)

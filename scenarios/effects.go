@@ -41,6 +41,12 @@ func (v *view) once(code Code, phase, what string) {
 // stateOnce is state for a phase where the effect must have applied exactly
 // once: its rows counted, its effects held to once.
 func (v *view) stateOnce(code Code, phase, what string) {
+	if v.objectVersion() {
+		// No rows or effects to count: the object holds the update (whether
+		// once cannot show, onceUnjudged).
+		v.objectStored(code, phase, 1, what)
+		return
+	}
 	v.count(code, queryEventRows, phase, 1, what)
 	v.once(code, phase, what)
 }

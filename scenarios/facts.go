@@ -56,6 +56,9 @@ type commonFacts struct {
 	ObjectEffectsBlind string            `fact:"object_effects_blind"`
 	SetupState         map[string]string `fact:"setup_state:"`
 	SetupEvents        map[string]words  `fact:"setup_events:"`
+	// OrderedFixture is set when a fixture makes each ordered object before
+	// its first update: a store check's object may then exist without it.
+	OrderedFixture bool `fact:"ordered_fixture"`
 }
 
 // words is a list written space-separated.

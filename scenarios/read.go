@@ -248,6 +248,10 @@ func (s *session) state(k profiles.Key, phase string, hint int) { s.states(phase
 // states reads the rows and effects of every key at once, sharing one settle
 // deadline: a receiver that stores nothing costs one settle, not one per read.
 func (s *session) states(phase string, hint int, keys ...profiles.Key) {
+	if s.objectVersion() {
+		s.objectStates(phase, hint, keys...)
+		return
+	}
 	// As settle: quiescence first, then a whole period for the counts (the
 	// workers of a receiver restarted on a loaded machine may take most of
 	// the first).

@@ -56,12 +56,16 @@ func (e *Env) LedgerReason(g *Guarantee) string { return e.ledgerReason(g) }
 // ledgerReason says why a guarantee that counts event rows cannot judge a
 // receiver without an event ledger ("" when it can).
 func (e *Env) ledgerReason(g *Guarantee) string {
-	if !e.ledgerless() {
+	if !e.ledgerless() || objectVersionJudged[g.ID] {
 		return ""
 	}
 	for _, r := range g.Reads {
 		if r.Query == queryEventRows {
-			return fmt.Sprintf("target.idempotency is object-version: the receiver keeps no event ledger, and %s counts an event's rows (event_rows); ORDER and the reconciliation judge its object versions instead", g.ID)
+			why := ledgerOnlyWhy[g.ID]
+			if why == "" {
+				why = "its events are judged by their event rows"
+			}
+			return fmt.Sprintf("target.idempotency is object-version: the receiver keeps no event ledger, and %s counts an event's rows (event_rows): %s", g.ID, why)
 		}
 	}
 	return ""

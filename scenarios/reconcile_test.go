@@ -15,33 +15,50 @@ import (
 )
 
 // A receiver without an event ledger gets not_applicable, naming its style,
-// for every guarantee that counts event rows, and only for those.
+// for every guarantee that counts event rows and cannot judge it by the
+// object its events update, and only for those.
 func TestLedgerlessNotApplicable(t *testing.T) {
 	ledger := &Env{}
 	objects := &Env{Idempotency: idempotencyObjectVersion}
 	both := &Env{Idempotency: idempotencyBoth}
-	var counted int
+	var counted, judged int
+	ids := map[string]bool{}
 	for _, g := range Catalogue() {
+		ids[g.ID] = true
 		rows := false
 		for _, r := range g.Reads {
 			rows = rows || r.Query == queryEventRows
 		}
-		why := objects.ledgerReason(&g)
-		if rows != (why != "") {
-			t.Errorf("%s: reads event_rows %v, ledgerless reason %q", g.ID, rows, why)
+		if objectVersionJudged[g.ID] && !rows {
+			t.Errorf("%s: judged by object version, but it reads no event_rows to replace", g.ID)
 		}
-		if rows {
+		why := objects.ledgerReason(&g)
+		if want := rows && !objectVersionJudged[g.ID]; want != (why != "") {
+			t.Errorf("%s: reads event_rows %v, judged by object version %v, ledgerless reason %q", g.ID, rows, objectVersionJudged[g.ID], why)
+		}
+		if objectVersionJudged[g.ID] {
+			judged++
+		}
+		if why != "" {
 			counted++
 			if !strings.Contains(why, "target.idempotency is object-version") || !strings.Contains(why, g.ID) {
 				t.Errorf("%s: reason %q names neither the style nor the guarantee", g.ID, why)
+			}
+			if w := ledgerOnlyWhy[g.ID]; w != "" && !strings.Contains(why, w) {
+				t.Errorf("%s: reason %q does not say why (%q)", g.ID, why, w)
 			}
 		}
 		if ledger.ledgerReason(&g) != "" || both.ledgerReason(&g) != "" {
 			t.Errorf("%s: not applicable to a receiver with an event ledger", g.ID)
 		}
 	}
-	if counted == 0 {
-		t.Fatal("no guarantee reads event_rows: the test judges nothing")
+	for id := range ledgerOnlyWhy {
+		if !ids[id] || objectVersionJudged[id] {
+			t.Errorf("ledgerOnlyWhy[%s]: no such guarantee, or one judged by object version", id)
+		}
+	}
+	if counted == 0 || judged == 0 {
+		t.Fatalf("%d guarantee(s) not applicable, %d judged by object version: the test judges nothing", counted, judged)
 	}
 }
 

@@ -242,8 +242,13 @@ func (v *view) count(code Code, query, phase string, want int64, what string) {
 	}
 }
 
-// state checks the event rows and effects of every key read in phase.
+// state checks the event rows and effects of every key read in phase; for an
+// object-version receiver, every object read (objectStored).
 func (v *view) state(code Code, phase string, want int64, what string) {
+	if v.objectVersion() {
+		v.objectStored(code, phase, want, what)
+		return
+	}
 	v.count(code, queryEventRows, phase, want, what)
 	v.count(code, queryEffects, phase, want, what)
 }

@@ -41,7 +41,7 @@ async function main() {
   pool.on('error', (err) => log(`idle database connection lost: ${err.message}`));
   await ensureSchema(pool);
 
-  const server = http.createServer(createApp({ pool, secret, sync: createSync(defect), log }));
+  const server = http.createServer(createApp({ pool, secret, sync: createSync(defect), log, defect }));
   await new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, resolve);

@@ -40,10 +40,12 @@ var ExampleNotApplicable = map[string][]string{
 	// Four providers, one account: no lifecycle, no failpoints, no retention,
 	// inbox or outbox.
 	"multi-provider": {"DEDUP-3", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ORDER", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
-	// No event ledger (object-version): the guarantees that count event rows
-	// are not applicable; no effect or lifecycle role, one endpoint, no
-	// retention, inbox or outbox. Only ORDER-1, -2, -4, -5 and -6 run.
-	"ledgerless-receiver": {"DEDUP", "ATOMIC", "ACK", "ORDER-3", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
+	// No event ledger (object-version): ACK, DEDUP-1, -2, ATOMIC-1 and -3
+	// judge fresh subscriptions; the rest that count event rows are not
+	// applicable. No effect or lifecycle role, one endpoint, no failpoints,
+	// retention, inbox or outbox.
+	"ledgerless-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-5", "DEDUP-6", "DEDUP-7", "DEDUP-8", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5",
+		"ACK-6", "ACK-8", "ORDER-3", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 	// A refetching Stripe receiver: one endpoint, no lifecycle, no
 	// failpoints, retention, inbox or outbox.
 	"refetch-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-5", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-8", "ORDER-3", "ORDER-5", "ORDER-6", "RETENTION", "INBOX", "OUTBOX"},
