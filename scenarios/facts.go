@@ -34,6 +34,9 @@ type commonFacts struct {
 	// of the built-in domain.
 	HandledTypes words  `fact:"handled_types"`
 	EffectType   string `fact:"effect_type"`
+	// EffectTypes are every effect role's types, when there are several
+	// (EffectType is the first's).
+	EffectTypes words `fact:"effect_types"`
 	// Expired are the keys the scenario purged on purpose.
 	Expired lines `fact:"expired"`
 	// KeyTTL and PayloadTTL are the retention declared for the endpoint a

@@ -150,6 +150,12 @@ func (s *session) reconcile() {
 		if voc.Effect != nil {
 			c.EffectType = voc.Effect.Type
 		}
+		if rs := voc.AllEffects(); len(rs) > 1 {
+			c.EffectTypes = words{}
+			for _, r := range rs {
+				c.EffectTypes = append(c.EffectTypes, r.Type)
+			}
+		}
 		if s.env.byObjectVersion() {
 			c.Idempotency = s.env.Idempotency
 		}
@@ -168,7 +174,7 @@ func (s *session) reconcile() {
 		}
 		it := seen[a.Key]
 		if it == nil {
-			it = &item{k: a.Key, cash: voc.Effect != nil && a.EventType == voc.Effect.Type}
+			it = &item{k: a.Key, cash: voc.EffectRoleOf(a.EventType) != nil}
 			seen[a.Key] = it
 			items = append(items, it)
 		}
@@ -326,6 +332,11 @@ func reconcile(v *view) {
 		}
 		effectType = v.common.EffectType
 	}
+	// Every effect role's events apply at most once, the first's or not.
+	effectTypes := map[string]bool{effectType: effectType != ""}
+	for _, t := range v.common.EffectTypes {
+		effectTypes[t] = true
+	}
 	ledger := v.common.Idempotency != idempotencyObjectVersion
 	byObject := v.common.Idempotency == idempotencyObjectVersion || v.common.Idempotency == idempotencyBoth
 	var order []profiles.Key
@@ -336,7 +347,7 @@ func reconcile(v *view) {
 		}
 		t := byKey[a.Key]
 		if t == nil {
-			t = &tally{cash: effectType != "" && a.EventType == effectType}
+			t = &tally{cash: effectTypes[a.EventType]}
 			byKey[a.Key] = t
 			order = append(order, a.Key)
 		}

@@ -84,6 +84,17 @@ var reconcileTable = register(&table{
 		{name: "a delivery without an event ID is not reconciled", edits: do(more(func(r *rec) { r.send("other", key(""), typeCredit) }))},
 		// A history written before handled_types and effect_type were recorded
 		// is of the built-in domain.
+		// Every effect role applies at most once, not only the first: a
+		// second role's event (here "payout.paid") applied twice is reported.
+		{name: "a second effect role's event applied twice", codes: is("reconcile.applied-twice"),
+			edits: do(setFact("handled_types", builtinHandled+" payout.paid"), setFact("effect_types", typeCredit+" payout.paid"),
+				more(func(r *rec) {
+					r.send("other", key("evt_2"), "payout.paid").rows("reconcile", key("evt_2"), 1).effects("reconcile", key("evt_2"), 2)
+				}))},
+		{name: "a second effect role's event, not declared as one", edits: do(setFact("handled_types", builtinHandled+" payout.paid"),
+			more(func(r *rec) {
+				r.send("other", key("evt_2"), "payout.paid").rows("reconcile", key("evt_2"), 1).effects("reconcile", key("evt_2"), 2)
+			}))},
 		{name: "an older history: the built-in domain", edits: do(dropFact("handled_types"), dropFact("effect_type"))},
 		{name: "an older history: its credit applied twice", codes: is("reconcile.applied-twice"),
 			edits: do(dropFact("handled_types"), dropFact("effect_type"), count("effects", "reconcile", "evt_1", 2))},
