@@ -28,11 +28,14 @@ func TestReferenceConformance(t *testing.T) {
 
 	opts := []hookcerttest.Option{hookcerttest.OnResults(func(res *reports.Results) {
 		// Every guarantee passes, but those that need a capability newer than
-		// this example's list (the suite grows).
+		// this example's list (the suite grows), and the ORDER checks of ties
+		// and child rows: the built-in domain's updates carry no tag and have
+		// no child rows.
 		for _, g := range res.Guarantees {
 			switch {
 			case g.Status == reports.StatusPassed:
-			case g.Status == reports.StatusNotApplicable && (strings.Contains(g.Reason, "does not declare capability") || strings.Contains(g.Reason, "no capability")):
+			case g.Status == reports.StatusNotApplicable && (strings.Contains(g.Reason, "does not declare capability") || strings.Contains(g.Reason, "no capability")),
+				g.Status == reports.StatusNotApplicable && (g.ID == "ORDER-5" || g.ID == "ORDER-6"):
 				t.Logf("%s: not applicable: %s", g.ID, g.Reason)
 			default:
 				t.Errorf("%s: %s, want passed (%s)", g.ID, g.Status, g.Reason)
