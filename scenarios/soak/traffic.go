@@ -60,7 +60,7 @@ func (s *soak) limiter(ctx context.Context) <-chan struct{} {
 // and w alone, and their IDs carry w: a shard running some of the workers sends
 // exactly those workers' events of an unsharded soak of the same seed.
 func (s *soak) worker(ctx, gen context.Context, tokens <-chan struct{}, w int, rng *rand.Rand) {
-	for seq := 1; gen.Err() == nil; seq++ {
+	for seq := 0; gen.Err() == nil; {
 		if tokens != nil {
 			select {
 			case <-tokens:
@@ -73,6 +73,7 @@ func (s *soak) worker(ctx, gen context.Context, tokens <-chan struct{}, w int, r
 			continue
 		}
 		s.n.Add(1)
+		seq++
 		epi := (w + seq) % len(s.env.Endpoints)
 		ev, key, err := scenarios.EffectEvent(s.env, s.env.Endpoints[epi], fmt.Sprintf("soak%dw%dn%06x", w, seq, rng.Uint32()&0xffffff), rng.Uint32())
 		if err != nil {
