@@ -92,7 +92,6 @@ func Merge(hs []*history.History) (*history.History, error) {
 	info := RunInfo{Tool: i0.Tool, Target: i0.Target, Profiles: i0.Profiles, Environment: i0.Environment, Options: i0.Options,
 		Faults: []reports.SoakFault{}, Shards: n}
 	info.Options.Shard, info.Options.Shards = "", n
-	info.Options.Concurrency, info.Options.Rate = 0, 0
 	info.Settle.Quiescent = true
 	owner := map[profiles.Key]int{}
 	var repros, errs []string
@@ -121,8 +120,11 @@ func Merge(hs []*history.History) (*history.History, error) {
 			}
 			info.Faults = append(info.Faults, f)
 		}
-		info.Options.Concurrency += in.Options.Concurrency
-		info.Options.Rate += in.Options.Rate
+		// Each shard records the whole soak's concurrency and rate.
+		if in.Options.Concurrency != i0.Options.Concurrency || in.Options.Rate != i0.Options.Rate {
+			return nil, fmt.Errorf("shard %s ran --concurrency %d --rate %g, shard %s --concurrency %d --rate %g: the shards of one soak share them (they are the whole soak's)",
+				in.Shard, in.Options.Concurrency, in.Options.Rate, first, i0.Options.Concurrency, i0.Options.Rate)
+		}
 		info.TrafficNS = max(info.TrafficNS, in.TrafficNS+shift)
 		info.DurationMS = max(info.DurationMS, in.DurationMS+shift/1e6)
 		info.Settle.Redelivered += in.Settle.Redelivered

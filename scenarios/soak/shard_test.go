@@ -126,7 +126,7 @@ func TestMergeJudgesTheWhole(t *testing.T) {
 		t.Fatal(err)
 	}
 	sk := res.Soak
-	if !sk.Passed || sk.Keys != 3 || sk.Acknowledged != 3 || sk.Options.Shards != 2 || sk.Options.Concurrency != 4 {
+	if !sk.Passed || sk.Keys != 3 || sk.Acknowledged != 3 || sk.Options.Shards != 2 || sk.Options.Concurrency != 2 {
 		t.Fatalf("merged clean shards: %+v", sk)
 	}
 	if len(sk.Faults) != 1 || sk.Faults[0].Kind != "kill" {
