@@ -56,6 +56,12 @@ quiescent, and every key's event rows and effects are read. Each key is judged f
 the history: lost (acknowledged, never stored), duplicated (more than one row or
 effect), unknown and recovered (unknown outcome, then stored once), never applied.
 
+--shard I/N --start-at TIME sends one slice of the traffic (the workers numbered I
+modulo N of --concurrency, at their share of --rate) from TIME on, so N processes on
+N machines with the same --seed soak one receiver together; only shard 0 applies the
+nemesis. hookcert check --from DIR0 DIR1 ... merges their report directories and
+judges the whole soak.
+
 Writes results.json (its soak section), soak.html and history.jsonl to --report-dir.
 Exit status: 0 no key lost or duplicated and every key read, 1 some were lost or
 duplicated (their keys and the seed are printed), 2 usage or configuration error,
