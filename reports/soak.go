@@ -63,6 +63,10 @@ type SoakRun struct {
 	DupRate     float64 `json:"dup_rate"`
 	LostAckRate float64 `json:"lost_ack_rate"`
 	Nemesis     string  `json:"nemesis,omitempty"`
+	// Shard is the slice one process of a sharded soak sent ("1/4"); Shards the
+	// number of shards a merged judgement covers.
+	Shard  string `json:"shard,omitempty"`
+	Shards int    `json:"shards,omitempty"`
 }
 
 // SoakLatency is the acknowledged attempts' latency.

@@ -34,6 +34,10 @@ type RunInfo struct {
 	DurationMS int64 `json:"duration_ms"`
 	// Error is why the soak could not judge (interrupted, reads cut short).
 	Error string `json:"error,omitempty"`
+	// Shard is the slice of the traffic a sharded soak's process sent; Shards
+	// the number of shard histories Merge joined into this one.
+	Shard  *ShardInfo `json:"shard,omitempty"`
+	Shards int        `json:"shards,omitempty"`
 }
 
 // IsSoak reports whether h is a soak's history.

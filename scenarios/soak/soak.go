@@ -61,6 +61,9 @@ type Options struct {
 	SettleBound time.Duration
 	// Progress hears, once a second and at each phase's end, how the soak goes.
 	Progress func(Progress)
+	// Shard is the slice of the traffic this process sends (zero: all of it);
+	// Concurrency and Rate are then the whole soak's.
+	Shard Shard
 }
 
 // Result is what a soak recorded: its history (attempts and the final reads)
@@ -90,6 +93,12 @@ func (o *Options) Validate(h Hooks) error {
 	}
 	if o.DupRate+o.LostAckRate > 1 {
 		return errors.New("--dup-rate and --lost-ack-rate must not add up to more than 1")
+	}
+	if err := o.Shard.validate(o.Concurrency); err != nil {
+		return err
+	}
+	if !o.Shard.appliesFaults() {
+		o.Nemesis = nil
 	}
 	for _, n := range o.Nemesis {
 		switch {
@@ -145,7 +154,8 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 	if env.Vocab != nil && env.Vocab.Effect == nil {
 		return nil, scenarios.ErrNoEffectRole
 	}
-	s := &soak{env: env, hooks: hooks, o: o, start: time.Now(), clock: simulator.Clock{Scale: env.TimeScale}, killNow: make(chan killed, 1)}
+	s := &soak{env: env, hooks: hooks, o: o, start: o.Shard.origin(), clock: simulator.Clock{Scale: env.TimeScale}, killNow: make(chan killed, 1)}
+	s.o.Rate = o.Shard.rate(o.Rate, o.Concurrency)
 	for _, ep := range env.Endpoints {
 		r, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{})
 		if err != nil {
@@ -158,15 +168,18 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 	}
 
 	// Traffic and nemesis until the duration ends (or ctx does).
-	gen, stopGen := context.WithTimeout(ctx, o.Duration)
+	gen, stopGen, err := s.trafficWindow(ctx)
+	if err != nil {
+		return nil, err
+	}
 	defer stopGen()
 	var workers, nemeses sync.WaitGroup
 	tokens := s.limiter(gen)
-	for w := range o.Concurrency {
+	for _, w := range o.Shard.workers(o.Concurrency) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			s.worker(ctx, gen, tokens, rand.New(rand.NewPCG(uint64(o.Seed), uint64(w)+1)))
+			s.worker(ctx, gen, tokens, w, rand.New(rand.NewPCG(uint64(o.Seed), uint64(w)+1)))
 		}()
 	}
 	// Faults of different kinds never overlap: one would hide the other.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
-	"strconv"
 	"sync"
 	"time"
 
@@ -57,8 +56,11 @@ func (s *soak) limiter(ctx context.Context) <-chan struct{} {
 	return ch
 }
 
-func (s *soak) worker(ctx, gen context.Context, tokens <-chan struct{}, rng *rand.Rand) {
-	for gen.Err() == nil {
+// worker w sends its events until gen ends. Its events follow from the seed
+// and w alone, and their IDs carry w: a shard running some of the workers sends
+// exactly those workers' events of an unsharded soak of the same seed.
+func (s *soak) worker(ctx, gen context.Context, tokens <-chan struct{}, w int, rng *rand.Rand) {
+	for seq := 0; gen.Err() == nil; {
 		if tokens != nil {
 			select {
 			case <-tokens:
@@ -70,9 +72,10 @@ func (s *soak) worker(ctx, gen context.Context, tokens <-chan struct{}, rng *ran
 			s.deliver(ctx, j, false, false)
 			continue
 		}
-		n := int(s.n.Add(1))
-		epi := n % len(s.env.Endpoints)
-		ev, key, err := scenarios.EffectEvent(s.env, s.env.Endpoints[epi], "soak"+strconv.Itoa(n)+fmt.Sprintf("%06x", rng.Uint32()&0xffffff), rng.Uint32())
+		s.n.Add(1)
+		seq++
+		epi := (w + seq) % len(s.env.Endpoints)
+		ev, key, err := scenarios.EffectEvent(s.env, s.env.Endpoints[epi], fmt.Sprintf("soak%dw%dn%06x", w, seq, rng.Uint32()&0xffffff), rng.Uint32())
 		if err != nil {
 			s.fault(reports.SoakFault{Kind: "generator", StartMS: s.since() / 1e6, EndMS: s.since() / 1e6, Error: err.Error()})
 			return

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,9 +63,10 @@ results, or --out cannot be written.`,
 // newCheckCmd re-judges a stored run from its history alone: the checker stage
 // without the receiver, as Jepsen's analyze re-checks a stored history.
 func newCheckCmd() *cobra.Command {
-	var from, out string
+	var from []string
+	var out string
 	cmd := &cobra.Command{
-		Use:   "check --from REPORT_DIR",
+		Use:   "check --from REPORT_DIR [REPORT_DIR...]",
 		Short: "Re-judge a stored run from its history.jsonl and write the reports",
 		Long: `Check reads REPORT_DIR/` + certify.HistoryFile + ` (schema ` + history.Schema + `), judges every
 scenario from the attempts and observations it holds, and writes results.json,
@@ -72,18 +74,34 @@ junit.xml, summary.md and index.html into --out (default: REPORT_DIR). A soak's
 history (hookcert soak) is reconciled per event key as the soak does, into
 results.json and soak.html. The receiver is not contacted.
 
+Several directories, each a shard of one sharded soak (hookcert soak --shard I/N),
+are merged and judged as the whole soak: --from dir0 dir1 ... or --from repeated.
+The merged history.jsonl, results.json and soak.html go to --out (default
+hookcert-soak-merged). Every shard must be given once.
+
 Exit status as for certify (or soak): 0 passed, 1 a guarantee failed, 4 nothing
 judged, 5 none failed but some could not be judged (a read the history lacks, an
 interrupted run); 2 when the history cannot be read or the reports not written.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			if from == "" {
+		Args: cobra.ArbitraryArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			// --from dir0 dir1 ...: the directories after the first are arguments.
+			if len(args) > 0 && !cmd.Flags().Changed("from") {
+				return usageErr("check: %q: name report directories with --from", args[0])
+			}
+			dirs := append(slices.DeleteFunc(slices.Clone(from), func(d string) bool { return d == "" }), args...)
+			if len(dirs) == 0 {
 				return usageErr("check: --from must name a report directory")
 			}
-			if out == "" {
-				out = from
+			if len(dirs) > 1 {
+				if out == "" {
+					out = mergedSoakDir
+				}
+				return mergeSoaks(cmd.OutOrStdout(), dirs, out)
 			}
-			f, err := os.Open(filepath.Join(from, certify.HistoryFile))
+			if out == "" {
+				out = dirs[0]
+			}
+			f, err := os.Open(filepath.Join(dirs[0], certify.HistoryFile))
 			if err != nil {
 				return usageErr("check: --from: %v", err)
 			}
@@ -105,8 +123,8 @@ interrupted run); 2 when the history cannot be read or the reports not written.`
 			return verdictExit(cmd.OutOrStdout(), res, out, time.Time{})
 		},
 	}
-	cmd.Flags().StringVar(&from, "from", "hookcert-report", "report directory holding "+certify.HistoryFile)
-	cmd.Flags().StringVar(&out, "out", "", "directory to write the reports into (default: --from)")
+	cmd.Flags().StringArrayVar(&from, "from", []string{"hookcert-report"}, "report directory holding "+certify.HistoryFile+"; several (the shards of one soak) are merged")
+	cmd.Flags().StringVar(&out, "out", "", "directory to write the reports into (default: --from, or "+mergedSoakDir+" when merging)")
 	return cmd
 }
 

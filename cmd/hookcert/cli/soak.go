@@ -26,6 +26,7 @@ import (
 
 type soakFlags struct {
 	config, reportDir, databaseURL, nemesis string
+	shard, startAt                          string
 	mode                                    string
 	demo, keepDatabase, settleBoundSet      bool
 	defects                                 []string
@@ -54,6 +55,12 @@ redelivered until acknowledged or --settle-bound, the receiver is left to become
 quiescent, and every key's event rows and effects are read. Each key is judged from
 the history: lost (acknowledged, never stored), duplicated (more than one row or
 effect), unknown and recovered (unknown outcome, then stored once), never applied.
+
+--shard I/N --start-at TIME sends one slice of the traffic (the workers numbered I
+modulo N of --concurrency, at their share of --rate) from TIME on, so N processes on
+N machines with the same --seed soak one receiver together; only shard 0 applies the
+nemesis. hookcert check --from DIR0 DIR1 ... merges their report directories and
+judges the whole soak.
 
 Writes results.json (its soak section), soak.html and history.jsonl to --report-dir.
 Exit status: 0 no key lost or duplicated and every key read, 1 some were lost or
@@ -85,6 +92,8 @@ could not judge (interrupted, keys left unread).`,
 	fl.StringVar(&f.reportDir, "report-dir", "hookcert-soak", "where results.json, soak.html, history.jsonl and receiver.log go")
 	fl.StringVar(&f.databaseURL, "database-url", "", "the database server for targets that use {{.DatabaseURL}}: PostgreSQL ($HOOKCERT_DATABASE_URL when unset, else provisioned), or a mysql:// server for observe.mysql ($HOOKCERT_MYSQL_URL when unset); the run gets a database of its own there")
 	fl.BoolVar(&f.keepDatabase, "keep-database", false, "keep the run's database afterwards")
+	fl.StringVar(&f.shard, "shard", "", "send slice `I/N` of the traffic (shard I from 0 of N; --concurrency and --rate are the whole soak's); merge the shards' report directories with hookcert check --from")
+	fl.StringVar(&f.startAt, "start-at", "", "begin traffic at this RFC 3339 `time`, the same for every shard (needed with --shard I/N, N > 1)")
 	return cmd
 }
 
@@ -113,6 +122,10 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 	if err != nil {
 		return usageErr("--nemesis: %v", err)
 	}
+	shard, err := soakShard(f)
+	if err != nil {
+		return err
+	}
 	if f.seed == 0 {
 		f.seed = time.Now().UnixNano() % 1_000_000
 	}
@@ -123,12 +136,19 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 		f.settleBound = max(f.settleBound, demoInboxDrainFactor*f.duration)
 	}
 	so := soak.Options{Duration: f.duration, Concurrency: f.concurrency, Rate: f.rate, DupRate: f.dupRate, LostAckRate: f.lostAckRate,
-		Nemesis: nem, PauseFor: f.pauseFor, Seed: f.seed, SettleBound: f.settleBound}
+		Nemesis: nem, PauseFor: f.pauseFor, Seed: f.seed, SettleBound: f.settleBound, Shard: shard}
 	if err := so.Validate(soak.Hooks{Controller: nopController{}, Pause: func(bool) error { return nil }, Terminate: func(context.Context) ([]int, error) { return nil, nil }}); err != nil {
 		return usageErr("%v", err)
 	}
 	opts := certify.Options{ConfigPath: f.config, DatabaseURL: f.databaseURL, KeepDatabase: f.keepDatabase, ReportDir: f.reportDir,
 		TimeScale: f.timeScale, Stdout: out, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	if !shard.StartAt.IsZero() {
+		// One namespace for every shard's events, new with each start time.
+		opts.RunID = soak.ShardRunID(f.seed, shard.StartAt)
+	}
+	if shard.Sharded() && shard.Index != 0 && len(nem) > 0 {
+		fmt.Fprintf(out, "shard %s: receiver-wide faults are shard 0's; this shard applies none\n", shard)
+	}
 	repro := soakRepro(f)
 	if f.demo {
 		exe, err := os.Executable()
@@ -193,6 +213,12 @@ func soakRepro(f *soakFlags) string {
 	if f.nemesis != "" {
 		c += " --nemesis " + f.nemesis
 	}
+	if f.shard != "" {
+		c += " --shard " + f.shard
+	}
+	if f.startAt != "" {
+		c += " --start-at " + f.startAt
+	}
 	return c
 }
 
@@ -227,6 +253,9 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 	tty := isColor(out)
 	so.Progress = func(pr soak.Progress) { fmt.Fprint(out, soakProgressLine(p, pr, tty)) }
 	fmt.Fprintf(out, "soaking %s for %s at concurrency %d\n", hs.Target().Name, so.Duration, so.Concurrency)
+	if sh := so.Shard; !sh.StartAt.IsZero() {
+		fmt.Fprintf(out, "shard %s, traffic from %s\n", sh, sh.StartAt.Format(time.RFC3339Nano))
+	}
 	res, runErr := soak.Run(ctx, hs.Env, hooks, so)
 	if tty {
 		fmt.Fprint(out, "\r\x1b[K")
@@ -248,7 +277,10 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		Options: reports.SoakRun{Duration: so.Duration.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
 			LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis)},
 		TrafficNS: res.TrafficNS, Faults: res.Faults, Settle: res.Settle, Repro: repro,
-		DurationMS: time.Since(started).Milliseconds(),
+		DurationMS: time.Since(started).Milliseconds(), Shard: so.Shard.Info(),
+	}
+	if so.Shard.Sharded() {
+		info.Options.Shard = so.Shard.String()
 	}
 	for _, ep := range tg.Endpoints {
 		info.Target.Endpoints = append(info.Target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
@@ -411,3 +443,27 @@ func (nopController) Kill() error                    { return nil }
 func (nopController) WaitExit(context.Context) error { return nil }
 func (nopController) Restart(context.Context) error  { return nil }
 func (nopController) Alive() (bool, string)          { return true, "" }
+
+// soakShard reads --shard and --start-at. A sharded soak reaches a receiver
+// every shard shares, so it takes a target file: --demo starts a receiver of
+// its own in each process.
+func soakShard(f *soakFlags) (soak.Shard, error) {
+	var sh soak.Shard
+	if f.shard != "" {
+		var err error
+		if sh, err = soak.ParseShard(f.shard); err != nil {
+			return sh, usageErr("--shard: %v", err)
+		}
+	}
+	if f.startAt != "" {
+		t, err := soak.ParseStartAt(f.startAt)
+		if err != nil {
+			return sh, usageErr("--start-at: %v", err)
+		}
+		sh.StartAt = t
+	}
+	if sh.Sharded() && f.demo {
+		return sh, usageErr("--shard %s needs --config: the shards must soak one receiver, and --demo starts one of its own in each process (start it once, e.g. hookcert reference serve, and point every shard's target file at it)", sh)
+	}
+	return sh, nil
+}
