@@ -16,7 +16,8 @@ const FileSoakHTML = "soak.html"
 // Soak is what a `hookcert soak` run measured and found (results.json's soak
 // section). Counts of keys are per event key (source, account, event ID).
 type Soak struct {
-	// Passed is true with no key lost and none duplicated.
+	// Passed is true with no key lost and none duplicated, every key read,
+	// and every threshold met.
 	Passed     bool    `json:"passed"`
 	DurationMS int64   `json:"duration_ms"`
 	Options    SoakRun `json:"options"`
@@ -53,6 +54,69 @@ type Soak struct {
 	DuplicatedKeys []string `json:"duplicated_keys,omitempty"`
 	// Repro reruns the soak with the same seed.
 	Repro string `json:"repro,omitempty"`
+	// Phases are warm-up, measure, drain and settle, in milliseconds since
+	// the soak started; thresholds are judged on the measure phase alone.
+	Phases []SoakPhase `json:"phases,omitempty"`
+	// Measure is what the measure phase measured (the figures thresholds
+	// are judged on).
+	Measure *SoakMeasure `json:"measure,omitempty"`
+	// Thresholds are the verdicts of the thresholds the soak was given.
+	Thresholds []SoakThreshold `json:"thresholds,omitempty"`
+}
+
+// SoakPhase is one phase of a soak.
+type SoakPhase struct {
+	Name    string `json:"name"`
+	StartMS int64  `json:"start_ms"`
+	EndMS   int64  `json:"end_ms"`
+}
+
+// SoakMeasure is the measure phase's figures: the attempts that started in it.
+type SoakMeasure struct {
+	StartMS      int64 `json:"start_ms"`
+	EndMS        int64 `json:"end_ms"`
+	Attempts     int   `json:"attempts"`
+	Acknowledged int   `json:"acknowledged"`
+	// Failed attempts were not acknowledged (acknowledgements the soak lost
+	// on purpose are not counted); FailedPct is their share of Attempts.
+	Failed         int         `json:"failed"`
+	FailedPct      float64     `json:"failed_pct"`
+	DeliveriesPerS float64     `json:"deliveries_per_s"`
+	AcksPerS       float64     `json:"acks_per_s"`
+	Latency        SoakLatency `json:"latency"`
+}
+
+// SoakThreshold is one threshold's verdict: pass, fail, or error when the
+// measure phase gave nothing to judge it on.
+type SoakThreshold struct {
+	// Threshold is as given, e.g. "p99<250ms".
+	Threshold  string  `json:"threshold"`
+	Metric     string  `json:"metric"`
+	Comparator string  `json:"comparator"`
+	Limit      float64 `json:"limit"`
+	// Unit of Limit and Measured: ms, /s or %.
+	Unit     string  `json:"unit"`
+	Measured float64 `json:"measured"`
+	Verdict  string  `json:"verdict"`
+	Reason   string  `json:"reason,omitempty"`
+}
+
+// Soak threshold verdicts.
+const (
+	ThresholdPass  = "pass"
+	ThresholdFail  = "fail"
+	ThresholdError = "error"
+)
+
+// Breached counts the thresholds that failed.
+func (s *Soak) Breached() int {
+	n := 0
+	for _, t := range s.Thresholds {
+		if t.Verdict == ThresholdFail {
+			n++
+		}
+	}
+	return n
 }
 
 // SoakRun is how the soak was asked to run.
@@ -63,11 +127,19 @@ type SoakRun struct {
 	DupRate     float64 `json:"dup_rate"`
 	LostAckRate float64 `json:"lost_ack_rate"`
 	Nemesis     string  `json:"nemesis,omitempty"`
+	// Warmup and Drain are the phases before and after the measured
+	// Duration, with traffic as in it.
+	Warmup string `json:"warmup,omitempty"`
+	Drain  string `json:"drain,omitempty"`
+	// Thresholds are as given (--threshold or the spec file).
+	Thresholds []string `json:"thresholds,omitempty"`
 }
 
 // SoakLatency is the acknowledged attempts' latency.
 type SoakLatency struct {
 	P50MS float64 `json:"p50_ms"`
+	P90MS float64 `json:"p90_ms,omitempty"`
+	P95MS float64 `json:"p95_ms,omitempty"`
 	P99MS float64 `json:"p99_ms"`
 	MaxMS float64 `json:"max_ms"`
 }
