@@ -16,7 +16,8 @@ const FileSoakHTML = "soak.html"
 // Soak is what a `hookcert soak` run measured and found (results.json's soak
 // section). Counts of keys are per event key (source, account, event ID).
 type Soak struct {
-	// Passed is true with no key lost and none duplicated.
+	// Passed is true with no key lost and none duplicated, every key read,
+	// and every threshold met.
 	Passed     bool    `json:"passed"`
 	DurationMS int64   `json:"duration_ms"`
 	Options    SoakRun `json:"options"`
@@ -53,6 +54,69 @@ type Soak struct {
 	DuplicatedKeys []string `json:"duplicated_keys,omitempty"`
 	// Repro reruns the soak with the same seed.
 	Repro string `json:"repro,omitempty"`
+	// Phases are warm-up, measure, drain and settle, in milliseconds since
+	// the soak started; thresholds are judged on the measure phase alone.
+	Phases []SoakPhase `json:"phases,omitempty"`
+	// Measure is what the measure phase measured (the figures thresholds
+	// are judged on).
+	Measure *SoakMeasure `json:"measure,omitempty"`
+	// Thresholds are the verdicts of the thresholds the soak was given.
+	Thresholds []SoakThreshold `json:"thresholds,omitempty"`
+}
+
+// SoakPhase is one phase of a soak.
+type SoakPhase struct {
+	Name    string `json:"name"`
+	StartMS int64  `json:"start_ms"`
+	EndMS   int64  `json:"end_ms"`
+}
+
+// SoakMeasure is the measure phase's figures: the attempts that started in it.
+type SoakMeasure struct {
+	StartMS      int64 `json:"start_ms"`
+	EndMS        int64 `json:"end_ms"`
+	Attempts     int   `json:"attempts"`
+	Acknowledged int   `json:"acknowledged"`
+	// Failed attempts were not acknowledged (acknowledgements the soak lost
+	// on purpose are not counted); FailedPct is their share of Attempts.
+	Failed         int         `json:"failed"`
+	FailedPct      float64     `json:"failed_pct"`
+	DeliveriesPerS float64     `json:"deliveries_per_s"`
+	AcksPerS       float64     `json:"acks_per_s"`
+	Latency        SoakLatency `json:"latency"`
+}
+
+// SoakThreshold is one threshold's verdict: pass, fail, or error when the
+// measure phase gave nothing to judge it on.
+type SoakThreshold struct {
+	// Threshold is as given, e.g. "p99<250ms".
+	Threshold  string  `json:"threshold"`
+	Metric     string  `json:"metric"`
+	Comparator string  `json:"comparator"`
+	Limit      float64 `json:"limit"`
+	// Unit of Limit and Measured: ms, /s or %.
+	Unit     string  `json:"unit"`
+	Measured float64 `json:"measured"`
+	Verdict  string  `json:"verdict"`
+	Reason   string  `json:"reason,omitempty"`
+}
+
+// Soak threshold verdicts.
+const (
+	ThresholdPass  = "pass"
+	ThresholdFail  = "fail"
+	ThresholdError = "error"
+)
+
+// Breached counts the thresholds that failed.
+func (s *Soak) Breached() int {
+	n := 0
+	for _, t := range s.Thresholds {
+		if t.Verdict == ThresholdFail {
+			n++
+		}
+	}
+	return n
 }
 
 // SoakRun is how the soak was asked to run.
@@ -67,11 +131,19 @@ type SoakRun struct {
 	// number of shards a merged judgement covers.
 	Shard  string `json:"shard,omitempty"`
 	Shards int    `json:"shards,omitempty"`
+	// Warmup and Drain are the phases before and after the measured
+	// Duration, with traffic as in it.
+	Warmup string `json:"warmup,omitempty"`
+	Drain  string `json:"drain,omitempty"`
+	// Thresholds are as given (--threshold or the spec file).
+	Thresholds []string `json:"thresholds,omitempty"`
 }
 
 // SoakLatency is the acknowledged attempts' latency.
 type SoakLatency struct {
 	P50MS float64 `json:"p50_ms"`
+	P90MS float64 `json:"p90_ms,omitempty"`
+	P95MS float64 `json:"p95_ms,omitempty"`
 	P99MS float64 `json:"p99_ms"`
 	MaxMS float64 `json:"max_ms"`
 }
@@ -154,6 +226,11 @@ func SoakHTML(w *bytes.Buffer, r *Results) error {
 	d.Latency = soakChart("p99 latency of acknowledged deliveries", " ms", s, []soakSeries{
 		{"p99", "#1d4ed8", func(p SoakPoint) float64 { return p.P99MS }},
 	})
+	for _, t := range s.Thresholds {
+		if t.Verdict == ThresholdFail {
+			d.Breached++
+		}
+	}
 	return soakTmpl.Execute(w, d)
 }
 
@@ -161,7 +238,12 @@ type soakPage struct {
 	R                   *Results
 	S                   *Soak
 	Throughput, Latency template.HTML
+	Breached            int
 }
+
+// phaseShaded says whether a phase is shaded on the charts: every phase but
+// the measure phase, which thresholds are judged on and is left clear.
+func phaseShaded(name string) bool { return name != "measure" }
 
 type soakSeries struct {
 	name, colour string
@@ -205,8 +287,21 @@ func soakChart(title, unit string, s *Soak, series []soakSeries) template.HTML {
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 %.0f %.0f" width="100%%" role="img" aria-label="%s">`, W, H, template.HTMLEscapeString(title))
 	fmt.Fprintf(&b, `<text x="%.0f" y="20" class="ct">%s</text>`, left, template.HTMLEscapeString(title))
-	// Fault windows first, so the lines stay on top; at least 3 px wide so an
-	// instant fault still shows.
+	// Phases first (the measure phase clear, the others hatched grey and
+	// named), then fault windows, so the lines stay on top.
+	if len(s.Phases) > 1 {
+		for _, p := range s.Phases {
+			x0, x1 := x(float64(p.StartMS)/1000), x(float64(p.EndMS)/1000)
+			if phaseShaded(p.Name) {
+				fmt.Fprintf(&b, `<rect x="%.1f" y="%.0f" width="%.1f" height="%.0f" fill="#6b7280" fill-opacity="0.14"><title>%s phase %.1fs–%.1fs</title></rect>`,
+					x0, top, math.Max(x1-x0, 1), ph, p.Name, float64(p.StartMS)/1000, float64(p.EndMS)/1000)
+			}
+			if x1-x0 > 40 {
+				fmt.Fprintf(&b, `<text x="%.1f" y="%.0f" class="ph">%s</text>`, (x0+x1)/2, top+12, p.Name)
+			}
+		}
+	}
+	// Fault windows at least 3 px wide so an instant fault still shows.
 	for _, f := range s.Faults {
 		x0, x1 := x(float64(f.StartMS)/1000), x(float64(f.EndMS)/1000)
 		if x1-x0 < 3 {
@@ -294,6 +389,18 @@ var soakTmpl = template.Must(template.New("soak").Funcs(template.FuncMap{
 	"f1":     func(v float64) string { return fmt.Sprintf("%.1f", v) },
 	"sub":    func(a, b int64) int64 { return a - b },
 	"colour": faultColour,
+	"num": func(v float64) string {
+		if math.Abs(v) < 1 && v != 0 {
+			return fmt.Sprintf("%.3f", v)
+		}
+		return fmt.Sprintf("%.1f", v)
+	},
+	"unit": func(u string) string {
+		if u == "ms" {
+			return " ms"
+		}
+		return u
+	},
 }).Parse(`<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>hookcert soak — {{.R.Target.Name}}</title>
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -301,20 +408,20 @@ var soakTmpl = template.Must(template.New("soak").Funcs(template.FuncMap{
 body{font:15px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;color:#111827;margin:24px auto;max-width:1140px;padding:0 16px}
 h1{font-size:22px;margin:0 0 4px}.sub{color:#4b5563;margin:0 0 16px}
 .verdict{display:inline-block;padding:2px 10px;border-radius:4px;font-weight:700;color:#fff}
-.pass{background:#15803d}.fail{background:#b91c1c}
+.pass{background:#15803d}.fail{background:#b91c1c}.err{background:#b45309}
 .cards{display:flex;flex-wrap:wrap;gap:10px;margin:16px 0}
 .card{border:1px solid #e5e7eb;border-radius:6px;padding:8px 14px;min-width:110px}
 .card b{display:block;font-size:22px}.card span{color:#4b5563;font-size:13px}
 .bad b{color:#b91c1c}
 .chart{border:1px solid #e5e7eb;border-radius:6px;margin:12px 0;padding:4px}
 svg text{font:12px system-ui,sans-serif;fill:#374151}svg .ct{font-size:14px;font-weight:600;fill:#111827}
-svg .yl{text-anchor:end}svg .xl{text-anchor:middle}svg .grid{stroke:#e5e7eb}svg .axis{stroke:#6b7280}
+svg .yl{text-anchor:end}svg .ph{text-anchor:middle;font-size:11px;fill:#4b5563;font-style:italic}svg .xl{text-anchor:middle}svg .grid{stroke:#e5e7eb}svg .axis{stroke:#6b7280}
 table{border-collapse:collapse;margin:8px 0 16px}td,th{border:1px solid #e5e7eb;padding:4px 10px;text-align:left;font-size:14px}
 th{background:#f9fafb}code{font:13px ui-monospace,monospace}
 .sw{display:inline-block;width:10px;height:10px;border-radius:2px;margin-right:6px;opacity:.6}
 </style></head><body>
-<h1>Soak: {{.R.Target.Name}} <span class="verdict {{if .S.Passed}}pass">PASS{{else}}fail">FAIL{{end}}</span></h1>
-<p class="sub">{{.S.Options.Duration}} at concurrency {{.S.Options.Concurrency}}{{if .S.Options.Rate}}, rate {{.S.Options.Rate}}/s{{end}}; duplicates {{.S.Options.DupRate}}, lost acknowledgements {{.S.Options.LostAckRate}}{{if .S.Options.Nemesis}}; nemesis <code>{{.S.Options.Nemesis}}</code>{{end}} — seed {{.R.Seed}}, run {{.R.RunID}}</p>
+<h1>Soak: {{.R.Target.Name}} <span class="verdict {{if .S.Passed}}pass">PASS{{else}}fail">FAIL{{end}}</span>{{if .Breached}} <span class="verdict fail">{{.Breached}} threshold{{if gt .Breached 1}}s{{end}} breached</span>{{end}}</h1>
+<p class="sub">{{if .S.Options.Warmup}}warm-up {{.S.Options.Warmup}}, {{end}}{{.S.Options.Duration}}{{if or .S.Options.Warmup .S.Options.Drain}} measured{{end}}{{if .S.Options.Drain}}, drain {{.S.Options.Drain}}{{end}} at concurrency {{.S.Options.Concurrency}}{{if .S.Options.Rate}}, rate {{.S.Options.Rate}}/s{{end}}; duplicates {{.S.Options.DupRate}}, lost acknowledgements {{.S.Options.LostAckRate}}{{if .S.Options.Nemesis}}; nemesis <code>{{.S.Options.Nemesis}}</code>{{end}} — seed {{.R.Seed}}, run {{.R.RunID}}</p>
 <div class="cards">
 <div class="card"><b>{{.S.Keys}}</b><span>events sent</span></div>
 <div class="card"><b>{{.S.Acknowledged}}</b><span>acknowledged</span></div>
@@ -325,6 +432,11 @@ th{background:#f9fafb}code{font:13px ui-monospace,monospace}
 <div class="card"><b>{{f1 .S.AcksPerS}}</b><span>acks/s ({{f1 .S.DeliveriesPerS}} deliveries/s)</span></div>
 <div class="card"><b>{{f1 .S.Latency.P99MS}} ms</b><span>p99 (p50 {{f1 .S.Latency.P50MS}}, max {{f1 .S.Latency.MaxMS}})</span></div>
 </div>
+{{if .S.Thresholds}}<h2>Thresholds (measure phase{{with .S.Measure}}, {{sec .StartMS}}–{{sec .EndMS}}{{end}})</h2>
+<table><tr><th>threshold</th><th>metric</th><th>limit</th><th>measured</th><th>verdict</th></tr>
+{{range .S.Thresholds}}<tr><td><code>{{.Threshold}}</code></td><td>{{.Metric}}</td><td>{{.Comparator}} {{num .Limit}}{{unit .Unit}}</td><td>{{if eq .Verdict "error"}}{{.Reason}}{{else}}{{num .Measured}}{{unit .Unit}}{{end}}</td><td><span class="verdict {{if eq .Verdict "pass"}}pass{{else if eq .Verdict "fail"}}fail{{else}}err{{end}}">{{.Verdict}}</span></td></tr>
+{{end}}</table>{{end}}
+{{with .S.Measure}}{{if gt (len $.S.Phases) 2}}<p>Measure phase {{sec .StartMS}}–{{sec .EndMS}}: {{.Attempts}} attempts, {{f1 .DeliveriesPerS}} deliveries/s, {{f1 .AcksPerS}} acks/s, {{.FailedPct}}% failed; latency p50 {{f1 .Latency.P50MS}} ms, p90 {{f1 .Latency.P90MS}}, p95 {{f1 .Latency.P95MS}}, p99 {{f1 .Latency.P99MS}}, max {{f1 .Latency.MaxMS}} ms. {{range $.S.Phases}}{{.Name}} {{sec .StartMS}}–{{sec .EndMS}}; {{end}}</p>{{end}}{{end}}
 <div class="chart">{{.Throughput}}</div>
 <div class="chart">{{.Latency}}</div>
 {{if .S.LostKeys}}<h2>Lost keys (acknowledged, never stored)</h2><ul>{{range .S.LostKeys}}<li><code>{{.}}</code></li>{{end}}</ul>{{end}}

@@ -57,9 +57,27 @@ func Results(h *history.History) (*reports.Results, error) {
 	if err := json.Unmarshal(h.Meta.Run, &info); err != nil {
 		return nil, fmt.Errorf("history meta.run: %w", err)
 	}
+	ts, err := ParseThresholds(info.Options.Thresholds)
+	if err != nil {
+		return nil, fmt.Errorf("history meta.run options.thresholds: %w", err)
+	}
+	phases, from, to, err := phasesOf(info.Options, info.TrafficNS, info.Settle)
+	if err != nil {
+		return nil, err
+	}
 	sk := Judge(h, info.TrafficNS)
 	sk.Faults = append(sk.Faults, info.Faults...)
 	sk.Settle, sk.Repro, sk.Options, sk.DurationMS = info.Settle, info.Repro, info.Options, info.DurationMS
+	// Thresholds are judged on the measure phase alone; a threshold breached
+	// or left unjudged fails the soak as a lost event does (the exit status
+	// tells them apart).
+	m := measure(h, from, to)
+	sk.Phases, sk.Measure, sk.Thresholds = phases, &m.m, judgeThresholds(ts, m)
+	for _, t := range sk.Thresholds {
+		if t.Verdict != reports.ThresholdPass {
+			sk.Passed = false
+		}
+	}
 	if info.Error != "" {
 		sk.Passed = false
 	}

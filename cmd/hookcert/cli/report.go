@@ -81,7 +81,8 @@ hookcert-soak-merged). Every shard must be given once.
 
 Exit status as for certify (or soak): 0 passed, 1 a guarantee failed, 4 nothing
 judged, 5 none failed but some could not be judged (a read the history lacks, an
-interrupted run); 2 when the history cannot be read or the reports not written.`,
+interrupted run), 6 a soak breached a threshold (re-judged from the thresholds its
+history stores); 2 when the history cannot be read or the reports not written.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			// --from dir0 dir1 ...: the directories after the first are arguments.

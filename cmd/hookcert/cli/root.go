@@ -25,6 +25,7 @@ const (
 	ExitUnreachable = 3 // the target could not be reached or started
 	ExitNothing     = 4 // nothing was judged: none selected, or every one not applicable
 	ExitUnjudged    = 5 // nothing failed, but something could not be judged
+	ExitThreshold   = 6 // a soak lost and duplicated nothing but breached a threshold
 )
 
 // exitStatuses is the exit-status table of hookcert --help.
@@ -39,6 +40,7 @@ const exitStatuses = `Exit statuses of the commands that judge (certify, demo, c
   5  nothing failed, but something could not be judged: a guarantee's verdict is
      error (a read failed, a lock gate held nobody, the receiver did not come
      back), the run was interrupted, or the harness itself failed
+  6  a soak lost and duplicated nothing, but breached a threshold (--threshold)
 results.json says the same in "verdict" (passed, failed, error, no_verdict) or,
 for a run that stopped before judging, in "outcome".`
 

@@ -27,6 +27,9 @@ import (
 type soakFlags struct {
 	config, reportDir, databaseURL, nemesis string
 	shard, startAt                          string
+	spec                                    string
+	thresholds                              []string
+	warmup, drain                           time.Duration
 	mode                                    string
 	demo, keepDatabase, settleBoundSet      bool
 	defects                                 []string
@@ -62,14 +65,26 @@ N machines with the same --seed soak one receiver together; only shard 0 applies
 nemesis. hookcert check --from DIR0 DIR1 ... merges their report directories and
 judges the whole soak.
 
+Thresholds hold the receiver to figures of the measure phase, k6-style:
+--threshold 'p99<250ms' --threshold 'rate>800/s' --threshold 'failed<1%' (p50, p90,
+p95, p99, any pN, max, avg latency of acknowledged attempts; rate deliveries/s,
+ack_rate acknowledgements/s; failed share of attempts not acknowledged). Traffic runs
+--warmup, then --duration (the measure phase), then --drain; only the measure phase
+is judged against thresholds. --spec FILE holds the same settings in YAML (flags
+given on the command line win; see docs/soak.md).
+
 Writes results.json (its soak section), soak.html and history.jsonl to --report-dir.
-Exit status: 0 no key lost or duplicated and every key read, 1 some were lost or
-duplicated (their keys and the seed are printed), 2 usage or configuration error,
-3 the target could not be reached or started, 5 none lost or duplicated but the soak
-could not judge (interrupted, keys left unread).`,
+Exit status: 0 no key lost or duplicated, every key read and every threshold met,
+1 some were lost or duplicated (their keys and the seed are printed), 2 usage or
+configuration error, 3 the target could not be reached or started, 5 none lost or
+duplicated but the soak could not judge (interrupted, keys left unread, a threshold
+with nothing to judge it on), 6 none lost or duplicated but a threshold was breached.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			f.settleBoundSet = cmd.Flags().Changed("settle-bound")
+			if err := applySoakSpec(cmd.Flags(), &f); err != nil {
+				return err
+			}
+			f.settleBoundSet = cmd.Flags().Changed("settle-bound") || f.settleBoundSet
 			return runSoak(cmd.Context(), cmd.OutOrStdout(), &f)
 		},
 	}
@@ -79,7 +94,11 @@ could not judge (interrupted, keys left unread).`,
 	fl.StringArrayVar(&f.defects, "defect", nil, "with --demo: start the reference with defect `NAME` (repeatable; hookcert reference defects lists them)")
 	fl.StringVar(&f.mode, "mode", reference.ModeSync, "with --demo: reference receiver design, sync or inbox (store, 202, workers apply)")
 	fl.IntVar(&f.workerProcs, "worker-processes", 0, "with --demo --mode inbox: run the workers in this many separate worker processes (0: inside the receiver); kills take them with the receiver")
-	fl.DurationVar(&f.duration, "duration", 30*time.Second, "how long to send traffic")
+	fl.DurationVar(&f.duration, "duration", 30*time.Second, "how long to send traffic in the measure phase (after --warmup, before --drain)")
+	fl.DurationVar(&f.warmup, "warmup", 0, "traffic before the measure phase, not judged against thresholds")
+	fl.DurationVar(&f.drain, "drain", 0, "traffic after the measure phase, not judged against thresholds")
+	fl.StringArrayVar(&f.thresholds, "threshold", nil, "hold the measure phase to `METRIC<VALUE`, e.g. p99<250ms, rate>800/s, failed<1% (repeatable)")
+	fl.StringVar(&f.spec, "spec", "", "soak spec file (YAML): duration, concurrency, rate, nemesis, phases, thresholds; flags given win")
 	fl.IntVar(&f.concurrency, "concurrency", 8, "concurrent deliveries")
 	fl.Float64Var(&f.rate, "rate", 0, "at most this many deliveries per second (0: as fast as the receiver answers)")
 	fl.Float64Var(&f.dupRate, "dup-rate", 0.1, "share of events sent as two concurrent copies")
@@ -118,6 +137,13 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 	if err := reference.ValidateDefects(f.defects); err != nil {
 		return usageErr("--defect: %v", err)
 	}
+	ph := soak.Phases{Warmup: f.warmup, Measure: f.duration, Drain: f.drain}
+	if err := ph.Validate(); err != nil {
+		return usageErr("%v", err)
+	}
+	if _, err := soak.ParseThresholds(f.thresholds); err != nil {
+		return usageErr("--threshold %v", err)
+	}
 	nem, err := soak.ParseNemesis(f.nemesis)
 	if err != nil {
 		return usageErr("--nemesis: %v", err)
@@ -135,7 +161,7 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 		// traffic's duration. Keys judged before it has drained count as lost.
 		f.settleBound = max(f.settleBound, demoInboxDrainFactor*f.duration)
 	}
-	so := soak.Options{Duration: f.duration, Concurrency: f.concurrency, Rate: f.rate, DupRate: f.dupRate, LostAckRate: f.lostAckRate,
+	so := soak.Options{Duration: ph.Traffic(), Concurrency: f.concurrency, Rate: f.rate, DupRate: f.dupRate, LostAckRate: f.lostAckRate,
 		Nemesis: nem, PauseFor: f.pauseFor, Seed: f.seed, SettleBound: f.settleBound, Shard: shard}
 	if err := so.Validate(soak.Hooks{Controller: nopController{}, Pause: func(bool) error { return nil }, Terminate: func(context.Context) ([]int, error) { return nil, nil }}); err != nil {
 		return usageErr("%v", err)
@@ -177,7 +203,7 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 			fmt.Fprintf(out, "reference receiver with defect(s): %s\n", strings.Join(f.defects, ", "))
 		}
 	}
-	err = soakTarget(ctx, out, opts, so, repro)
+	err = soakTarget(ctx, out, opts, so, soakPlan{repro: repro, phases: ph, thresholds: f.thresholds})
 	var ee *ExitError
 	if errors.As(err, &ee) {
 		ee.Err = scrub.New(opts.Secrets...).Error(ee.Err)
@@ -219,10 +245,11 @@ func soakRepro(f *soakFlags) string {
 	if f.startAt != "" {
 		c += " --start-at " + f.startAt
 	}
-	return c
+	return c + soakReproPhases(f)
 }
 
-func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soak.Options, repro string) error {
+func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soak.Options, plan soakPlan) error {
+	repro := plan.repro
 	p := painterFor(out)
 	fmt.Fprintf(out, "seed %d\n", so.Seed)
 	started := time.Now()
@@ -274,13 +301,19 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		Tool: reports.ToolInfo{Name: "hookcert", Version: certify.Version}, Profiles: tg.Profiles(),
 		Target:      reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities, Observer: hs.Env.ObserverKind},
 		Environment: map[string]string{"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH, "time_scale": fmt.Sprint(hs.Env.TimeScale)},
-		Options: reports.SoakRun{Duration: so.Duration.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
-			LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis)},
+		Options: reports.SoakRun{Duration: plan.phases.Measure.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
+			LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis), Thresholds: plan.thresholds},
 		TrafficNS: res.TrafficNS, Faults: res.Faults, Settle: res.Settle, Repro: repro,
 		DurationMS: time.Since(started).Milliseconds(), Shard: so.Shard.Info(),
 	}
 	if so.Shard.Sharded() {
 		info.Options.Shard = so.Shard.String()
+	}
+	if plan.phases.Warmup > 0 {
+		info.Options.Warmup = plan.phases.Warmup.String()
+	}
+	if plan.phases.Drain > 0 {
+		info.Options.Drain = plan.phases.Drain.String()
 	}
 	for _, ep := range tg.Endpoints {
 		info.Target.Endpoints = append(info.Target.Endpoints, reports.EndpointInfo{Profile: ep.Profile, Account: ep.Account, Path: ep.Path})
@@ -307,12 +340,17 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 }
 
 // soakExit is the soak's exit status: 1 when some key was lost or
-// duplicated (whatever else happened), 5 when none was but the soak could not
-// judge (runErr) or read every key.
+// duplicated (whatever else happened), 6 when none was but a threshold was
+// breached, 5 when the soak could not judge (runErr), read every key or
+// judge every threshold.
 func soakExit(sk *reports.Soak, runErr string, seed int64) error {
 	if sk.Lost > 0 || sk.Duplicated > 0 {
 		return &ExitError{Code: ExitFailed, Err: fmt.Errorf("soak failed: %d lost, %d duplicated, %d unjudged of %d events (seed %d; rerun: %s)",
 			sk.Lost, sk.Duplicated, sk.Unjudged, sk.Keys, seed, sk.Repro)}
+	}
+	if n := sk.Breached(); n > 0 {
+		return &ExitError{Code: ExitThreshold, Err: fmt.Errorf("soak breached %d of %d %s: %s (seed %d; rerun: %s)",
+			n, len(sk.Thresholds), plural(len(sk.Thresholds), "threshold", "thresholds"), breachedList(sk), seed, sk.Repro)}
 	}
 	if runErr != "" {
 		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the soak could not judge: %s", runErr)}
@@ -320,9 +358,17 @@ func soakExit(sk *reports.Soak, runErr string, seed int64) error {
 	if sk.Keys == 0 {
 		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the soak sent no event: nothing to judge (seed %d)", seed)}
 	}
-	if !sk.Passed {
+	if sk.Unjudged > 0 {
 		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the soak could not judge every event: %d of %d unread, none lost or duplicated (seed %d; rerun: %s)",
 			sk.Unjudged, sk.Keys, seed, sk.Repro)}
+	}
+	for _, t := range sk.Thresholds {
+		if t.Verdict == reports.ThresholdError {
+			return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the soak could not judge threshold %s: %s (seed %d)", t.Threshold, t.Reason, seed)}
+		}
+	}
+	if !sk.Passed {
+		return &ExitError{Code: ExitUnjudged, Err: fmt.Errorf("the soak could not judge (seed %d; rerun: %s)", seed, sk.Repro)}
 	}
 	return nil
 }
@@ -421,6 +467,7 @@ func printSoak(out io.Writer, p painter, s *reports.Soak) {
 			fmt.Fprintf(out, "    %s\n", k)
 		}
 	}
+	printSoakMeasure(out, p, s)
 	evidence("lost: acknowledged, never stored", s.Lost, s.LostKeys)
 	evidence("duplicated: more than one row or effect", s.Duplicated, s.DuplicatedKeys)
 	if !s.Passed && s.Repro != "" {
