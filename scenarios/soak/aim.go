@@ -38,7 +38,9 @@ func (s *soak) waitHeld(ctx context.Context, g scenarios.Gate, want int) (int, e
 		if err != nil {
 			return best, err
 		}
-		if n := h.AtGate + h.Behind; n > best {
+		// Under sustained traffic every waiter is the soak's own, whether
+		// its transaction began before the lock was taken or after.
+		if n := h.AtGate + h.Behind + h.Foreign; n > best {
 			best, grew = n, time.Now()
 		}
 		if best >= want || (best > 0 && time.Since(grew) > 300*time.Millisecond) {
@@ -83,7 +85,9 @@ func (s *soak) killAtAck(ctx context.Context, rng *rand.Rand) reports.SoakFault 
 			return f
 		}
 		if held > 0 {
-			span = held
+			// Early in the burst: most of the others are still between
+			// their answer and their commit.
+			span = max(1, held/4)
 		}
 	}
 	n := 1 + rng.IntN(span)
@@ -230,7 +234,7 @@ func (s *soak) atCommit(ctx context.Context, kind string, rng *rand.Rand) report
 	}
 	// A killed client's backend waits on the lock regardless: end it too, so
 	// nothing of its transaction commits once the gate opens.
-	pids, err := s.env.DB.TerminateWaiters(ctx, g, true)
+	pids, err := s.env.DB.TerminateWaiters(ctx, g, false)
 	release()
 	if err != nil {
 		return end("terminating the sessions waiting on " + table + ": " + err.Error())

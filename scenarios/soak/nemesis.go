@@ -109,7 +109,7 @@ func FormatNemesis(ns []Nemesis) string {
 // DefaultNemesis is the schedule a soak runs when none is given: every aimed
 // fault, at intervals that leave traffic most of the time.
 var DefaultNemesis = []Nemesis{
-	{Kind: KindKill, Aim: AimAck, Every: 3 * time.Second},
+	{Kind: KindKill, Aim: AimAck, Every: 2 * time.Second},
 	{Kind: KindPGTerminate, Aim: AimCommit, Every: 5 * time.Second},
 	{Kind: KindKill, Aim: AimCommit, Every: 7 * time.Second},
 	{Kind: KindPause, Aim: AimTimeout, Every: 11 * time.Second},
