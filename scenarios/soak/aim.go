@@ -59,7 +59,7 @@ func (s *soak) hold(ctx context.Context, table string) (scenarios.Gate, error) {
 	return s.env.DB.Hold(hctx, table)
 }
 
-// killAtAck kills the receiver right after the n-th acknowledgement, n drawn
+// atAck kills the receiver (or terminates its sessions) right after the n-th acknowledgement, n drawn
 // from the seed. A synchronous receiver whose table the harness may lock is
 // first held there until its sessions queue, then released together: the
 // acknowledgements that follow come in a burst, each with its commit racing
@@ -67,8 +67,13 @@ func (s *soak) hold(ctx context.Context, table string) (scenarios.Gate, error) {
 // and uncommitted events when the kill lands, not one by luck. After the
 // restart, every event acknowledged since the release is read: one not
 // stored was acknowledged and uncommitted at the kill (what the aim is for).
-func (s *soak) killAtAck(ctx context.Context, rng *rand.Rand) reports.SoakFault {
-	f := reports.SoakFault{Kind: KindKill, StartMS: s.since() / 1e6}
+func (s *soak) atAck(ctx context.Context, kind string, rng *rand.Rand) reports.SoakFault {
+	f := reports.SoakFault{Kind: kind, StartMS: s.since() / 1e6}
+	strike := s.hooks.Controller.Kill
+	if kind == KindPGTerminate {
+		strike = func() error { _, err := s.hooks.Terminate(context.WithoutCancel(ctx)); return err }
+	}
+	s.strike.Store(&strike)
 	held, span := 0, max(1, s.o.Concurrency/2)
 	var g scenarios.Gate
 	gated := s.env.DB != nil && s.env.EffectTable != "" && !s.env.Acceptance.Async
@@ -106,7 +111,7 @@ func (s *soak) killAtAck(ctx context.Context, rng *rand.Rand) reports.SoakFault 
 	case <-time.After(ackWait):
 		if s.killArmed.CompareAndSwap(true, false) {
 			how += fmt.Sprintf(" not heard within %s: killed then", ackWait)
-			k = killed{at: s.since(), err: s.hooks.Controller.Kill()}
+			k = killed{at: s.since(), err: strike()}
 		} else {
 			k = <-s.killNow
 		}
@@ -121,14 +126,21 @@ func (s *soak) killAtAck(ctx context.Context, rng *rand.Rand) reports.SoakFault 
 	if gated {
 		f.Aim += fmt.Sprintf(" after %d session(s) held at %s were released together", held, s.env.EffectTable)
 	}
-	if k.err != nil {
-		f.Error = "kill: " + k.err.Error()
-	} else if err := s.hooks.Controller.Restart(ctx); err != nil {
-		f.Error = "restart: " + err.Error()
-	}
 	f.StartMS = k.at / 1e6
+	if kind == KindPGTerminate {
+		f.Detail = "pg_terminate_backend of the receiver's sessions right after " + f.Aim
+		if k.err != nil {
+			f.Error = "terminate: " + k.err.Error()
+		}
+	} else {
+		f.Detail = "SIGKILL right after " + f.Aim + ", restarted"
+		if k.err != nil {
+			f.Error = "kill: " + k.err.Error()
+		} else if err := s.hooks.Controller.Restart(ctx); err != nil {
+			f.Error = "restart: " + err.Error()
+		}
+	}
 	f.EndMS = s.since() / 1e6
-	f.Detail = "SIGKILL right after " + f.Aim + ", restarted"
 	if f.Error != "" {
 		return f
 	}
@@ -150,7 +162,7 @@ func (s *soak) killAtAck(ctx context.Context, rng *rand.Rand) reports.SoakFault 
 		}
 	}
 	f.InFlight, f.Hit = missing, missing > 0
-	f.Detail += fmt.Sprintf("; %d of %d event(s) acknowledged since it was armed were not stored after the restart (acknowledged, uncommitted at the kill)", missing, read)
+	f.Detail += fmt.Sprintf("; %d of %d event(s) acknowledged since it was armed were not stored after it (acknowledged, uncommitted when it struck)", missing, read)
 	return f
 }
 

@@ -36,7 +36,7 @@ const (
 // aims are the aims each kind takes.
 var aims = map[string][]string{
 	KindKill:        {AimAck, AimCommit},
-	KindPGTerminate: {AimCommit},
+	KindPGTerminate: {AimAck, AimCommit},
 	KindPause:       {AimTimeout},
 }
 
@@ -110,6 +110,7 @@ func FormatNemesis(ns []Nemesis) string {
 // fault, at intervals that leave traffic most of the time.
 var DefaultNemesis = []Nemesis{
 	{Kind: KindKill, Aim: AimAck, Every: 2 * time.Second},
+	{Kind: KindPGTerminate, Aim: AimAck, Every: 4 * time.Second},
 	{Kind: KindPGTerminate, Aim: AimCommit, Every: 5 * time.Second},
 	{Kind: KindKill, Aim: AimCommit, Every: 7 * time.Second},
 	{Kind: KindPause, Aim: AimTimeout, Every: 11 * time.Second},
@@ -191,7 +192,7 @@ func (s *soak) nemesis(ctx, gen context.Context, n Nemesis, mu *sync.Mutex) {
 		case "":
 			f = s.apply(ctx, n.Kind)
 		case AimAck:
-			f = s.killAtAck(ctx, rng)
+			f = s.atAck(ctx, n.Kind, rng)
 		case AimCommit:
 			f = s.atCommit(ctx, n.Kind, rng)
 		case AimTimeout:
@@ -222,6 +223,8 @@ func (s *soak) apply(ctx context.Context, kind string) reports.SoakFault {
 	f := reports.SoakFault{Kind: kind}
 	switch kind {
 	case KindKill:
+		kill := s.hooks.Controller.Kill
+		s.strike.Store(&kill)
 		s.killAfter.Store(1)
 		s.killArmed.Store(true)
 		how := "after an acknowledgement"

@@ -131,6 +131,7 @@ type soak struct {
 	down                                    atomic.Pointer[string]
 	killArmed                               atomic.Bool
 	killAfter                               atomic.Int64
+	strike                                  atomic.Pointer[func() error]
 	killNow                                 chan killed
 }
 

@@ -156,7 +156,7 @@ func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
 			// goroutine widens the gap the crash must fall into.
 			if s.killArmed.Load() && s.killAfter.Add(-1) <= 0 && s.killArmed.CompareAndSwap(true, false) {
 				at := s.since()
-				s.killNow <- killed{at: at, err: s.hooks.Controller.Kill()}
+				s.killNow <- killed{at: at, err: (*s.strike.Load())()}
 			}
 		} else if lost && a.Outcome == history.OutcomeUnknown {
 			// The soak dropped this answer itself: unknown by design.
