@@ -26,7 +26,7 @@ except Exception as e:
     print(f"| {name} | {seed} | {rc} | - | - | - | - | {'ok' if rc == want else 'WRONG'} | {args} (no results: {e}) |"); sys.exit()
 kinds = {}
 for f in s["faults"]:
-    k = f["kind"] + ("@" + f["aim"].split(":")[0].split(" ")[0] if f.get("aim") else "")
+    a = f.get("aim", ""); k = f["kind"] + ("@ack" if a.startswith("acknowledgement") else "@commit" if a.startswith("commit") else "@timeout" if a.startswith("timeout") else "")
     kinds.setdefault(k, [0, 0]); kinds[k][0] += 1; kinds[k][1] += 1 if f.get("hit") else 0
 fl = ", ".join(f"{k} {n} ({h} hit)" for k, (n, h) in sorted(kinds.items()))
 ok = "ok" if rc == want else "WRONG"

@@ -69,9 +69,9 @@ func (s *soak) hold(ctx context.Context, table string) (scenarios.Gate, error) {
 // stored was acknowledged and uncommitted at the kill (what the aim is for).
 func (s *soak) atAck(ctx context.Context, kind string, rng *rand.Rand) reports.SoakFault {
 	f := reports.SoakFault{Kind: kind, StartMS: s.since() / 1e6}
-	strike := s.hooks.Controller.Kill
-	if kind == KindPGTerminate {
-		strike = func() error { _, err := s.hooks.Terminate(context.WithoutCancel(ctx)); return err }
+	strike := func() error { _, err := s.hooks.Terminate(context.WithoutCancel(ctx)); return err }
+	if kind == KindKill {
+		strike = s.hooks.Controller.Kill
 	}
 	s.strike.Store(&strike)
 	held, span := 0, max(1, s.o.Concurrency/2)
