@@ -137,6 +137,9 @@ type SoakRun struct {
 	Drain  string `json:"drain,omitempty"`
 	// Thresholds are as given (--threshold or the spec file).
 	Thresholds []string `json:"thresholds,omitempty"`
+	// NemesisLeftOut names each fault of the default schedule the target
+	// could not take, with why.
+	NemesisLeftOut []string `json:"nemesis_left_out,omitempty"`
 }
 
 // SoakLatency is the acknowledged attempts' latency.
@@ -156,6 +159,17 @@ type SoakFault struct {
 	EndMS   int64  `json:"end_ms"`
 	Detail  string `json:"detail,omitempty"`
 	Error   string `json:"error,omitempty"`
+	// Aim is what an aimed fault waited for before it struck (ack: the n-th
+	// acknowledgement; commit: the receiver's sessions waiting inside their
+	// transactions on a table the harness locked; timeout: the provider's
+	// acknowledgement timeout), "" for a fault on a timer alone.
+	Aim string `json:"aim,omitempty"`
+	// InFlight is what an aimed fault caught mid-way: acknowledged events not
+	// stored after a kill at an acknowledgement, sessions cut inside their
+	// transaction at a commit, deliveries outstanding past the timeout of a
+	// pause. Hit says it caught something (InFlight > 0).
+	InFlight int  `json:"in_flight,omitempty"`
+	Hit      bool `json:"hit,omitempty"`
 }
 
 // SoakSettle describes the settling after traffic stopped.

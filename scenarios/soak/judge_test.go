@@ -89,7 +89,7 @@ func TestJudgePassAndEmpty(t *testing.T) {
 
 func TestParseNemesis(t *testing.T) {
 	ns, err := ParseNemesis("kill=5s, pg-terminate=7s,pause=9s")
-	if err != nil || len(ns) != 3 || ns[0] != (Nemesis{KindKill, 5 * time.Second}) || ns[2].Every != 9*time.Second {
+	if err != nil || len(ns) != 3 || ns[0] != (Nemesis{Kind: KindKill, Every: 5 * time.Second}) || ns[2].Every != 9*time.Second {
 		t.Fatalf("%v %v", ns, err)
 	}
 	if ns, err := ParseNemesis(""); err != nil || len(ns) != 0 {

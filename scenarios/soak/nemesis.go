@@ -3,11 +3,14 @@ package soak
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hookcert/hookcert/reports"
+	"github.com/hookcert/hookcert/scenarios"
 )
 
 // Nemesis kinds.
@@ -17,14 +20,51 @@ const (
 	KindPause       = "pause"
 )
 
-// Nemesis is one fault applied every Every.
+// Aims: what a fault waits for before it strikes (aim.go).
+const (
+	// AimAck strikes right after the n-th acknowledgement (n from the seed),
+	// heard in a burst of deliveries the harness held at a table lock and
+	// released together where it may lock one.
+	AimAck = "ack"
+	// AimCommit strikes while the receiver's sessions wait inside their
+	// transactions on a table the harness holds locked.
+	AimCommit = "commit"
+	// AimTimeout pauses past the provider's acknowledgement timeout.
+	AimTimeout = "timeout"
+)
+
+// aims are the aims each kind takes.
+var aims = map[string][]string{
+	KindKill:        {AimAck, AimCommit},
+	KindPGTerminate: {AimAck, AimCommit},
+	KindPause:       {AimTimeout},
+}
+
+// Nemesis is one fault applied about every Every, aimed at Aim ("": on the
+// timer alone, a kill still waiting for the next acknowledgement).
 type Nemesis struct {
 	Kind  string
+	Aim   string
 	Every time.Duration
 }
 
-// ParseNemesis reads "kill=5s,pg-terminate=7s,pause=9s" ("" is none).
+// Name is the fault as --nemesis spells it: kill, kill@ack, ….
+func (n Nemesis) Name() string {
+	if n.Aim == "" {
+		return n.Kind
+	}
+	return n.Kind + "@" + n.Aim
+}
+
+// String is the fault and its interval: kill@ack=3s.
+func (n Nemesis) String() string { return n.Name() + "=" + n.Every.String() }
+
+// ParseNemesis reads "kill@ack=3s,kill@commit=7s,pg-terminate=7s,pause=9s"
+// ("" and "none" are no fault).
 func ParseNemesis(s string) ([]Nemesis, error) {
+	if strings.TrimSpace(s) == "none" {
+		return nil, nil
+	}
 	var out []Nemesis
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
@@ -32,26 +72,84 @@ func ParseNemesis(s string) ([]Nemesis, error) {
 		if part == "" {
 			continue
 		}
-		k, v, ok := strings.Cut(part, "=")
+		name, v, ok := strings.Cut(part, "=")
 		if !ok {
-			return nil, fmt.Errorf("%q: want KIND=INTERVAL, e.g. kill=5s", part)
+			return nil, fmt.Errorf("%q: want FAULT[@AIM]=INTERVAL, e.g. kill@ack=3s", part)
 		}
-		switch k {
-		case KindKill, KindPGTerminate, KindPause:
-		default:
+		k, aim, _ := strings.Cut(name, "@")
+		ks, known := aims[k]
+		if !known {
 			return nil, fmt.Errorf("%q: unknown fault %q (kill, pg-terminate, pause)", part, k)
 		}
-		if seen[k] {
-			return nil, fmt.Errorf("%q: %s given twice", part, k)
+		if aim != "" && !slices.Contains(ks, aim) {
+			return nil, fmt.Errorf("%q: %s cannot aim at %q (%s@%s)", part, k, aim, k, strings.Join(ks, ", "+k+"@"))
 		}
-		seen[k] = true
+		if seen[name] {
+			return nil, fmt.Errorf("%q: %s given twice", part, name)
+		}
+		seen[name] = true
 		d, err := time.ParseDuration(v)
 		if err != nil || d < 100*time.Millisecond {
 			return nil, fmt.Errorf("%q: the interval must be a duration of at least 100ms", part)
 		}
-		out = append(out, Nemesis{Kind: k, Every: d})
+		out = append(out, Nemesis{Kind: k, Aim: aim, Every: d})
 	}
 	return out, nil
+}
+
+// FormatNemesis is the schedule as --nemesis spells it.
+func FormatNemesis(ns []Nemesis) string {
+	parts := make([]string, len(ns))
+	for i, n := range ns {
+		parts[i] = n.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// DefaultNemesis is the schedule a soak runs when none is given: every aimed
+// fault, at intervals that leave traffic most of the time.
+var DefaultNemesis = []Nemesis{
+	{Kind: KindKill, Aim: AimAck, Every: 2 * time.Second},
+	{Kind: KindPGTerminate, Aim: AimAck, Every: 4 * time.Second},
+	{Kind: KindPGTerminate, Aim: AimCommit, Every: 5 * time.Second},
+	{Kind: KindKill, Aim: AimCommit, Every: 7 * time.Second},
+	{Kind: KindPause, Aim: AimTimeout, Every: 11 * time.Second},
+}
+
+// DefaultSchedule is DefaultNemesis less what this target cannot support
+// (each left out with why) and what would not fit in o.Duration.
+func DefaultSchedule(env *scenarios.Env, h Hooks, o Options) (use []Nemesis, left []string) {
+	for _, n := range DefaultNemesis {
+		why := Unavailable(env, h, n)
+		if why == "" && n.Aim == AimTimeout {
+			if d := pauseTimeout(env) + pastTimeout; 4*d > o.Duration {
+				why = fmt.Sprintf("a pause past the provider's timeout (%s) does not fit four times in %s of traffic", d, o.Duration)
+			}
+		}
+		if why != "" {
+			left = append(left, n.Name()+": "+why)
+			continue
+		}
+		use = append(use, n)
+	}
+	return use, left
+}
+
+// Unavailable says why the target cannot take fault n ("" when it can).
+func Unavailable(env *scenarios.Env, h Hooks, n Nemesis) string {
+	switch {
+	case n.Kind == KindKill && h.Controller == nil:
+		return "needs a receiver the harness starts (target.lifecycle)"
+	case n.Kind == KindPause && h.Pause == nil:
+		return "needs a receiver the harness starts (target.lifecycle) on a platform with SIGSTOP"
+	case n.Kind == KindPGTerminate && h.Terminate == nil:
+		return "needs the receiver's SQL database (observe.postgres or observe.mysql)"
+	case n.Aim == AimCommit && (env == nil || env.DB == nil || env.EffectTable == ""):
+		return "needs a table the harness may lock (lock-gating or connection-loss, with an effect_table) to stop the receiver inside its transaction"
+	case n.Aim == AimTimeout && pauseTimeout(env) <= 0:
+		return "no endpoint has an acknowledgement timeout to pause past"
+	}
+	return ""
 }
 
 // killed is a kill a worker made: when, and its error.
@@ -69,29 +167,65 @@ func (s *soak) fault(f reports.SoakFault) {
 	}
 }
 
-// nemesis applies one kind of fault every n.Every until gen ends.
+// nemesis applies one fault about every n.Every until gen ends: each wait is
+// drawn from the seed within ±25% of it, so that faults of different kinds
+// mix in an order the seed fixes rather than in lockstep.
 func (s *soak) nemesis(ctx, gen context.Context, n Nemesis, mu *sync.Mutex) {
-	t := time.NewTicker(n.Every)
-	defer t.Stop()
+	rng := nemesisRand(s.o.Seed, n)
 	for {
+		t := time.NewTimer(jitter(rng, n.Every))
 		select {
 		case <-gen.Done():
+			t.Stop()
 			return
 		case <-t.C:
 		}
 		mu.Lock()
-		s.down.Store(&n.Kind)
-		f := s.apply(ctx, n.Kind)
+		if gen.Err() != nil {
+			mu.Unlock()
+			return
+		}
+		name := n.Name()
+		s.down.Store(&name)
+		var f reports.SoakFault
+		switch n.Aim {
+		case "":
+			f = s.apply(ctx, n.Kind)
+		case AimAck:
+			f = s.atAck(ctx, n.Kind, rng)
+		case AimCommit:
+			f = s.atCommit(ctx, n.Kind, rng)
+		case AimTimeout:
+			f = s.pauseTimeout(ctx)
+		}
 		s.down.Store(nil)
 		mu.Unlock()
 		s.fault(f)
 	}
 }
 
+// nemesisRand is fault n's own source: its waits and aims follow from the
+// seed and its name alone.
+func nemesisRand(seed int64, n Nemesis) *rand.Rand {
+	var h uint64 = 14695981039346656037
+	for _, c := range []byte(n.Name()) {
+		h = (h ^ uint64(c)) * 1099511628211
+	}
+	return rand.New(rand.NewPCG(uint64(seed), h))
+}
+
+// jitter is d ±25%, drawn from rng.
+func jitter(rng *rand.Rand, d time.Duration) time.Duration {
+	return d*3/4 + time.Duration(rng.Int64N(int64(d)/2+1))
+}
+
 func (s *soak) apply(ctx context.Context, kind string) reports.SoakFault {
 	f := reports.SoakFault{Kind: kind}
 	switch kind {
 	case KindKill:
+		kill := s.hooks.Controller.Kill
+		s.strike.Store(&kill)
+		s.killAfter.Store(1)
 		s.killArmed.Store(true)
 		how := "after an acknowledgement"
 		var k killed

@@ -75,7 +75,7 @@ func TestRunReferenceInProcess(t *testing.T) {
 	var progress int
 	var last Progress
 	res, err := Run(ctx, env, hooks, Options{Duration: 2 * time.Second, Concurrency: 4, Rate: 150, DupRate: 0.2, LostAckRate: 0.2,
-		Nemesis: []Nemesis{{KindPGTerminate, 600 * time.Millisecond}}, Seed: 1, SettleBound: 10 * time.Second,
+		Nemesis: []Nemesis{{Kind: KindPGTerminate, Every: 600 * time.Millisecond}}, Seed: 1, SettleBound: 10 * time.Second,
 		Progress: func(p Progress) { progress, last = progress+1, p }})
 	if err != nil {
 		t.Fatal(err)

@@ -43,7 +43,7 @@ func TestParseShard(t *testing.T) {
 	}
 	// Shard 1 drops the nemesis (and so needs none of its hooks); shard 0 keeps it.
 	for i, want := range []int{1, 0} {
-		o = Options{Duration: time.Second, Concurrency: 4, Nemesis: []Nemesis{{KindPGTerminate, time.Second}}, Shard: Shard{Index: i, Count: 2, StartAt: time.Now()}}
+		o = Options{Duration: time.Second, Concurrency: 4, Nemesis: []Nemesis{{Kind: KindPGTerminate, Every: time.Second}}, Shard: Shard{Index: i, Count: 2, StartAt: time.Now()}}
 		err := o.Validate(Hooks{Terminate: func(context.Context) ([]int, error) { return nil, nil }})
 		if err != nil || len(o.Nemesis) != want {
 			t.Errorf("shard %d/2: nemesis %v, %v; want %d", i, o.Nemesis, err, want)

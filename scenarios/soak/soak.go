@@ -53,6 +53,9 @@ type Options struct {
 	// LostAckRate the share whose first acknowledgement is lost.
 	DupRate, LostAckRate float64
 	Nemesis              []Nemesis
+	// NoNemesis says no fault was asked for (--nemesis none), where an empty
+	// Nemesis would get the default schedule from the command.
+	NoNemesis bool
 	// PauseFor is how long a pause lasts (default 1s).
 	PauseFor time.Duration
 	Seed     int64
@@ -98,16 +101,13 @@ func (o *Options) Validate(h Hooks) error {
 		return err
 	}
 	if !o.Shard.appliesFaults() {
-		o.Nemesis = nil
+		// Receiver-wide faults are shard 0's: no default schedule here either.
+		o.Nemesis, o.NoNemesis = nil, true
 	}
 	for _, n := range o.Nemesis {
-		switch {
-		case n.Kind == KindKill && h.Controller == nil:
-			return errors.New("--nemesis kill needs a receiver the harness starts (target.lifecycle)")
-		case n.Kind == KindPause && h.Pause == nil:
-			return errors.New("--nemesis pause needs a receiver the harness starts (target.lifecycle) on a platform with SIGSTOP")
-		case n.Kind == KindPGTerminate && h.Terminate == nil:
-			return errors.New("--nemesis pg-terminate needs the receiver's SQL database (observe.postgres or observe.mysql)")
+		// The target's tables and timeouts are checked by Run (Unavailable).
+		if why := Unavailable(nil, h, Nemesis{Kind: n.Kind}); why != "" {
+			return fmt.Errorf("--nemesis %s %s", n.Name(), why)
 		}
 	}
 	if o.PauseFor <= 0 {
@@ -140,6 +140,8 @@ type soak struct {
 	nAttempts, nAcked, nErr, nLostAck, nFlt atomic.Int64
 	down                                    atomic.Pointer[string]
 	killArmed                               atomic.Bool
+	killAfter                               atomic.Int64
+	strike                                  atomic.Pointer[func() error]
 	killNow                                 chan killed
 }
 
@@ -153,6 +155,11 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 	}
 	if env.Vocab != nil && env.Vocab.Effect == nil {
 		return nil, scenarios.ErrNoEffectRole
+	}
+	for _, n := range o.Nemesis {
+		if why := Unavailable(env, hooks, n); why != "" {
+			return nil, fmt.Errorf("--nemesis %s %s", n.Name(), why)
+		}
 	}
 	s := &soak{env: env, hooks: hooks, o: o, start: o.Shard.origin(), clock: simulator.Clock{Scale: env.TimeScale}, killNow: make(chan killed, 1)}
 	s.o.Rate = o.Shard.rate(o.Rate, o.Concurrency)

@@ -157,9 +157,9 @@ func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
 			// answer is the one that tells whether it followed the commit.
 			// The worker that heard it kills at once: any hand-off to another
 			// goroutine widens the gap the crash must fall into.
-			if s.killArmed.CompareAndSwap(true, false) {
+			if s.killArmed.Load() && s.killAfter.Add(-1) <= 0 && s.killArmed.CompareAndSwap(true, false) {
 				at := s.since()
-				s.killNow <- killed{at: at, err: s.hooks.Controller.Kill()}
+				s.killNow <- killed{at: at, err: (*s.strike.Load())()}
 			}
 		} else if lost && a.Outcome == history.OutcomeUnknown {
 			// The soak dropped this answer itself: unknown by design.

@@ -48,10 +48,15 @@ func newSoakCmd() *cobra.Command {
 --concurrency workers (at most --rate deliveries per second), a share of them as two
 concurrent copies (--dup-rate) or with the acknowledgement lost (--lost-ack-rate), and
 redelivers every unacknowledged event on its profile's retry schedule, compressed by
---time-scale. Meanwhile a nemesis applies faults on a schedule, e.g.
---nemesis kill=5s,pg-terminate=7s,pause=9s: SIGKILL and restart of the receiver (each
-right after an acknowledgement), pg_terminate_backend of its database sessions, and
-SIGSTOP/SIGCONT pauses (--pause-for). Kill and pause need a target lifecycle.
+--time-scale. Meanwhile a nemesis applies faults on a seeded schedule, e.g.
+--nemesis kill@ack=3s,kill@commit=7s,pg-terminate@commit=5s,pause@timeout=11s: SIGKILL
+and restart of the receiver right after the n-th acknowledgement (n from the seed) or
+while its sessions wait inside their transactions on a table the harness locked,
+pg_terminate_backend of those sessions, SIGSTOP past the provider's timeout; plain
+kill, pg-terminate and pause act on the timer alone (--pause-for). Without --nemesis
+the default schedule runs every aimed fault the target supports and names those left
+out; --nemesis none runs none. Kill and pause need a target lifecycle, @commit a
+table the harness may lock.
 
 When traffic stops, every event whose last outcome was not an acknowledgement is
 redelivered until acknowledged or --settle-bound, the receiver is left to become
@@ -103,7 +108,7 @@ with nothing to judge it on), 6 none lost or duplicated but a threshold was brea
 	fl.Float64Var(&f.rate, "rate", 0, "at most this many deliveries per second (0: as fast as the receiver answers)")
 	fl.Float64Var(&f.dupRate, "dup-rate", 0.1, "share of events sent as two concurrent copies")
 	fl.Float64Var(&f.lostAckRate, "lost-ack-rate", 0.05, "share of events whose first acknowledgement is lost")
-	fl.StringVar(&f.nemesis, "nemesis", "", "faults and their intervals, e.g. kill=5s,pg-terminate=7s,pause=9s")
+	fl.StringVar(&f.nemesis, "nemesis", "", "faults, their aims and intervals, e.g. kill@ack=3s,kill@commit=7s,pg-terminate@commit=5s,pause@timeout=11s (none: no fault; unset: the default schedule of every aimed fault the target supports)")
 	fl.DurationVar(&f.pauseFor, "pause-for", time.Second, "how long each pause lasts")
 	fl.DurationVar(&f.settleBound, "settle-bound", 30*time.Second, "bound on redelivering unacknowledged events and waiting for quiescence after traffic (--demo --mode inbox: at least 10 x --duration unless given)")
 	fl.Int64Var(&f.seed, "seed", 0, "seed for the generator's choices (0: random, printed)")
@@ -152,6 +157,9 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 	if err != nil {
 		return err
 	}
+	// --nemesis none: no fault; no --nemesis: the default schedule, fixed once
+	// the target is open and known.
+	noNemesis := strings.TrimSpace(f.nemesis) == "none"
 	if f.seed == 0 {
 		f.seed = time.Now().UnixNano() % 1_000_000
 	}
@@ -162,7 +170,7 @@ func runSoak(ctx context.Context, out io.Writer, f *soakFlags) error {
 		f.settleBound = max(f.settleBound, demoInboxDrainFactor*f.duration)
 	}
 	so := soak.Options{Duration: ph.Traffic(), Concurrency: f.concurrency, Rate: f.rate, DupRate: f.dupRate, LostAckRate: f.lostAckRate,
-		Nemesis: nem, PauseFor: f.pauseFor, Seed: f.seed, SettleBound: f.settleBound, Shard: shard}
+		Nemesis: nem, NoNemesis: noNemesis, PauseFor: f.pauseFor, Seed: f.seed, SettleBound: f.settleBound, Shard: shard}
 	if err := so.Validate(soak.Hooks{Controller: nopController{}, Pause: func(bool) error { return nil }, Terminate: func(context.Context) ([]int, error) { return nil, nil }}); err != nil {
 		return usageErr("%v", err)
 	}
@@ -274,6 +282,15 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		hooks.Controller = c
 		hooks.Pause = soak.PauseGroup(hs.ReceiverPID)
 	}
+	var leftOut []string
+	if so.Nemesis == nil && !so.NoNemesis {
+		// No --nemesis: every aimed fault this target can take.
+		so.Nemesis, leftOut = soak.DefaultSchedule(hs.Env, hooks, so)
+		fmt.Fprintf(out, "nemesis (default schedule): %s\n", orNone(soak.FormatNemesis(so.Nemesis)))
+		for _, l := range leftOut {
+			fmt.Fprintf(out, "  left out %s\n", l)
+		}
+	}
 	if err := so.Validate(hooks); err != nil {
 		return usageErr("%v", err)
 	}
@@ -302,7 +319,8 @@ func soakTarget(ctx context.Context, out io.Writer, opts certify.Options, so soa
 		Target:      reports.TargetInfo{Name: tg.Name, BaseURL: tg.BaseURL, Capabilities: hs.Env.Capabilities, Observer: hs.Env.ObserverKind},
 		Environment: map[string]string{"go": runtime.Version(), "os": runtime.GOOS + "/" + runtime.GOARCH, "time_scale": fmt.Sprint(hs.Env.TimeScale)},
 		Options: reports.SoakRun{Duration: plan.phases.Measure.String(), Concurrency: so.Concurrency, Rate: so.Rate, DupRate: so.DupRate,
-			LostAckRate: so.LostAckRate, Nemesis: nemesisString(so.Nemesis), Thresholds: plan.thresholds},
+			LostAckRate: so.LostAckRate, Nemesis: soak.FormatNemesis(so.Nemesis), NemesisLeftOut: leftOut,
+			Thresholds: plan.thresholds},
 		TrafficNS: res.TrafficNS, Faults: res.Faults, Settle: res.Settle, Repro: repro,
 		DurationMS: time.Since(started).Milliseconds(), Shard: so.Shard.Info(),
 	}
@@ -387,12 +405,11 @@ func writeSoakReports(dir string, results *reports.Results, res *soak.Result, se
 	return nil
 }
 
-func nemesisString(ns []soak.Nemesis) string {
-	var parts []string
-	for _, n := range ns {
-		parts = append(parts, n.Kind+"="+n.Every.String())
+func orNone(s string) string {
+	if s == "" {
+		return "none"
 	}
-	return strings.Join(parts, ",")
+	return s
 }
 
 // isColor reports whether out is a terminal where the progress line may
