@@ -121,7 +121,7 @@ func run(server string, events, workers, senders int) error {
 	rate := float64(events) / drained.Seconds()
 	fmt.Printf("inbox drain: %d events applied by %d workers in %s: %.0f events/s (backlog accepted at %.0f/s by %d senders)\n",
 		events, workers, drained.Round(time.Millisecond), rate, acceptRate, senders)
-	fmt.Printf("summary: inbox drain rate %.0f events/s (%d workers) vs %.0f/s accepted\n", rate, workers, acceptRate)
+	fmt.Printf("summary: inbox drain, %d workers|%.0f events/s applied (backlog accepted at %.0f/s)|%.2fx of accepted|-|-\n", workers, rate, acceptRate, rate/acceptRate)
 	return nil
 }
 
