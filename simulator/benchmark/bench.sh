@@ -25,7 +25,7 @@ go build -o "$BIN" ./simulator/benchmark
 "$BIN" serve >"$TMP/url" &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-for _ in $(seq 50); do [ "$(wc -l <"$TMP/url")" -ge 2 ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ "$(wc -l 2>/dev/null <"$TMP/url" || echo 0)" -ge 2 ] && break; sleep 0.1; done
 URL=$(sed -n 1p "$TMP/url")
 TS_URL=$(sed -n 2p "$TMP/url")
 echo "receiver: $URL (no-op, Go net/http); $(nproc) CPUs"
