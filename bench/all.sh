@@ -27,6 +27,6 @@ step "soak checker" ./bench/judge.sh
 echo
 echo "=== side by side ($(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg))"
 {
-	echo "figure|measured|ratio|target|"
+	echo "figure|measured|ratio|target|verdict"
 	grep -a '^summary: ' "$LOG" | sed 's/^summary: //'
 } | column -t -s '|'
