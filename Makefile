@@ -115,12 +115,8 @@ demo: build ## Start the reference receiver on a throwaway PostgreSQL and certif
 	./bin/hookcert demo
 
 .PHONY: bench
-bench: ## Benchmarks that print side-by-side figures measured in one run
-	./simulator/benchmark/bench.sh
-	./reference/benchmark/bench.sh
-	./reference/benchmark/pgbench.sh
-	./bench/soak-overhead.sh
-	./bench/judge.sh
+bench: ## Benchmarks measured in one run, then their figures side by side with their targets (bench/all.sh)
+	./bench/all.sh
 
 FLAKE_RUNS ?= 20
 .PHONY: soak

@@ -13,4 +13,5 @@ echo "$out" | awk -v loadavg="$(cut -d' ' -f1-3 /proc/loadavg 2>/dev/null || ech
 	printf "\nchecker on 1,000,000 attempts: %.2f s per judge (wall) vs target 10 s: %.2fx of the target (%s)\n", s, s / 10, (s <= 10 ? "ok" : "OVER")
 	printf "                               %.2f s CPU per judge (user+sys, GC included): %.2fx of the target\n", c, c / 10
 	printf "(on a shared machine the wall time counts other processes holding the cores; load average: %s)\n", loadavg
+	printf "summary: soak checker, 1,000,000 attempts|%.2f s per judge|%.2fx of 10 s|<= 10 s|%s\n", s, s / 10, (s <= 10 ? "ok" : "SHORT")
 }'

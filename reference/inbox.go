@@ -39,6 +39,7 @@ const (
 	DefaultMaxAttempts  = 5
 	DefaultLease        = 30 * time.Second
 	DefaultPollInterval = 250 * time.Millisecond
+	DefaultClaimBatch   = 8
 	DefaultBackoffBase  = time.Second
 	DefaultBackoffMax   = 5 * time.Minute
 )
@@ -57,6 +58,11 @@ type InboxOptions struct {
 	// PollInterval is how often an idle worker looks for work; 0 means
 	// DefaultPollInterval. In-process workers are also woken by each new event.
 	PollInterval time.Duration
+	// ClaimBatch is how many due events a worker claims in one claim transaction
+	// before applying them one transaction each; 0 means DefaultClaimBatch.
+	// Batching halves the commits per event; a worker starts no claimed event
+	// once half its lease has gone, and hands the rest back (ReleaseClaims).
+	ClaimBatch int
 	// BackoffBase and BackoffMax bound the delay before a failed event is retried:
 	// BackoffBase doubled per attempt, capped at BackoffMax, with up to 10% jitter.
 	BackoffBase, BackoffMax time.Duration
@@ -74,6 +80,9 @@ type InboxOptions struct {
 func (o InboxOptions) withDefaults() InboxOptions {
 	if o.Workers == 0 {
 		o.Workers = DefaultWorkers
+	}
+	if o.ClaimBatch <= 0 {
+		o.ClaimBatch = DefaultClaimBatch
 	}
 	if o.MaxAttempts <= 0 {
 		o.MaxAttempts = DefaultMaxAttempts
@@ -148,8 +157,8 @@ type Workers struct {
 // or more of them ONCE, when the workers are built (workerDefects,
 // inbox_defects.go), so no worker path asks which defects are active.
 type workerSteps struct {
-	// step takes one due event as worker id and processes it (Step).
-	step func(ctx context.Context, id string) (int, error)
+	// step takes up to n due events as worker id and processes them (Step).
+	step func(ctx context.Context, id string, n int) (int, error)
 	// claim claims due events for worker with a lease, counting the attempt.
 	claim func(ctx context.Context, q store.Beginner, worker string, lease time.Duration, n int) ([]store.Task, error)
 	// apply applies a claimed event and marks it done.
@@ -233,7 +242,7 @@ func (w *Workers) Run(ctx context.Context) {
 
 func (w *Workers) loop(ctx context.Context, id string) {
 	for ctx.Err() == nil {
-		n, err := w.Step(ctx, id)
+		n, err := w.steps.step(ctx, id, w.opts.ClaimBatch)
 		if err != nil && ctx.Err() == nil {
 			w.log.Warn("inbox worker", "worker", id, "err", err)
 		}
@@ -295,17 +304,28 @@ func (w *Workers) reclaimExpired(ctx context.Context) (int64, error) {
 // Step claims one due event as worker id and processes it; it returns how many it
 // processed (0 when none was due).
 func (w *Workers) Step(ctx context.Context, id string) (int, error) {
-	return w.steps.step(ctx, id)
+	return w.steps.step(ctx, id, 1)
 }
 
 // claimAndProcess is Step: claim (FOR UPDATE SKIP LOCKED, with a lease), then
 // process each claimed event.
-func (w *Workers) claimAndProcess(ctx context.Context, id string) (int, error) {
-	tasks, err := w.steps.claim(ctx, w.pool, id, w.opts.Lease, 1)
+func (w *Workers) claimAndProcess(ctx context.Context, id string, n int) (int, error) {
+	claimed := time.Now()
+	tasks, err := w.steps.claim(ctx, w.pool, id, w.opts.Lease, n)
 	if err != nil {
 		return 0, err
 	}
-	for _, t := range tasks {
+	for i, t := range tasks {
+		// A claim whose lease is half gone is handed back rather than started:
+		// it could expire mid-apply and be re-offered while this worker works.
+		if i > 0 && (time.Since(claimed) > w.opts.Lease/2 || ctx.Err() != nil) {
+			rest := tasks[i:]
+			if err := store.ReleaseClaims(context.WithoutCancel(ctx), w.pool, id, rest); err != nil {
+				// The reconciler re-offers them after the lease.
+				w.log.Warn("inbox: could not hand back claims", "worker", id, "events", len(rest), "err", err)
+			}
+			return i, nil
+		}
 		w.process(ctx, id, t)
 	}
 	return len(tasks), nil

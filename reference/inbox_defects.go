@@ -145,7 +145,7 @@ func installDropDeadLetters(w *Workers) {
 // poll is the poll-without-claim defect's step: the oldest due pending event,
 // read without a lock or claim, applied and marked done in one transaction.
 // Wrong: idle workers that poll together all apply the same event.
-func (w *Workers) poll(ctx context.Context, id string) (int, error) {
+func (w *Workers) poll(ctx context.Context, id string, _ int) (int, error) {
 	tctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), w.opts.Lease)
 	defer cancel()
 	t, res, ok, err := store.PollAndApply(tctx, w.pool, w.rules, nil)

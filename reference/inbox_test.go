@@ -3,6 +3,7 @@ package reference
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -309,5 +310,40 @@ func TestInboxServeRunsWorkers(t *testing.T) {
 	}
 	if e.ledger(ep, id) != 1 {
 		t.Fatal("not applied once")
+	}
+}
+
+// A batch claim whose tail is handed back leaves the tail pending with no
+// attempt counted, and does not touch a claim another worker holds.
+func TestInboxReleaseClaimsUndoesUnstartedClaims(t *testing.T) {
+	e := newEnv(t, Options{Mode: ModeInbox, Inbox: InboxOptions{Workers: -1}})
+	ep := e.ep("stripe", "acct_A")
+	for i := range 3 {
+		id := fmt.Sprintf("evt_release_%d", i)
+		d := build(ep, id, store.TypeCashBalance, obj{ID: "cb_" + id, Amount: 10, Currency: "usd"}, time.Now())
+		e.expect(e.send(d), http.StatusAccepted, StatusAccepted, "")
+	}
+	ctx := context.Background()
+	mine, err := store.Claim(ctx, e.pool, "w-batch", time.Minute, 2)
+	if err != nil || len(mine) != 2 {
+		t.Fatalf("claim: %d tasks, %v", len(mine), err)
+	}
+	theirs, err := store.Claim(ctx, e.pool, "w-other", time.Minute, 1)
+	if err != nil || len(theirs) != 1 {
+		t.Fatalf("claim: %d tasks, %v", len(theirs), err)
+	}
+	// Handing back the other worker's claim as well must leave it alone.
+	if err := store.ReleaseClaims(ctx, e.pool, "w-batch", append(mine[1:], theirs...)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		t       store.Task
+		state   string
+		attempt int
+	}{{mine[0], store.InboxClaimed, 1}, {mine[1], store.InboxPending, 0}, {theirs[0], store.InboxClaimed, 1}} {
+		got := e.inbox(ep, c.t.EventID)
+		if got.State != c.state || got.Attempts != c.attempt {
+			t.Errorf("%s: %s with %d attempts, want %s with %d", c.t.EventID, got.State, got.Attempts, c.state, c.attempt)
+		}
 	}
 }

@@ -198,6 +198,11 @@ func run(server string, rates []float64, dur time.Duration, conc int) error {
 	}
 	fmt.Printf("\nhighest --rate step sustained (>= %.0f%% of it achieved): %s; unthrottled: %.0f deliveries/s, recorded and judged\n",
 		sustained*100, best, top)
+	mark := "SHORT"
+	if top >= 2000 {
+		mark = "ok"
+	}
+	fmt.Printf("summary: soak, recording and checking|%.0f deliveries/s unthrottled (%d CPUs)|harness CPU %.2fx the receiver's|>= 2000/s|%s\n", top, runtime.NumCPU(), topRatio, mark)
 	fmt.Printf("harness CPU per delivery unthrottled: %.3fx the receiver's (the harness signs, sends, records and judges; the receiver verifies and commits)\n", topRatio)
 	return nil
 }

@@ -222,6 +222,22 @@ func ReclaimExpired(ctx context.Context, q Querier, maxAttempts, n int) (int64, 
 	return tag.RowsAffected(), nil
 }
 
+// ReleaseClaims hands back claims worker took but never started (its lease ran
+// short before their turn): each is pending again at once, and the attempt its
+// claim counted is undone, since nothing was attempted. A claim the worker no
+// longer holds is left alone.
+func ReleaseClaims(ctx context.Context, q Querier, worker string, tasks []Task) error {
+	for _, t := range tasks {
+		if _, err := q.Exec(ctx, `UPDATE processed_webhook_events
+			SET inbox_state = 'pending', claimed_by = NULL, lease_until = NULL, attempts = greatest(attempts - 1, 0)
+			WHERE source = $1 AND account_id = $2 AND event_id = $3 AND inbox_state = 'claimed' AND claimed_by = $4`,
+			t.Source, t.AccountID, t.EventID, worker); err != nil {
+			return fmt.Errorf("release inbox claim: %w", err)
+		}
+	}
+	return nil
+}
+
 // InboxEntry is one inbox row as an operator sees it.
 type InboxEntry struct {
 	Key

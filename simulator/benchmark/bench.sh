@@ -13,12 +13,10 @@ WARMUP=${4:-1s}
 cd "$(dirname "$0")/../.."
 
 if ! command -v wrk >/dev/null 2>&1; then
-	if [ "$(id -u)" -ne 0 ]; then
-		echo "bench.sh: wrk is missing and installing it needs root (apt-get install -y wrk)" >&2
-		exit 1
-	fi
-	echo "installing wrk from Debian packages..." >&2
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null
+	# The comparison needs wrk itself; it is not installed behind the user's back.
+	echo "simulator vs wrk: skipped: wrk is not installed (Debian/Ubuntu: apt-get install -y wrk; macOS: brew install wrk)"
+	echo "summary: simulator vs wrk|skipped: wrk not installed (apt-get install -y wrk)|-|>= 0.90x|skipped"
+	exit 0
 fi
 
 TMP=$(mktemp -d)
@@ -27,7 +25,7 @@ go build -o "$BIN" ./simulator/benchmark
 "$BIN" serve >"$TMP/url" &
 SERVER=$!
 trap 'kill "$SERVER" 2>/dev/null || true; wait "$SERVER" 2>/dev/null || true; rm -rf "$TMP"' EXIT
-for _ in $(seq 50); do [ "$(wc -l <"$TMP/url")" -ge 2 ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ "$(wc -l 2>/dev/null <"$TMP/url" || echo 0)" -ge 2 ] && break; sleep 0.1; done
 URL=$(sed -n 1p "$TMP/url")
 TS_URL=$(sed -n 2p "$TMP/url")
 echo "receiver: $URL (no-op, Go net/http); $(nproc) CPUs"

@@ -279,8 +279,10 @@ func rounds(args []string) error {
 		fmt.Printf("  round %d (%s): simulator %8.0f deliveries/s   wrk %8.0f requests/s   ratio %.2fx   %s\n",
 			i+1, order, sm.rate, wm.rate, sm.rate/wm.rate, cpuNote(sm.clientUS, wm.clientUS, sm.recvUS, wm.recvUS, *recvPID > 0))
 	}
-	fmt.Printf("median:            simulator %8.0f deliveries/s   wrk %8.0f requests/s   ratio %.2fx (median of per-round ratios; target >= 0.70x)\n",
+	fmt.Printf("median:            simulator %8.0f deliveries/s   wrk %8.0f requests/s   ratio %.2fx (median of per-round ratios; target >= 0.90x)\n",
 		median(sims), median(wrks), median(ratios))
+	fmt.Printf("summary: simulator vs wrk|%.0f deliveries/s vs %.0f requests/s|%.2fx|>= 0.90x|%s\n",
+		median(sims), median(wrks), median(ratios), okMark(median(ratios) >= 0.9))
 	fmt.Printf("median CPU per request: %s\n", cpuNote(median(simCPU), median(wrkCPU), median(simRecv), median(wrkRecv), *recvPID > 0))
 	return nil
 }
@@ -352,4 +354,12 @@ func median(v []float64) float64 {
 		return s[len(s)/2]
 	}
 	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// okMark is a summary line's verdict on its target.
+func okMark(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "SHORT"
 }

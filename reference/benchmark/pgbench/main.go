@@ -40,7 +40,7 @@ import (
 )
 
 // target is the share of pgbench's transaction rate the receiver must reach.
-const target = 0.8
+const target = 0.9
 
 func main() {
 	server := flag.String("database-url", envOr("HOOKCERT_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"),
@@ -218,6 +218,7 @@ func measure(clients []int, rounds int, dur time.Duration, refRound func(c int, 
 func printMedians(rows []row, rounds int, dur time.Duration) {
 	fmt.Printf("\n%-8s %16s %16s %8s %8s\n", "clients", "deliveries/s", "pgbench tps", "ratio", "target")
 	ok := true
+	var summary []string
 	for _, r := range rows {
 		ref, pgt := median(r.ref), median(r.pgb)
 		ratio := ref / pgt
@@ -226,6 +227,11 @@ func printMedians(rows []row, rounds int, dur time.Duration) {
 			mark, ok = "BELOW", false
 		}
 		fmt.Printf("%-8d %16.0f %16.0f %7.3fx %7.1fx %s\n", r.c, ref, pgt, ratio, target, mark)
+		summary = append(summary, fmt.Sprintf("summary: reference vs pgbench, %d clients|%.0f deliveries/s vs %.0f tps|%.2fx|%s|%s",
+			r.c, ref, pgt, ratio, map[bool]string{true: ">= 0.90x", false: "(none at 1 client)"}[r.c > 1], map[bool]string{true: "ok", false: "SHORT"}[mark == "ok" || r.c == 1]))
+	}
+	for _, l := range summary {
+		fmt.Println(l)
 	}
 	if !ok {
 		fmt.Printf("(medians of %d rounds of %s; the ratio is the reference's deliveries/s over pgbench's transactions/s)\n", rounds, dur)

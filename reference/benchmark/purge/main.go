@@ -173,6 +173,12 @@ func printPhases(rate int, base, during, after *stats) {
 	pooled.print("without purge (both)")
 	ratio := float64(during.p(0.99)) / float64(pooled.p(0.99))
 	fmt.Printf("\np99 during purge / p99 without (both windows): %.2fx (goal <= 2x)\n", ratio)
+	mark := "SHORT"
+	if ratio <= 2 {
+		mark = "ok"
+	}
+	fmt.Printf("summary: purge latency at %d/s|p99 %s during purge vs %s without|%.2fx|<= 2x|%s\n",
+		rate, during.p(0.99).Round(time.Microsecond*100), pooled.p(0.99).Round(time.Microsecond*100), ratio, mark)
 }
 
 func orDefault(n int) int {
