@@ -345,7 +345,11 @@ var ack6 = Guarantee{
 			k := s.key(ep, ev)
 			jobs = append(jobs, func() {
 				s.send(ep, ev, roleUnknownType, simulator.Shape{})
-				s.effects(k, phaseUnknownType)
+				// An object-version receiver has no count for the unhandled
+				// type's object: its answer is judged, and the control.
+				if !s.objectVersion() {
+					s.effects(k, phaseUnknownType)
+				}
 			},
 				// The positive control: "changes nothing" means something only if
 				// a handled event on the same endpoint does change the state.
@@ -358,7 +362,11 @@ var ack6 = Guarantee{
 				v.deviate(codeAckUnknownRejected, "an unhandled event type (%s) was answered %s; the provider retries it on its schedule", a.EventType, Describe(a))
 			}
 		}
-		v.count(codeAckUnknownApplied, queryEffects, phaseUnknownType, 0, "an unhandled event type")
+		if v.objectVersion() {
+			v.note("changes nothing: not judged (not applicable): an object-version receiver has no query for an unhandled type's object; its answer and the control are judged")
+		} else {
+			v.count(codeAckUnknownApplied, queryEffects, phaseUnknownType, 0, "an unhandled event type")
+		}
 		control(v)
 	}),
 }

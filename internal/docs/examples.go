@@ -45,7 +45,7 @@ var ExampleNotApplicable = map[string][]string{
 	// applicable. No effect or lifecycle role, one endpoint, no failpoints,
 	// retention, inbox or outbox.
 	"ledgerless-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-5", "DEDUP-6", "DEDUP-7", "DEDUP-8", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5",
-		"ACK-6", "ACK-8", "ORDER-3", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
+		"ACK-8", "ORDER-3", "RETENTION", "INBOX", "OUTBOX", "REFETCH"},
 	// A refetching Stripe receiver: one endpoint, no lifecycle, no
 	// failpoints, retention, inbox or outbox.
 	"refetch-receiver": {"DEDUP-3", "DEDUP-4", "DEDUP-5", "DEDUP-6", "ATOMIC-2", "ATOMIC-4", "ATOMIC-5", "ACK-8", "ORDER-3", "ORDER-5", "ORDER-6", "RETENTION", "INBOX", "OUTBOX"},

@@ -106,6 +106,31 @@ var ack3ObjectVersion = register(&table{
 
 func TestACK3ObjectVersion(t *testing.T) { ack3ObjectVersion.run(t) }
 
+// ACK-6: an unhandled type beside a control update. An object-version
+// receiver has no query for the unhandled type's object: the answer and the
+// control are judged, and the note says what is not.
+var ack6ObjectVersion = register(&table{
+	name: "ACK-6 object-version",
+	id:   "ACK-6",
+	clean: func() *history.History {
+		u, ctl := key("evt_1"), key("evt_ctl")
+		return ovScenario("ACK-6", ctl).
+			send("unknown-type", u, typeUnhandled).
+			send("control", ctl, typeUpdated).
+			objects("control", true, ctl).
+			objects("reconcile", true, ctl).done()
+	},
+	cases: []tcase{
+		{name: "changing nothing is said to be unjudged", note: "changes nothing: not judged (not applicable)"},
+		{name: "the unhandled type refused", codes: is("ack.unknown-type-rejected"),
+			edits: do(attempts("unknown-type", "", refused(400)))},
+		{name: "the control not applied", codes: is("ack.control-rejected"), also: is("reconcile.lost"),
+			edits: do(noRow("object", "control", "sub_evt_ctl"), noRow("object", "reconcile", "sub_evt_ctl"))},
+	},
+})
+
+func TestACK6ObjectVersion(t *testing.T) { ack6ObjectVersion.run(t) }
+
 // ACK-7: a padded update just under the size limit.
 var ack7ObjectVersion = register(&table{
 	name: "ACK-7 object-version",

@@ -82,7 +82,10 @@ function createApp({ pool, secret, sync, log = () => {}, defect = '' }) {
       if (err instanceof VerificationError || err instanceof BadEvent) return reply(res, 400, { error: err.message });
       throw err;
     }
-    if (!sync.handles(ev.type)) return reply(res, 200, { received: true, ignored: ev.type });
+    if (!sync.handles(ev.type)) {
+      if (defect === 'reject-unknown-types') return reply(res, 400, { error: `unknown event type ${ev.type}` });
+      return reply(res, 200, { received: true, ignored: ev.type });
+    }
     if (defect === 'ack-before-commit') {
       // Answered first, applied after: a failure now is the provider's loss.
       reply(res, 200, { received: true });

@@ -21,8 +21,10 @@
 //   ack-before-commit   the 200 is sent before the upserts commit: a crash or
 //                       a lost connection after it loses an event Stripe
 //                       will not send again
+//   reject-unknown-types an event type it does not sync is answered 400:
+//                       Stripe retries it for days and may disable the endpoint
 
-const DEFECTS = ['hard-delete', 'same-second-drop', 'unguarded-children', 'unsigned', 'ack-before-commit'];
+const DEFECTS = ['hard-delete', 'same-second-drop', 'unguarded-children', 'unsigned', 'ack-before-commit', 'reject-unknown-types'];
 
 class BadEvent extends Error {}
 
