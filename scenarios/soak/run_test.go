@@ -46,20 +46,7 @@ func TestRunReferenceInProcess(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dbURL := pgtest.Database(t)
-	eps := reference.DefaultEndpoints()[:2]
-	srv, err := reference.Open(ctx, dbURL, reference.Options{Endpoints: eps, PurgeInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	hts := httptest.NewServer(srv.Handler())
-	defer hts.Close()
-	pool, err := pgsession.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	eps, hts, pool := inProcessReference(ctx, t)
 	env := &scenarios.Env{RunID: "racetest", TimeScale: 3600, Observer: pgObserver{pool}}
 	for _, ep := range eps {
 		p, err := profiles.Lookup(ep.Profile)
@@ -105,4 +92,26 @@ func TestRunReferenceInProcess(t *testing.T) {
 
 func (pgObserver) KeyTTL(context.Context, profiles.Key) (time.Duration, bool, bool, error) {
 	return 0, false, false, nil
+}
+
+// inProcessReference serves the reference receiver's first two endpoints in
+// process on a throwaway database, and opens a pool on it for the soak's
+// reads; all are closed when t ends.
+func inProcessReference(ctx context.Context, t *testing.T) ([]reference.Endpoint, *httptest.Server, *pgxpool.Pool) {
+	t.Helper()
+	dbURL := pgtest.Database(t)
+	eps := reference.DefaultEndpoints()[:2]
+	srv, err := reference.Open(ctx, dbURL, reference.Options{Endpoints: eps, PurgeInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(srv.Close)
+	hts := httptest.NewServer(srv.Handler())
+	t.Cleanup(hts.Close)
+	pool, err := pgsession.Connect(ctx, dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return eps, hts, pool
 }

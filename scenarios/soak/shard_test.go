@@ -3,7 +3,6 @@ package soak
 import (
 	"context"
 	"encoding/json"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strconv"
@@ -11,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
-	"github.com/hookcert/hookcert/adapters/pgsession"
 	"github.com/hookcert/hookcert/history"
-	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/simulator/profiles"
@@ -183,20 +179,7 @@ func TestShardsSendTheUnshardedTraffic(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	dbURL := pgtest.Database(t)
-	eps := reference.DefaultEndpoints()[:2]
-	srv, err := reference.Open(ctx, dbURL, reference.Options{Endpoints: eps, PurgeInterval: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	hts := httptest.NewServer(srv.Handler())
-	defer hts.Close()
-	pool, err := pgsession.Connect(ctx, dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	eps, hts, pool := inProcessReference(ctx, t)
 	soakOf := func(runID string, sh Shard) *history.History {
 		env := &scenarios.Env{RunID: runID, TimeScale: 3600, Observer: pgObserver{pool}}
 		for _, ep := range eps {
