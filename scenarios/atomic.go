@@ -44,7 +44,7 @@ var atomic1 = Guarantee{
 	Why:     "A key committed apart from its change turns a crash into a lost event; a change committed apart from its key turns it into a double.",
 	Needs:   []Capability{"crash", "stop-in-transaction"},
 	Spec:    "a crash before commit leaves nothing, and the redelivery applies once",
-	Sends:   "one `effect` event, crashed inside its transaction (failpoint after-insert-before-commit, or SIGKILL while it waits on the locked effect table), then redelivered",
+	Sends:   "one `effect` event crashed inside its transaction (failpoint after-insert-before-commit), or, without failpoints, one SIGKILLed while it waits on the locked effect table and one while it waits on the locked event table; each redelivered",
 	Expects: "not acknowledged; 0 rows and 0 effects after the restart; the redelivery 2xx, 1 row, 1 effect (async acceptance: accepted, then applied once)",
 	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied},
 	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after the crash (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
@@ -61,11 +61,17 @@ var atomic1 = Guarantee{
 			s.redeliverUnlessAcked(ep, ev, k, a)
 			return
 		}
-		// Without failpoints: hold the effect table, so the receiver stops inside
-		// its transaction after the key insert, and SIGKILL it there.
-		a := s.holdAndCut(ep, ev, s.killAt)
-		s.restart()
-		s.afterCut(ep, ev, k, a, phaseAfterCrash)
+		// Without failpoints: hold each table the receiver writes in its
+		// transaction, so it stops there, and SIGKILL it there.
+		for i, table := range s.cutTables(ev) {
+			if i > 0 {
+				ev = s.storeEvent(ep)
+				k = s.key(ep, ev)
+			}
+			a := s.holdAndCut(ep, ev, table, s.killAt)
+			s.restart()
+			s.afterCut(ep, ev, k, a, phaseAfterCrash)
+		}
 	}, func(v *view, _ *noFacts) {
 		cutCheck(v, phaseAfterCrash, "a crash before commit")
 	}),
@@ -191,7 +197,7 @@ var atomic3 = Guarantee{
 	Why:     "A receiver that committed part of its work in an earlier transaction is left half-done by a network blip.",
 	Needs:   []Capability{"connection-loss"},
 	Spec:    "a lost database connection mid-transaction leaves nothing partial",
-	Sends:   "one `effect` event whose database sessions are terminated while it waits on the locked effect table, then redelivered",
+	Sends:   "one `effect` event whose database sessions are terminated while it waits on the locked effect table, and one while it waits on the locked event table (where the target names it apart); each redelivered",
 	Expects: "as ATOMIC-1",
 	codes:   []Code{codeAtomicAckedUncommitted, codeAtomicPartial, codeAtomicNotAcked, codeAtomicNotApplied},
 	Reads:   []Read{{Query: queryEventRows, Tells: "the event's key rows after the lost connection (0) and after the redelivery (1)"}, {Query: queryEffects, Tells: "the event's effects, likewise"}},
@@ -201,9 +207,13 @@ var atomic3 = Guarantee{
 		}
 		ep := s.primary()
 		ev := s.storeEvent(ep)
-		k := s.key(ep, ev)
-		a := s.holdAndCut(ep, ev, nil)
-		s.afterCut(ep, ev, k, a, phaseAfterCut)
+		for i, table := range s.cutTables(ev) {
+			if i > 0 {
+				ev = s.storeEvent(ep)
+			}
+			a := s.holdAndCut(ep, ev, table, nil)
+			s.afterCut(ep, ev, s.key(ep, ev), a, phaseAfterCut)
+		}
 	}, func(v *view, _ *noFacts) {
 		cutCheck(v, phaseAfterCut, "the connection loss")
 	}),
@@ -364,7 +374,9 @@ var atomic5 = Guarantee{
 // acknowledged by a receiver that accepts before applying, it was still
 // applied once.
 func cutCheck(v *view, phase, what string) {
-	for _, a := range v.role(roleDoomed) {
+	doomed := v.role(roleDoomed)
+	accepted := 0 // acknowledged by a receiver that accepts before it applies
+	for _, a := range doomed {
 		if !acked(a) {
 			continue
 		}
@@ -372,13 +384,18 @@ func cutCheck(v *view, phase, what string) {
 			v.deviate(codeAtomicAckedUncommitted, "delivery was acknowledged although its transaction was cut by %s before it could commit: %s", what, Describe(a))
 			continue
 		}
-		v.stateOnce(codeAtomicNotApplied, phaseAfter, "an event accepted before "+what+" cut its worker")
-		return
+		accepted++
 	}
-	v.state(codeAtomicPartial, phase, 0, "after "+what)
-	if len(v.role(roleRedelivery)) > 0 {
+	// Every cut delivery but an accepted one was read right after the cut:
+	// nothing of it may be stored.
+	if accepted < len(doomed) {
+		v.state(codeAtomicPartial, phase, 0, "after "+what)
+	}
+	// An accepted one must still be applied; a refused one is redelivered
+	// and applied once.
+	if accepted > 0 || len(v.role(roleRedelivery)) > 0 {
 		v.acked(codeAtomicNotAcked, roleRedelivery)
-		v.stateOnce(codeAtomicNotApplied, phaseAfter, "after the redelivery")
+		v.stateOnce(codeAtomicNotApplied, phaseAfter, "after the redelivery, or accepted before "+what+" cut its worker")
 	}
 	if v.objectVersion() {
 		v.onceUnjudged()

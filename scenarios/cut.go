@@ -24,14 +24,13 @@ const (
 // accepts before it applies, for the delivery's answer once its worker waits.
 const asyncAnswerWait = 5 * time.Second
 
-// holdAndCut holds the effect table, delivers ev as role doomed, waits until
-// the receiver's session waits on the table — inside its transaction, after
-// the key insert — and then cuts it: kill, when not nil, crashes whatever runs
-// the transaction stopped at g (the receiver, or one of its worker processes)
-// before the backends waiting on g are terminated; nil terminates them only.
-// It returns the delivery's attempt.
-func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) history.Attempt {
-	table := s.effectTable(ev)
+// holdAndCut holds table, delivers ev as role doomed, waits until the
+// receiver's session waits on the table — inside its transaction — and then
+// cuts it: kill, when not nil, crashes whatever runs the transaction stopped
+// at g (the receiver, or one of its worker processes) before the backends
+// waiting on g are terminated; nil terminates them only. It returns the
+// delivery's attempt.
+func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, table string, kill func(g Gate)) history.Attempt {
 	h := s.hold(table)
 	defer h.release()
 	finished := make(chan struct{})
@@ -77,6 +76,19 @@ func (s *session) holdAndCut(ep Endpoint, ev profiles.Event, kill func(g Gate)) 
 	}
 	s.note("%d session(s) waited on %s; %s %v mid-transaction", waited, table, how, pids)
 	return doomed
+}
+
+// cutTables are the tables ATOMIC-1 and ATOMIC-3 cut the receiver at, one
+// delivery each: the effect table of ev's role, where the change is written,
+// then the event table, where the key is, when the target names it apart. A
+// receiver that commits the two in separate transactions is caught between
+// them at one or the other, whichever it commits first.
+func (s *session) cutTables(ev profiles.Event) []string {
+	ts := []string{s.effectTable(ev)}
+	if t := s.env.EventTable; t != "" && t != ts[0] {
+		ts = append(ts, t)
+	}
+	return ts
 }
 
 // afterCut reads what a cut transaction left. Not acknowledged: nothing may

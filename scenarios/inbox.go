@@ -212,7 +212,7 @@ var inbox3 = Guarantee{
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
 		alone, holder := false, 0
-		a := s.holdAndCut(ep, ev, func(g Gate) { alone, holder = s.killWorkers(g) })
+		a := s.holdAndCut(ep, ev, s.effectTable(ev), func(g Gate) { alone, holder = s.killWorkers(g) })
 		if !acked(a) {
 			// Restarted first: the next scenario needs the receiver whole.
 			s.restartWorkers(alone)
@@ -330,7 +330,7 @@ var inbox5 = Guarantee{
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		a := s.holdAndCut(ep, ev, nil)
+		a := s.holdAndCut(ep, ev, s.effectTable(ev), nil)
 		if !acked(a) {
 			s.abort("the event was not acknowledged (%s): there was no accepted work to fail", Describe(a))
 		}

@@ -116,7 +116,7 @@ var outbox3 = Guarantee{
 		ep := s.primary()
 		ev := s.effectEvent(ep)
 		k := s.key(ep, ev)
-		a := s.holdAndCut(ep, ev, s.killAt)
+		a := s.holdAndCut(ep, ev, s.effectTable(ev), s.killAt)
 		// Read before the restart: whatever the sink got came from a
 		// transaction that never committed.
 		s.sinkCalls(k, phaseAfterCut)
