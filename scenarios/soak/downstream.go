@@ -214,13 +214,24 @@ func (s *soak) readDownstream(ctx context.Context) ([]history.Observation, []his
 	s.mu.Lock()
 	keys := append([]*keyState(nil), s.keys...)
 	s.mu.Unlock()
+	callsOf := s.env.Sink.Calls
+	if each, ok := s.env.Sink.(sinkEach); ok {
+		// One pass over the sink's calls, not one per event: a soak's
+		// thousands of events each made a call.
+		ids := make([]string, len(keys))
+		for i, ks := range keys {
+			ids[i] = ks.key.EventID
+		}
+		all := each.CallsEach(ids)
+		callsOf = func(id string) []scenarios.SinkCall { return all[id] }
+	}
 	var obs []history.Observation
 	var sinks []history.Sink
 	for _, ks := range keys {
 		if ctx.Err() != nil {
 			break
 		}
-		calls := s.env.Sink.Calls(ks.key.EventID)
+		calls := callsOf(ks.key.EventID)
 		applied := 0
 		for _, c := range calls {
 			if appliedOutcome(c.Outcome) {
@@ -232,6 +243,11 @@ func (s *soak) readDownstream(ctx context.Context) ([]history.Observation, []his
 			Phase: PhaseSoak, Found: true, Count: int64(len(calls)), Version: int64(applied), AtNS: s.since()})
 	}
 	return obs, sinks
+}
+
+// sinkEach is a sink that attributes its calls to many events at once.
+type sinkEach interface {
+	CallsEach(eventIDs []string) map[string][]scenarios.SinkCall
 }
 
 // answered: some call was answered 2xx.

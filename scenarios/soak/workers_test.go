@@ -218,6 +218,15 @@ func (d testSink) Calls(eventID string) []scenarios.SinkCall {
 	}
 	return out
 }
+func (d testSink) CallsEach(eventIDs []string) map[string][]scenarios.SinkCall {
+	out := map[string][]scenarios.SinkCall{}
+	for id, cs := range d.s.MatchingEach(eventIDs) {
+		for _, c := range cs {
+			out[id] = append(out[id], scenarios.SinkCall{Seq: c.Seq, At: c.Time, Key: c.IdempotencyKey, Status: c.Status, Outcome: c.Outcome})
+		}
+	}
+	return out
+}
 func (d testSink) Fail(eventID string, n, status int) {
 	d.s.Inject(sink.Fault{Match: eventID, Times: n, Status: status})
 }
