@@ -213,6 +213,86 @@ func (s *Sink) Matching(sub string) []Call {
 	return out
 }
 
+// MatchingEach is Matching for many substrings at once, in one pass over the
+// calls rather than one per substring: for each of subs, the calls whose body
+// (its first 64 KiB) or operation key contains it, in arrival order. A call
+// whose key or a string value of whose JSON body is one of subs is given to
+// that one alone (an event ID found whole is not also searched for inside
+// the others); only the other calls are searched for each of subs.
+func (s *Sink) MatchingEach(subs []string) map[string][]Call {
+	want := make(map[string]bool, len(subs))
+	for _, sub := range subs {
+		want[sub] = true
+	}
+	out := make(map[string][]Call, len(subs))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i, c := range s.calls {
+		found := false
+		if want[c.IdempotencyKey] {
+			out[c.IdempotencyKey] = append(out[c.IdempotencyKey], c)
+			found = true
+		}
+		for _, v := range jsonStrings(s.bodies[i]) {
+			if want[v] && v != c.IdempotencyKey {
+				out[v] = append(out[v], c)
+				found = true
+			}
+		}
+		if found {
+			continue
+		}
+		for _, sub := range subs {
+			if strings.Contains(c.IdempotencyKey, sub) || bytes.Contains(s.bodies[i], []byte(sub)) {
+				out[sub] = append(out[sub], c)
+			}
+		}
+	}
+	return out
+}
+
+// jsonStrings are the distinct string values (not keys) of a JSON body, nil
+// when it is not JSON.
+func jsonStrings(body []byte) []string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var out []string
+	seen := map[string]bool{}
+	// Within an object, tokens alternate key, value; a nested value opens
+	// its own alternation.
+	type level struct{ object, key bool }
+	var stack []level
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return out
+		}
+		isKey := len(stack) > 0 && stack[len(stack)-1].object && stack[len(stack)-1].key
+		if len(stack) > 0 && stack[len(stack)-1].object {
+			stack[len(stack)-1].key = !stack[len(stack)-1].key
+		}
+		switch t := tok.(type) {
+		case json.Delim:
+			switch t {
+			case '{':
+				stack = append(stack, level{object: true, key: true})
+			case '[':
+				stack = append(stack, level{})
+			default:
+				stack = stack[:len(stack)-1]
+				if len(stack) > 0 && stack[len(stack)-1].object {
+					// The closed value was a value: the next token is a key.
+					stack[len(stack)-1].key = true
+				}
+			}
+		case string:
+			if !isKey && !seen[t] {
+				seen[t] = true
+				out = append(out, t)
+			}
+		}
+	}
+}
+
 // Applied is how many times the operation of key was applied (1 at most for a
 // non-empty key; every call without a key counts under "").
 func (s *Sink) Applied(key string) int {

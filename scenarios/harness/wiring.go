@@ -322,6 +322,17 @@ func (d downstream) Calls(eventID string) []scenarios.SinkCall {
 	return out
 }
 
+// CallsEach is Calls for many events in one pass over the sink's calls.
+func (d downstream) CallsEach(eventIDs []string) map[string][]scenarios.SinkCall {
+	out := map[string][]scenarios.SinkCall{}
+	for id, cs := range d.s.MatchingEach(eventIDs) {
+		for _, c := range cs {
+			out[id] = append(out[id], scenarios.SinkCall{Seq: c.Seq, At: c.Time, Key: c.IdempotencyKey, Status: c.Status, Outcome: c.Outcome})
+		}
+	}
+	return out
+}
+
 func (d downstream) Fail(eventID string, n, status int) {
 	d.s.Inject(sink.Fault{Match: eventID, Times: n, Status: status})
 }

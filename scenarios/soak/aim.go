@@ -223,13 +223,17 @@ func (s *soak) atCommit(ctx context.Context, kind string, rng *rand.Rand) report
 		return f
 	}
 	restart := func() error { return nil }
-	what := ""
+	what, after := "", ", restarted"
 	if kind == KindKill {
 		alone, holder, err := s.killAtGate(ctx, g)
 		if err != nil {
 			return end("kill: " + err.Error())
 		}
 		switch {
+		case alone && holder < 0 && s.aim.down.Load() > 0:
+			what = fmt.Sprintf("worker process %d is left down by an earlier kill: no other killed, so that one runs on; ", s.aim.down.Load())
+		case alone && holder < 0:
+			what = "no worker process's session waited there (the receiver's own did): no process killed, "
 		case holder > 0:
 			what = fmt.Sprintf("SIGKILL of worker process %d (whose session held the stopped claim), ", holder)
 		case alone:
@@ -242,6 +246,21 @@ func (s *soak) atCommit(ctx context.Context, kind string, rng *rand.Rand) report
 				return s.env.Workers.Restart(ctx)
 			}
 			return s.hooks.Controller.Restart(ctx)
+		}
+		if holder < 0 {
+			restart, after = func() error { return nil }, ""
+		}
+		if holder > 0 && table == s.env.EffectTable {
+			// Stopped at the effect table, it had claimed the event and was
+			// applying it (at the event table it may have been claiming).
+			// Its claim is the other worker processes' to re-offer once the
+			// lease runs out, as nothing restarts in production when one
+			// worker dies: a start would re-offer it for them (a receiver
+			// that requeues claims at boot), so it stays down until a fault
+			// restarts the whole receiver, or until after the final read.
+			restart = func() error { return nil }
+			s.aim.down.Store(int64(holder))
+			after = fmt.Sprintf(", left down while the other %d worker process(es) run: its claim is theirs to re-offer after the lease (%s); restarted with the whole receiver by a later kill, or after the final read", s.env.Workers.Processes()-1, s.env.Inbox.Lease)
 		}
 	}
 	// A killed client's backend waits on the lock regardless: end it too, so
@@ -258,25 +277,39 @@ func (s *soak) atCommit(ctx context.Context, kind string, rng *rand.Rand) report
 	f.InFlight, f.Hit = held, true
 	f.Detail = fmt.Sprintf("%spg_terminate_backend of %d session(s) waiting mid-transaction on %s", what, len(pids), table)
 	if kind == KindKill {
-		f.Detail += ", restarted"
+		f.Detail += after
 	}
 	return f
 }
 
 // killAtGate kills what runs the transactions stopped at g: where the
-// receiver applies in separate worker processes and they are the ones
-// waiting, the worker process whose session holds the stopped claim (or all
-// of them) alone; otherwise the receiver.
+// receiver applies in separate worker processes, the worker process whose
+// session holds the stopped claim alone (holder -1: none of theirs waited,
+// nothing killed) or, with one, the worker process; otherwise the receiver.
 func (s *soak) killAtGate(ctx context.Context, g scenarios.Gate) (alone bool, holder int, err error) {
 	w := s.env.Workers
 	if w == nil || !s.env.Acceptance.Async {
 		return false, 0, s.hooks.Controller.Kill()
 	}
 	if w.Processes() > 1 {
+		if s.aim.down.Load() > 0 {
+			// Left down by an earlier kill@commit, and still: its claims
+			// are the running ones' to re-offer, and a start (of it, or of
+			// the one killed now for want of any) would re-offer them.
+			if ok, _ := s.hooks.Controller.Alive(); !ok {
+				return true, -1, nil
+			}
+			s.aim.down.Store(0) // a restart of the whole receiver brought it back
+		}
 		n, err := w.KillHolder(ctx, g)
 		if err != nil || n > 0 {
 			return true, n, err
 		}
+		// Only the receiver's own sessions waited (accepting, at the event
+		// table): the termination cuts them. Killing every worker process
+		// would cut none of theirs, and its restart would re-offer the
+		// claims the others must.
+		return true, -1, nil
 	}
 	return true, 0, w.Kill()
 }

@@ -10,8 +10,8 @@ import (
 )
 
 func TestParseNemesisAims(t *testing.T) {
-	ns, err := ParseNemesis("kill@ack=2s, kill@commit=7s,pg-terminate@commit=5s,pg-terminate@ack=4s,pause@timeout=11s,kill=3s")
-	if err != nil || len(ns) != 6 {
+	ns, err := ParseNemesis("kill@ack=2s, kill@commit=7s,pg-terminate@commit=5s,pg-terminate@ack=4s,pause@timeout=11s,kill=3s,kill@downstream=9s")
+	if err != nil || len(ns) != 7 || ns[6] != (Nemesis{Kind: KindKill, Aim: AimDownstream, Every: 9 * time.Second}) {
 		t.Fatalf("%v %v", ns, err)
 	}
 	if ns[0] != (Nemesis{Kind: KindKill, Aim: AimAck, Every: 2 * time.Second}) || ns[4] != (Nemesis{Kind: KindPause, Aim: AimTimeout, Every: 11 * time.Second}) || ns[5].Aim != "" {
@@ -32,6 +32,7 @@ func TestParseNemesisAims(t *testing.T) {
 		"kill@ack=10ms":                "at least 100ms",
 		"boom@ack=1s":                  `unknown fault "boom"`,
 		"pg-terminate@pause=1s":        "pg-terminate@ack, pg-terminate@commit",
+		"pg-terminate@downstream=1s":   `pg-terminate cannot aim at "downstream"`,
 		"kill@ack=1s,pg-terminate=1x":  "pg-terminate=1x",
 		"kill@ack=1s,kill@commit=1s,,": "",
 	} {
@@ -72,6 +73,13 @@ func (nopCtl) WaitExit(context.Context) error { return nil }
 func (nopCtl) Restart(context.Context) error  { return nil }
 func (nopCtl) Alive() (bool, string)          { return true, "" }
 
+type nopSink struct{}
+
+func (nopSink) Calls(string) []scenarios.SinkCall    { return nil }
+func (nopSink) Fail(string, int, int)                {}
+func (nopSink) Lose(string, int)                     {}
+func (nopSink) HoldAfterApply(string, time.Duration) {}
+
 type nopDB struct{}
 
 func (nopDB) Hold(context.Context, string) (scenarios.Gate, error) { return nil, nil }
@@ -83,7 +91,7 @@ func (nopDB) TerminateWaiters(context.Context, scenarios.Gate, bool) ([]int, err
 // each it leaves out, with why.
 func TestDefaultSchedule(t *testing.T) {
 	full := Hooks{Controller: nopCtl{}, Pause: func(bool) error { return nil }, Terminate: func(context.Context) ([]int, error) { return nil, nil }}
-	env := &scenarios.Env{DB: nopDB{}, EffectTable: "ledger_entries", Endpoints: []scenarios.Endpoint{{AckTimeout: 10 * time.Second}, {AckTimeout: 3 * time.Second}}}
+	env := &scenarios.Env{DB: nopDB{}, EffectTable: "ledger_entries", Sink: nopSink{}, Endpoints: []scenarios.Endpoint{{AckTimeout: 10 * time.Second}, {AckTimeout: 3 * time.Second}}}
 	use, left := DefaultSchedule(env, full, Options{Duration: 20 * time.Second})
 	if FormatNemesis(use) != FormatNemesis(DefaultNemesis) || len(left) != 0 {
 		t.Fatalf("full target: %s, left out %v", FormatNemesis(use), left)
@@ -97,13 +105,17 @@ func TestDefaultSchedule(t *testing.T) {
 	}
 	// No lifecycle, no lockable table: only what remains.
 	use, left = DefaultSchedule(&scenarios.Env{Endpoints: env.Endpoints}, Hooks{Terminate: full.Terminate}, Options{Duration: 20 * time.Second})
-	if FormatNemesis(use) != "pg-terminate@ack=4s" || len(left) != 4 {
+	if FormatNemesis(use) != "pg-terminate@ack=4s" || len(left) != 5 {
 		t.Fatalf("no lifecycle, no table: %s, left out %v", FormatNemesis(use), left)
 	}
 	for _, l := range left {
-		if !strings.Contains(l, "target.lifecycle") && !strings.Contains(l, "table the harness may lock") {
+		if !strings.Contains(l, "target.lifecycle") && !strings.Contains(l, "table the harness may lock") && !strings.Contains(l, "downstream sink") {
 			t.Errorf("left out without a reason a user can act on: %q", l)
 		}
+	}
+	// kill@downstream needs a receiver that calls the harness's sink.
+	if why := Unavailable(&scenarios.Env{}, full, Nemesis{Kind: KindKill, Aim: AimDownstream}); !strings.Contains(why, "capability outbox") {
+		t.Errorf("kill@downstream without a sink: %q", why)
 	}
 	if why := Unavailable(env, full, Nemesis{Kind: KindPause, Aim: AimTimeout}); why != "" {
 		t.Errorf("pause@timeout unavailable: %s", why)

@@ -17,7 +17,8 @@ const EvidenceKeys = 20
 // Judge reconciles a soak's history: per event key, its acknowledged, failed
 // and unknown attempts against the last event_rows and effects reads of phase
 // soak. A key is lost when it was acknowledged and has no event row (or, where
-// effects are read, no effect); duplicated with more than one row or effect;
+// effects are read, no effect); duplicated with more than one row or effect,
+// or an operation the downstream sink applied more than once (downstream.go);
 // unknown when never acknowledged but some attempt's outcome is unknown, and of
 // those recovered when stored exactly once; never applied when every attempt
 // failed and nothing is stored. trafficNS is when traffic stopped (the rates are
@@ -64,7 +65,10 @@ func Judge(h *history.History, trafficNS int64) *reports.Soak {
 		ok    bool
 	}
 	rows, effects := map[profiles.Key]read{}, map[profiles.Key]read{}
-	for _, o := range h.Observations {
+	// Evidence beside the rows: an unapplied event's inbox state, an
+	// event's downstream calls (downstream.go).
+	inbox, down := map[profiles.Key]*history.Observation{}, map[profiles.Key]*history.Observation{}
+	for i, o := range h.Observations {
 		if o.Phase != PhaseSoak || len(o.Params) < 3 {
 			continue
 		}
@@ -75,7 +79,18 @@ func Judge(h *history.History, trafficNS int64) *reports.Soak {
 			rows[k] = r
 		case "effects":
 			effects[k] = r
+		case QueryInboxState:
+			inbox[k] = &h.Observations[i]
+		case QueryDownstream:
+			down[k] = &h.Observations[i]
 		}
+	}
+	opKeys := map[string]map[string]bool{}
+	for _, c := range h.Sink {
+		if opKeys[c.EventID] == nil {
+			opKeys[c.EventID] = map[string]bool{}
+		}
+		opKeys[c.EventID][c.Key] = true
 	}
 	out.Keys = len(order)
 	for _, k := range order {
@@ -88,9 +103,11 @@ func Judge(h *history.History, trafficNS int64) *reports.Soak {
 			out.Unjudged++
 			continue
 		}
-		ks := scenarios.KeyString(k)
+		ks := scenarios.KeyString(k) + evidenceNote(inbox[k], down[k], len(opKeys[k.EventID]))
 		lost := t.acked > 0 && (rw.count == 0 || (eff.ok && eff.count == 0))
-		dup := rw.count > 1 || (eff.ok && eff.count > 1)
+		// Applied more than once downstream: resent under a new operation
+		// key, or applied twice by the receiver.
+		dup := rw.count > 1 || (eff.ok && eff.count > 1) || (down[k] != nil && down[k].Version > 1)
 		if lost {
 			out.Lost++
 			if len(out.LostKeys) < EvidenceKeys {

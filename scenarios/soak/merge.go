@@ -112,6 +112,10 @@ func Merge(hs []*history.History) (*history.History, error) {
 			o.AtNS += shift
 			out.Observations = append(out.Observations, o)
 		}
+		for _, c := range h.Sink {
+			c.AtNS += shift
+			out.Sink = append(out.Sink, c)
+		}
 		for _, f := range in.Faults {
 			f.StartMS += shift / 1e6
 			f.EndMS += shift / 1e6

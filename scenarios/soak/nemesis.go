@@ -31,11 +31,15 @@ const (
 	AimCommit = "commit"
 	// AimTimeout pauses past the provider's acknowledgement timeout.
 	AimTimeout = "timeout"
+	// AimDownstream kills right after the harness's sink received (and
+	// applied) the n-th watched downstream call, its answer withheld: the
+	// receiver has made the call and not yet recorded it as sent.
+	AimDownstream = "downstream"
 )
 
 // aims are the aims each kind takes.
 var aims = map[string][]string{
-	KindKill:        {AimAck, AimCommit},
+	KindKill:        {AimAck, AimCommit, AimDownstream},
 	KindPGTerminate: {AimAck, AimCommit},
 	KindPause:       {AimTimeout},
 }
@@ -113,6 +117,7 @@ var DefaultNemesis = []Nemesis{
 	{Kind: KindPGTerminate, Aim: AimAck, Every: 4 * time.Second},
 	{Kind: KindPGTerminate, Aim: AimCommit, Every: 5 * time.Second},
 	{Kind: KindKill, Aim: AimCommit, Every: 7 * time.Second},
+	{Kind: KindKill, Aim: AimDownstream, Every: 9 * time.Second},
 	{Kind: KindPause, Aim: AimTimeout, Every: 11 * time.Second},
 }
 
@@ -146,6 +151,8 @@ func Unavailable(env *scenarios.Env, h Hooks, n Nemesis) string {
 		return "needs the receiver's SQL database (observe.postgres or observe.mysql)"
 	case n.Aim == AimCommit && (env == nil || env.DB == nil || env.EffectTable == ""):
 		return "needs a table the harness may lock (lock-gating or connection-loss, with an effect_table) to stop the receiver inside its transaction"
+	case n.Aim == AimDownstream && (env == nil || env.Sink == nil):
+		return "needs a receiver that calls the harness's downstream sink (capability outbox, {{.SinkURL}})"
 	case n.Aim == AimTimeout && pauseTimeout(env) <= 0:
 		return "no endpoint has an acknowledgement timeout to pause past"
 	}
@@ -197,6 +204,8 @@ func (s *soak) nemesis(ctx, gen context.Context, n Nemesis, mu *sync.Mutex) {
 			f = s.atCommit(ctx, n.Kind, rng)
 		case AimTimeout:
 			f = s.pauseTimeout(ctx)
+		case AimDownstream:
+			f = s.atDownstream(ctx, rng)
 		}
 		s.down.Store(nil)
 		mu.Unlock()

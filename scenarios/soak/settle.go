@@ -16,7 +16,7 @@ func (s *soak) settle(ctx context.Context) reports.SoakSettle {
 	start := time.Now()
 	deadline := start.Add(s.o.SettleBound)
 	if c := s.hooks.Controller; c != nil {
-		if ok, _ := c.Alive(); !ok {
+		if ok, why := c.Alive(); !ok && !s.downOnPurpose(why) {
 			_ = c.Kill()
 			if err := c.Restart(ctx); err != nil {
 				s.fault(reports.SoakFault{Kind: "restart", StartMS: s.since() / 1e6, EndMS: s.since() / 1e6, Error: "restart before settling: " + err.Error()})

@@ -143,6 +143,7 @@ type soak struct {
 	killAfter                               atomic.Int64
 	strike                                  atomic.Pointer[func() error]
 	killNow                                 chan killed
+	aim                                     aimState
 }
 
 // Run soaks the receiver env describes.
@@ -217,7 +218,13 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 	stopReport()
 	s.progress("read")
 	obs, err := s.read(ctx)
+	down, calls := s.readDownstream(ctx)
+	obs = append(append(obs, down...), s.inboxEvidence(ctx, obs)...)
+	if f, ok := s.restoreWorkers(ctx); ok {
+		s.fault(f)
+	}
 	res.History, res.Faults = s.history(obs), s.faults
+	res.History.Sink = calls
 	return res, err
 }
 

@@ -52,7 +52,10 @@ redelivers every unacknowledged event on its profile's retry schedule, compresse
 --nemesis kill@ack=3s,kill@commit=7s,pg-terminate@commit=5s,pause@timeout=11s: SIGKILL
 and restart of the receiver right after the n-th acknowledgement (n from the seed) or
 while its sessions wait inside their transactions on a table the harness locked,
-pg_terminate_backend of those sessions, SIGSTOP past the provider's timeout; plain
+pg_terminate_backend of those sessions, SIGSTOP past the provider's timeout, or
+(kill@downstream, where the receiver calls the harness's sink: capability outbox, as
+--demo --mode inbox) SIGKILL right after the sink applied a downstream call whose
+answer it withholds; plain
 kill, pg-terminate and pause act on the timer alone (--pause-for). Without --nemesis
 the default schedule runs every aimed fault the target supports and names those left
 out; --nemesis none runs none. Kill and pause need a target lifecycle, @commit a
@@ -62,7 +65,8 @@ When traffic stops, every event whose last outcome was not an acknowledgement is
 redelivered until acknowledged or --settle-bound, the receiver is left to become
 quiescent, and every key's event rows and effects are read. Each key is judged from
 the history: lost (acknowledged, never stored), duplicated (more than one row or
-effect), unknown and recovered (unknown outcome, then stored once), never applied.
+effect, or an operation the downstream sink applied more than once), unknown and
+recovered (unknown outcome, then stored once), never applied.
 
 --shard I/N --start-at TIME sends one slice of the traffic (the workers numbered I
 modulo N of --concurrency, at their share of --rate) from TIME on, so N processes on
@@ -486,7 +490,7 @@ func printSoak(out io.Writer, p painter, s *reports.Soak) {
 	}
 	printSoakMeasure(out, p, s)
 	evidence("lost: acknowledged, never stored", s.Lost, s.LostKeys)
-	evidence("duplicated: more than one row or effect", s.Duplicated, s.DuplicatedKeys)
+	evidence("duplicated: more than one row, effect or downstream operation", s.Duplicated, s.DuplicatedKeys)
 	if !s.Passed && s.Repro != "" {
 		fmt.Fprintf(out, "  reproduce: %s\n", s.Repro)
 	}

@@ -185,7 +185,7 @@ func TestSoakDemoCheckThenInsertDuplicates(t *testing.T) {
 	if s.Duplicated == 0 || len(s.DuplicatedKeys) == 0 || len(s.DuplicatedKeys) > 20 {
 		t.Fatalf("duplicated %d, keys listed %d:\n%s", s.Duplicated, len(s.DuplicatedKeys), out)
 	}
-	if !strings.Contains(out, "duplicated: more than one row or effect") || !soakKey.MatchString(out) {
+	if !strings.Contains(out, "duplicated: more than one row, effect or downstream operation") || !soakKey.MatchString(out) {
 		t.Errorf("output does not name the duplicated keys:\n%s", out)
 	}
 	rejudge(t, dir, code, s)
