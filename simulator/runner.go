@@ -70,6 +70,8 @@ type Runner struct {
 	attemptURL string
 	// lastExcerpt is the last response excerpt (see excerpt).
 	lastExcerpt atomic.Pointer[excerptText]
+	// lastPlain is the last plain response read (see plainResponse).
+	lastPlain atomic.Pointer[plainResponse]
 	// hsClient sends handshakes (handshake.go), made on first use.
 	hsOnce   sync.Once
 	hsClient *http.Client
