@@ -181,12 +181,12 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 	}
 	defer stopGen()
 	var workers, nemeses sync.WaitGroup
-	tokens := s.limiter(gen)
+	pace := newPacer(o.Rate)
 	for _, w := range o.Shard.workers(o.Concurrency) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			s.worker(ctx, gen, tokens, w, rand.New(rand.NewPCG(uint64(o.Seed), uint64(w)+1)))
+			s.worker(ctx, gen, pace, w, rand.New(rand.NewPCG(uint64(o.Seed), uint64(w)+1)))
 		}()
 	}
 	// Faults of different kinds never overlap: one would hide the other.
