@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,7 @@ func main() {
 	rates := flag.String("rates", "250,500,1000,1250,1500,2000", "--rate steps, ascending; stepping stops at the first not sustained")
 	dur := flag.Duration("duration", 5*time.Second, "traffic per run")
 	conc := flag.Int("concurrency", 8, "soak --concurrency")
+	prof := flag.String("cpuprofile", "", "write a CPU profile of this process (the harness) over all runs here")
 	flag.Parse()
 	var rs []float64
 	for _, f := range strings.Split(*rates, ",") {
@@ -64,7 +66,19 @@ func main() {
 		}
 		rs = append(rs, v)
 	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "soak overhead: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*server, rs, *dur, *conc); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "soak overhead:", err)
 		os.Exit(1)
 	}
