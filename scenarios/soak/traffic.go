@@ -192,7 +192,7 @@ func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
 		last = *a
 	}
 	s.mu.Lock()
-	s.attempts = append(s.attempts, recs...)
+	s.attempts.add(recs)
 	s.mu.Unlock()
 	ks.mu.Lock()
 	if j.n == 1 {
