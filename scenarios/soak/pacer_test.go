@@ -37,4 +37,9 @@ func TestPacerSpacesSlotsWithoutDebt(t *testing.T) {
 	if got := p.next.Sub(ahead); got != p.interval {
 		t.Fatalf("the slot after %v is %v later, want %v", ahead, got, p.interval)
 	}
+	// Two copies take two slots: charge takes the second without waiting.
+	p.charge()
+	if got := p.next.Sub(ahead); got != 2*p.interval {
+		t.Fatalf("after a charge the next slot is %v after %v, want %v", got, ahead, 2*p.interval)
+	}
 }

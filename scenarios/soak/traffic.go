@@ -51,18 +51,28 @@ func newPacer(rate float64) *pacer {
 	return &pacer{interval: time.Duration(float64(time.Second) / rate)}
 }
 
-// wait takes the next slot and sleeps until it (on t, the worker's own timer,
-// made on first use); false when gen ended first. A slot nobody was ready
-// for is not made up later: the rate is a ceiling, not a debt.
-func (p *pacer) wait(gen context.Context, t **time.Timer) bool {
+// take reserves the next slot and returns it.
+func (p *pacer) take() (at, now time.Time) {
 	p.mu.Lock()
-	now := time.Now()
-	at := p.next
+	defer p.mu.Unlock()
+	now = time.Now()
+	at = p.next
 	if at.Before(now) {
 		at = now
 	}
 	p.next = at.Add(p.interval)
-	p.mu.Unlock()
+	return at, now
+}
+
+// charge takes one more slot without waiting for it, for an event sent as two
+// copies: --rate bounds deliveries, and the copies are two.
+func (p *pacer) charge() { p.take() }
+
+// wait takes the next slot and sleeps until it (on t, the worker's own timer,
+// made on first use); false when gen ended first. A slot nobody was ready
+// for is not made up later: the rate is a ceiling, not a debt.
+func (p *pacer) wait(gen context.Context, t **time.Timer) bool {
+	at, now := p.take()
 	d := at.Sub(now)
 	if d <= 0 {
 		return gen.Err() == nil
@@ -112,6 +122,9 @@ func (s *soak) worker(ctx, gen context.Context, pace *pacer, w int, rng *rand.Ra
 		switch {
 		case dup:
 			role = RoleCopy
+			if pace != nil {
+				pace.charge() // two copies are two deliveries
+			}
 		case lost:
 			role = RoleLostAck
 		}
