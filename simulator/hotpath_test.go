@@ -163,6 +163,38 @@ func TestPlainResponseMatchesNetHTTP(t *testing.T) {
 	}
 }
 
+// TestRepeatedPlainResponseReusesItsParse reads a sequence of responses on one
+// connection, the same bytes repeated and then changed (status, a header, the
+// body, and a prefix of an earlier one), each compared with net/http's parse:
+// a response with the last one's bytes reuses its parse, any other is parsed.
+func TestRepeatedPlainResponseReusesItsParse(t *testing.T) {
+	r, err := NewRunner(Target{URL: "http://127.0.0.1:1/hook", Profile: testProfile{}, Secrets: []string{testSecret}}, Options{ResponseReadLimit: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := "HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 16:00:00 GMT\r\nContent-Length: 2\r\n\r\nok"
+	seq := []string{a, a,
+		"HTTP/1.1 500 Internal Server Error\r\nDate: Mon, 30 Nov 2026 16:00:00 GMT\r\nContent-Length: 2\r\n\r\nok",
+		a,
+		"HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 16:00:01 GMT\r\nContent-Length: 2\r\n\r\nok",
+		"HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 16:00:01 GMT\r\nContent-Length: 2\r\n\r\nno",
+		"HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 16:00:01 GMT\r\nContent-Length: 3\r\n\r\nnoo",
+		"HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 16:00:01 GMT\r\nContent-Length: 3\r\n\r\nnoo",
+		"HTTP/1.1 200 OK\r\nDate: Mon, 30 Nov 2026 16:00:01 GMT\r\nContent-Length: 3\r\n\r\nno",
+	}
+	pc := testPconn(r, strings.NewReader(strings.Join(seq, "")))
+	for i, raw := range seq {
+		got, _ := r.readResponse(pc)
+		want, _ := r.readAnyResponse(testPconn(r, strings.NewReader(raw)))
+		// Reuse is not compared: the next responses are buffered behind this one.
+		t.Logf("response %d", i)
+		compareResponses(t, got, false, want, false)
+	}
+	if last := r.lastPlain.Load(); last == nil || string(last.raw) != seq[len(seq)-3] {
+		t.Fatalf("last plain response kept: %+v, want the last whole one read", last)
+	}
+}
+
 func compareResponses(t *testing.T, got response, gotReuse bool, want response, wantReuse bool) {
 	t.Helper()
 	errText := func(e error) string {

@@ -35,6 +35,27 @@ func TestSendCleanIsAcknowledged(t *testing.T) {
 	}
 }
 
+// With NoHistory the records are returned, not kept: the caller keeps them.
+func TestNoHistoryReturnsRecordsWithoutKeepingThem(t *testing.T) {
+	rc := newReceiver(t, nil)
+	r, err := NewRunner(Target{URL: rc.srv.URL + "/hook", Profile: testProfile{}, Secrets: []string{testSecret}, Account: "acct_A"}, Options{NoHistory: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a, err := r.Send(context.Background(), testEvent(), SendOptions{})
+	if err != nil || a.Outcome != history.OutcomeAcknowledged {
+		t.Fatalf("send: %v, record %+v", err, a)
+	}
+	recs, rel, err := r.SendCopies(context.Background(), testEvent(), 2, SendOptions{Shape: Shape{Attempt: 2}})
+	if err != nil || len(recs) != 2 || rel.Copies != 2 {
+		t.Fatalf("copies: %v, %d records, release %+v", err, len(recs), rel)
+	}
+	if h := r.History(); len(h.Attempts) != 0 || len(h.Releases) != 0 {
+		t.Fatalf("history keeps %d attempts and %d releases, want none", len(h.Attempts), len(h.Releases))
+	}
+}
+
 func TestBadInputFaults(t *testing.T) {
 	rc := newReceiver(t, nil)
 	r := newTestRunner(t, rc.srv.URL, testProfile{})

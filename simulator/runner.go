@@ -45,6 +45,10 @@ type Options struct {
 	// passes the run's start, so the records come out on the run's clock and
 	// need no shifting.
 	Origin time.Time
+	// NoHistory leaves Send's and SendCopies' records out of History: for a
+	// caller that keeps the returned records itself (a soak), so a long run
+	// does not hold every record twice.
+	NoHistory bool
 }
 
 // Runner delivers events to one target and records what happened. It is safe for
@@ -70,6 +74,8 @@ type Runner struct {
 	attemptURL string
 	// lastExcerpt is the last response excerpt (see excerpt).
 	lastExcerpt atomic.Pointer[excerptText]
+	// lastPlain is the last plain response read (see plainResponse).
+	lastPlain atomic.Pointer[plainResponse]
 	// hsClient sends handshakes (handshake.go), made on first use.
 	hsOnce   sync.Once
 	hsClient *http.Client
@@ -108,7 +114,7 @@ func NewRunner(t Target, o Options) (*Runner, error) {
 func (r *Runner) Close() { r.pool.closeAll() }
 
 // History returns what Send and SendCopies recorded so far (Run and Deliver
-// return their own records).
+// return their own records; with Options.NoHistory, nothing).
 func (r *Runner) History() *history.History { return r.rec.snapshot() }
 
 // Started is the instant the runner's clock counts from: Options.Origin, else
@@ -193,7 +199,9 @@ func (r *Runner) Send(ctx context.Context, ev profiles.Event, o SendOptions) (hi
 		return history.Attempt{}, err
 	}
 	rec := r.single(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout.D()), o.Step, o.Copy, r.clock)
-	r.rec.attempt(rec)
+	if !r.opts.NoHistory {
+		r.rec.attempt(rec)
+	}
 	return rec, nil
 }
 
@@ -212,9 +220,11 @@ func (r *Runner) SendCopies(ctx context.Context, ev profiles.Event, n int, o Sen
 		return nil, history.Release{}, err
 	}
 	recs, rel := r.copies(ctx, ev, at, p, o.Faults.LostAck, r.timeoutFor(o.Timeout.D()), o.Step, n, r.clock)
-	for _, a := range recs {
-		r.rec.attempt(a)
+	if !r.opts.NoHistory {
+		for _, a := range recs {
+			r.rec.attempt(a)
+		}
+		r.rec.release(rel)
 	}
-	r.rec.release(rel)
 	return recs, rel, nil
 }

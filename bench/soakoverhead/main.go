@@ -26,6 +26,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -51,6 +52,7 @@ func main() {
 	rates := flag.String("rates", "250,500,1000,1250,1500,2000", "--rate steps, ascending; stepping stops at the first not sustained")
 	dur := flag.Duration("duration", 5*time.Second, "traffic per run")
 	conc := flag.Int("concurrency", 8, "soak --concurrency")
+	prof := flag.String("cpuprofile", "", "write a CPU profile of this process (the harness) over all runs here")
 	flag.Parse()
 	var rs []float64
 	for _, f := range strings.Split(*rates, ",") {
@@ -64,7 +66,19 @@ func main() {
 		}
 		rs = append(rs, v)
 	}
+	if *prof != "" {
+		f, err := os.Create(*prof)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "soak overhead: -cpuprofile:", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(*server, rs, *dur, *conc); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "soak overhead:", err)
 		os.Exit(1)
 	}
@@ -141,8 +155,10 @@ func run(server string, rates []float64, dur time.Duration, conc int) error {
 
 	fmt.Printf("hookcert soak (in this process: traffic, history, final reads, judge) against the reference receiver (separate process), "+
 		"concurrency %d, dup-rate 0.1, lost-ack-rate 0.05, no nemesis, %s of traffic per run; %d CPUs\n\n", conc, dur, runtime.NumCPU())
-	fmt.Printf("%-12s %12s %9s %11s %10s %20s %20s %17s %8s\n", "--rate", "deliveries/s", "of rate", "sustained", "attempts",
-		"harness CPU/delivery", "receiver CPU/delivery", "harness/receiver", "judged")
+	fmt.Println("CPU per delivery: over the whole run (traffic, settling, final reads, judging) and, in parentheses, over the")
+	fmt.Println("traffic alone (between its first and last progress reports, a second apart): what limits deliveries/s.")
+	fmt.Printf("%-12s %12s %9s %11s %10s %26s %26s %17s %8s\n", "--rate", "deliveries/s", "of rate", "sustained", "attempts",
+		"harness CPU µs/delivery", "receiver CPU µs/delivery", "harness/receiver", "judged")
 	bestSustained, firstShare, topRatio := 0.0, "", 0.0
 	var seed int64
 	one := func(rate float64) (float64, error) {
@@ -172,8 +188,15 @@ func run(server string, rates []float64, dur time.Duration, conc int) error {
 		} else if firstShare == "" {
 			firstShare = label + "/s reached " + share + " of it"
 		}
-		fmt.Printf("%-12s %12.0f %9s %11s %10d %17.1f µs %17.1f µs %16.3fx %8s\n", label, r.rate, share, sus, r.attempts,
-			r.harnessCPU.Seconds()*1e6/float64(r.attempts), r.receiverCPU.Seconds()*1e6/float64(r.attempts), ratio, verdict)
+		traffic := func(cpu time.Duration) string {
+			if r.trafficAttempts == 0 {
+				return "(-)"
+			}
+			return fmt.Sprintf("(%.1f)", cpu.Seconds()*1e6/float64(r.trafficAttempts))
+		}
+		fmt.Printf("%-12s %12.0f %9s %11s %10d %16.1f %-9s %16.1f %-9s %16.3fx %8s\n", label, r.rate, share, sus, r.attempts,
+			r.harnessCPU.Seconds()*1e6/float64(r.attempts), traffic(r.trafficHarness),
+			r.receiverCPU.Seconds()*1e6/float64(r.attempts), traffic(r.trafficReceiver), ratio, verdict)
 		if !r.passed {
 			return r.rate, errors.New("the soak did not pass: the figures above are not of a clean run")
 		}
@@ -212,6 +235,16 @@ type result struct {
 	attempts                int
 	harnessCPU, receiverCPU time.Duration
 	passed                  bool
+	// The traffic window between the first and last progress reports: its
+	// attempts and the CPU each side used in it.
+	trafficAttempts                 int64
+	trafficHarness, trafficReceiver time.Duration
+}
+
+// cpuMark is both sides' CPU and the soak's attempts at one progress report.
+type cpuMark struct {
+	harness, receiver time.Duration
+	attempts          int64
 }
 
 // soakOnce runs one soak and Judge, and measures this process's CPU and the
@@ -221,6 +254,18 @@ func soakOnce(ctx context.Context, env *scenarios.Env, pid int, o soak.Options) 
 	r0, err := procCPU(pid)
 	if err != nil {
 		return result{}, err
+	}
+	var first, last *cpuMark
+	o.Progress = func(p soak.Progress) {
+		if p.Phase != "traffic" {
+			return
+		}
+		rc, _ := procCPU(pid)
+		m := &cpuMark{harness: selfCPU(), receiver: rc, attempts: p.Attempts}
+		if first == nil {
+			first = m
+		}
+		last = m
 	}
 	h0 := selfCPU()
 	res, err := soak.Run(ctx, env, soak.Hooks{}, o)
@@ -233,7 +278,12 @@ func soakOnce(ctx context.Context, env *scenarios.Env, pid int, o soak.Options) 
 	if err != nil {
 		return result{}, err
 	}
-	return result{rate: s.DeliveriesPerS, attempts: s.Attempts, harnessCPU: h1 - h0, receiverCPU: r1 - r0, passed: s.Passed}, nil
+	out := result{rate: s.DeliveriesPerS, attempts: s.Attempts, harnessCPU: h1 - h0, receiverCPU: r1 - r0, passed: s.Passed}
+	if first != nil && last.attempts > first.attempts {
+		out.trafficAttempts = last.attempts - first.attempts
+		out.trafficHarness, out.trafficReceiver = last.harness-first.harness, last.receiver-first.receiver
+	}
+	return out, nil
 }
 
 // selfCPU is this process's user+sys CPU time (getrusage RUSAGE_SELF).

@@ -173,8 +173,8 @@ func (s *soak) ackedBetween(from, to int64) []profiles.Key {
 	defer s.mu.Unlock()
 	seen := map[profiles.Key]bool{}
 	var out []profiles.Key
-	for i := len(s.attempts) - 1; i >= 0 && len(out) < 256; i-- {
-		a := &s.attempts[i]
+	for i := s.attempts.len() - 1; i >= 0 && len(out) < 256; i-- {
+		a := s.attempts.at(i)
 		if a.Outcome != history.OutcomeAcknowledged || a.EndNS < from || a.StartNS > to || seen[a.Key] {
 			continue
 		}
@@ -356,8 +356,8 @@ func (s *soak) pauseTimeout(ctx context.Context) reports.SoakFault {
 	// give the workers a moment to record them.
 	time.Sleep(50 * time.Millisecond)
 	s.mu.Lock()
-	for i := len(s.attempts) - 1; i >= 0; i-- {
-		a := &s.attempts[i]
+	for i := s.attempts.len() - 1; i >= 0; i-- {
+		a := s.attempts.at(i)
 		if a.StartNS < from-int64(time.Minute) {
 			break
 		}

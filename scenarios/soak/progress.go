@@ -51,7 +51,7 @@ func (s *soak) progress(phase string) {
 	now := s.since()
 	var rate int64
 	s.mu.Lock()
-	for i := len(s.attempts) - 1; i >= 0 && s.attempts[i].EndNS > now-int64(time.Second); i-- {
+	for i := s.attempts.len() - 1; i >= 0 && s.attempts.at(i).EndNS > now-int64(time.Second); i-- {
 		rate++
 	}
 	s.mu.Unlock()

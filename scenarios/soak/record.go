@@ -81,7 +81,7 @@ func (s *soak) history(obs []history.Observation) *history.History {
 	defer s.mu.Unlock()
 	h := &history.History{
 		Meta:         history.Meta{RunID: s.env.RunID, Seed: s.o.Seed, TimeScale: s.env.TimeScale, Started: s.start.UTC(), Finished: time.Now().UTC(), Plan: Plan},
-		Attempts:     append([]history.Attempt(nil), s.attempts...),
+		Attempts:     s.attempts.all(),
 		Releases:     []history.Release{},
 		Observations: obs,
 	}
@@ -90,4 +90,42 @@ func (s *soak) history(obs []history.Observation) *history.History {
 	}
 	sort.SliceStable(h.Attempts, func(i, j int) bool { return h.Attempts[i].StartNS < h.Attempts[j].StartNS })
 	return h
+}
+
+// attemptLog is the soak's records in arrival order, kept in fixed-size
+// chunks: a long soak never copies its whole history to grow it, as append on
+// one slice did at every doubling. The soak's lock guards it.
+type attemptLog struct {
+	chunks [][]history.Attempt
+	n      int
+}
+
+const attemptChunk = 1024
+
+func (l *attemptLog) add(recs []history.Attempt) {
+	for _, a := range recs {
+		if l.n%attemptChunk == 0 {
+			l.chunks = append(l.chunks, make([]history.Attempt, 0, attemptChunk))
+		}
+		c := &l.chunks[len(l.chunks)-1]
+		*c = append(*c, a)
+		l.n++
+	}
+}
+
+func (l *attemptLog) len() int { return l.n }
+
+// at is record i (0 ≤ i < len), in place.
+func (l *attemptLog) at(i int) *history.Attempt { return &l.chunks[i/attemptChunk][i%attemptChunk] }
+
+// all is a copy of every record in arrival order (nil for none).
+func (l *attemptLog) all() []history.Attempt {
+	if l.n == 0 {
+		return nil
+	}
+	out := make([]history.Attempt, 0, l.n)
+	for _, c := range l.chunks {
+		out = append(out, c...)
+	}
+	return out
 }

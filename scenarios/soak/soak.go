@@ -130,7 +130,7 @@ type soak struct {
 	clock   simulator.Clock
 
 	mu       sync.Mutex
-	attempts []history.Attempt
+	attempts attemptLog
 	keys     []*keyState
 	faults   []reports.SoakFault
 	queue    []job
@@ -165,7 +165,7 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 	s := &soak{env: env, hooks: hooks, o: o, start: o.Shard.origin(), clock: simulator.Clock{Scale: env.TimeScale}, killNow: make(chan killed, 1)}
 	s.o.Rate = o.Shard.rate(o.Rate, o.Concurrency)
 	for _, ep := range env.Endpoints {
-		r, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{})
+		r, err := simulator.NewRunner(simulator.Target{URL: ep.URL, Profile: ep.Profile, Secrets: ep.Secrets, Account: ep.Account}, simulator.Options{NoHistory: true})
 		if err != nil {
 			return nil, fmt.Errorf("endpoint %s: %w", ep.URL, err)
 		}
@@ -182,12 +182,12 @@ func Run(ctx context.Context, env *scenarios.Env, hooks Hooks, o Options) (*Resu
 	}
 	defer stopGen()
 	var workers, nemeses sync.WaitGroup
-	tokens := s.limiter(gen)
+	pace := newPacer(o.Rate)
 	for _, w := range o.Shard.workers(o.Concurrency) {
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			s.worker(ctx, gen, tokens, w, rand.New(rand.NewPCG(uint64(o.Seed), uint64(w)+1)))
+			s.worker(ctx, gen, pace, w, rand.New(rand.NewPCG(uint64(o.Seed), uint64(w)+1)))
 		}()
 	}
 	// Faults of different kinds never overlap: one would hide the other.

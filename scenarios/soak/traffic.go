@@ -32,41 +32,73 @@ type job struct {
 	role string
 }
 
-// limiter hands out one token per delivery at o.Rate (nil: unlimited).
-func (s *soak) limiter(ctx context.Context) <-chan struct{} {
-	if s.o.Rate <= 0 {
+// pacer spaces deliveries 1/Rate apart across the workers. It replaced a
+// ticker handing tokens to waiting workers: that woke a goroutine per token
+// whether or not a worker took it (100,000 times a second at --rate 100000,
+// a rate no receiver here reaches) and handed each token over a channel, two
+// wake-ups per delivery where a worker sleeping until its own slot needs one.
+type pacer struct {
+	interval time.Duration
+	mu       sync.Mutex
+	next     time.Time
+}
+
+// newPacer is the pacer of o.Rate (nil: unlimited).
+func newPacer(rate float64) *pacer {
+	if rate <= 0 {
 		return nil
 	}
-	ch := make(chan struct{})
-	go func() {
-		t := time.NewTicker(time.Duration(float64(time.Second) / s.o.Rate))
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				select {
-				case ch <- struct{}{}:
-				default: // nobody waiting: the rate is a ceiling, not a debt
-				}
-			}
-		}
-	}()
-	return ch
+	return &pacer{interval: time.Duration(float64(time.Second) / rate)}
+}
+
+// take reserves the next slot and returns it.
+func (p *pacer) take() (at, now time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	now = time.Now()
+	at = p.next
+	if at.Before(now) {
+		at = now
+	}
+	p.next = at.Add(p.interval)
+	return at, now
+}
+
+// charge takes one more slot without waiting for it, for an event sent as two
+// copies: --rate bounds deliveries, and the copies are two.
+func (p *pacer) charge() { p.take() }
+
+// wait takes the next slot and sleeps until it (on t, the worker's own timer,
+// made on first use); false when gen ended first. A slot nobody was ready
+// for is not made up later: the rate is a ceiling, not a debt.
+func (p *pacer) wait(gen context.Context, t **time.Timer) bool {
+	at, now := p.take()
+	d := at.Sub(now)
+	if d <= 0 {
+		return gen.Err() == nil
+	}
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	select {
+	case <-(*t).C:
+		return true
+	case <-gen.Done():
+		(*t).Stop()
+		return false
+	}
 }
 
 // worker w sends its events until gen ends. Its events follow from the seed
 // and w alone, and their IDs carry w: a shard running some of the workers sends
 // exactly those workers' events of an unsharded soak of the same seed.
-func (s *soak) worker(ctx, gen context.Context, tokens <-chan struct{}, w int, rng *rand.Rand) {
+func (s *soak) worker(ctx, gen context.Context, pace *pacer, w int, rng *rand.Rand) {
+	var timer *time.Timer
 	for seq := 0; gen.Err() == nil; {
-		if tokens != nil {
-			select {
-			case <-tokens:
-			case <-gen.Done():
-				return
-			}
+		if pace != nil && !pace.wait(gen, &timer) {
+			return
 		}
 		if j, ok := s.pop(); ok {
 			s.deliver(ctx, j, false, false)
@@ -90,6 +122,9 @@ func (s *soak) worker(ctx, gen context.Context, tokens <-chan struct{}, w int, r
 		switch {
 		case dup:
 			role = RoleCopy
+			if pace != nil {
+				pace.charge() // two copies are two deliveries
+			}
 		case lost:
 			role = RoleLostAck
 		}
@@ -170,7 +205,7 @@ func (s *soak) deliver(ctx context.Context, j job, dup, lost bool) bool {
 		last = *a
 	}
 	s.mu.Lock()
-	s.attempts = append(s.attempts, recs...)
+	s.attempts.add(recs)
 	s.mu.Unlock()
 	ks.mu.Lock()
 	if j.n == 1 {

@@ -81,15 +81,29 @@ func parseIDShape(s string) (*idShape, error) {
 	return sh, nil
 }
 
-// draw makes one ID from r.
+// draw makes one ID from r in one allocation: IDs are drawn per event and per
+// attempt. The draws are randString's and randUUID's, in the same order.
 func (sh *idShape) draw(r RandSource) string {
-	var b strings.Builder
+	n := 0
 	for _, p := range sh.parts {
 		switch {
 		case p.uuid:
-			b.WriteString(randUUID(r))
+			n += 36
+		default:
+			n += p.n + len(p.lit)
+		}
+	}
+	var b strings.Builder
+	b.Grow(n)
+	for _, p := range sh.parts {
+		switch {
+		case p.uuid:
+			var u [36]byte
+			b.Write(appendRandUUID(u[:0], r))
 		case p.n > 0:
-			b.WriteString(randString(r, p.alphabet, p.n))
+			for range p.n {
+				b.WriteByte(randChar(r, p.alphabet))
+			}
 		default:
 			b.WriteString(p.lit)
 		}

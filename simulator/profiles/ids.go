@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math/bits"
+	"sync"
 )
 
 // RandSource is what the ID generators need from a seeded random generator.
@@ -23,16 +24,27 @@ const (
 func randString(r RandSource, alphabet string, n int) string {
 	b := make([]byte, n)
 	for i := range b {
-		// Multiply-shift maps a 64-bit draw onto the alphabet; the bias for an
-		// alphabet of ≤ 64 symbols is below 2^-58, irrelevant for test IDs.
-		hi, _ := bits.Mul64(r.Uint64(), uint64(len(alphabet)))
-		b[i] = alphabet[hi]
+		b[i] = randChar(r, alphabet)
 	}
 	return string(b)
 }
 
+// randChar draws one character of alphabet (len ≤ 64) from one 64-bit draw.
+func randChar(r RandSource, alphabet string) byte {
+	// Multiply-shift maps a 64-bit draw onto the alphabet; the bias for an
+	// alphabet of ≤ 64 symbols is below 2^-58, irrelevant for test IDs.
+	hi, _ := bits.Mul64(r.Uint64(), uint64(len(alphabet)))
+	return alphabet[hi]
+}
+
 // formatUUID formats 16 bytes as a version-4, RFC 4122 variant UUID string.
 func formatUUID(b []byte) string {
+	var out [36]byte
+	return string(appendUUID(out[:0], b))
+}
+
+// appendUUID appends 16 bytes formatted as a version-4, RFC 4122 variant UUID.
+func appendUUID(dst, b []byte) []byte {
 	var u [16]byte
 	copy(u[:], b)
 	u[6] = u[6]&0x0f | 0x40
@@ -47,18 +59,24 @@ func formatUUID(b []byte) string {
 	hex.Encode(out[19:23], u[8:10])
 	out[23] = '-'
 	hex.Encode(out[24:36], u[10:16])
-	return string(out[:])
+	return append(dst, out[:]...)
 }
 
 func randUUID(r RandSource) string {
-	b := make([]byte, 16)
+	var out [36]byte
+	return string(appendRandUUID(out[:0], r))
+}
+
+// appendRandUUID appends a random UUID drawn from r (two 64-bit draws).
+func appendRandUUID(dst []byte, r RandSource) []byte {
+	var b [16]byte
 	for i := 0; i < 16; i += 8 {
 		v := r.Uint64()
 		for j := 0; j < 8; j++ {
 			b[i+j] = byte(v >> (8 * j))
 		}
 	}
-	return formatUUID(b)
+	return appendUUID(dst, b[:])
 }
 
 // appendBase36 appends the first n characters of the 256-bit big-endian number
@@ -133,13 +151,31 @@ func NewEventID(profileID string, r RandSource) (string, error) {
 		return m.MakeEventID(r), nil
 	}
 	if c, ok := ContractOf(profileID); ok && c.IDs.Event != "" {
-		sh, err := parseIDShape(c.IDs.Event)
+		sh, err := cachedIDShape(c.IDs.Event)
 		if err != nil {
 			return "", fmt.Errorf("event ID for %q: ids.event: %w", profileID, err)
 		}
 		return sh.draw(r), nil
 	}
 	return "", fmt.Errorf("event ID for %q: no generator", profileID)
+}
+
+// idShapes holds the parsed ids.event templates by their text: an event ID is
+// drawn per event, and parsing a template (a regular expression) cost more
+// than the draw (BenchmarkNewEventID). Only templates that parse are kept, one
+// per contract, so the cache stays small.
+var idShapes sync.Map // string → *idShape
+
+func cachedIDShape(s string) (*idShape, error) {
+	if v, ok := idShapes.Load(s); ok {
+		return v.(*idShape), nil
+	}
+	sh, err := parseIDShape(s)
+	if err != nil {
+		return nil, err
+	}
+	idShapes.Store(s, sh)
+	return sh, nil
 }
 
 // DeliveryIDMaker is a profile whose provider sends a per-attempt delivery ID
