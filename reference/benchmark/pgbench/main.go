@@ -37,6 +37,7 @@ import (
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/reference"
+	"github.com/hookcert/hookcert/reference/store"
 )
 
 // target is the share of pgbench's transaction rate the receiver must reach.
@@ -84,24 +85,19 @@ func envOr(k, d string) string {
 }
 
 // script is the reference's transaction for customer_cash_balance_transaction.created
-// on the clean path (reference.processOneTx: store.InsertKey, then store.Apply ->
-// applyCash -> addLedger), statement for statement, with a random event key and a
-// payload of the size the receiver stores.
-const script = `\set k random(1, 1000000000000)
-BEGIN;
-INSERT INTO processed_webhook_events (source, account_id, event_id, event_type, payload)
-	VALUES (:src, :acct, 'evt_pgb_' || :client_id || '_' || :k, 'customer_cash_balance_transaction.created', convert_to(:body, 'UTF8'))
-	ON CONFLICT (source, account_id, event_id) DO NOTHING
-	RETURNING 1;
-INSERT INTO ledger_entries (source, account_id, event_id, object_id, kind, amount)
-	VALUES (:src, :acct, 'evt_pgb_' || :client_id || '_' || :k, 'ccsbtxn_' || :k, 'cash', 100)
-	ON CONFLICT (source, account_id, object_id, kind) WHERE kind IN ('payment', 'refund') DO NOTHING
-	RETURNING 1;
-INSERT INTO account_balances (source, account_id, balance) VALUES (:src, :acct, 100)
-	ON CONFLICT (source, account_id) DO UPDATE
-	SET balance = account_balances.balance + EXCLUDED.balance, updated_at = now();
-COMMIT;
-`
+// on the clean path: store.CreditSQL itself (reference.creditOneTrip), one
+// statement that is its own transaction, with a random event key and a payload
+// of the size the receiver stores in place of its parameters. pgbench -M
+// prepared sends it as the receiver's pgx does: one Bind, Execute and Sync.
+var script = "\\set k random(1, 1000000000000)\n" + strings.NewReplacer(
+	"$1", ":src",
+	"$2", ":acct",
+	"$3", "('evt_pgb_' || :client_id || '_' || :k)",
+	"$4", "'"+store.TypeCashBalance+"'",
+	"$5", "convert_to(:body, 'UTF8')",
+	"$6", "('ccsbtxn_' || :k)",
+	"$7", "100",
+).Replace(store.CreditSQL) + ";\n"
 
 func run(server, pgbench string, clients []int, rounds int, dur time.Duration) error {
 	ctx := context.Background()
