@@ -22,6 +22,8 @@ func (h registryHitter) hit(p fpPoint, eventID string) error {
 	return h.r.Hit(fp, eventID)
 }
 
+func (h registryHitter) idle() bool { return h.r.Idle() }
+
 // newFailpoints builds the failpoint registry and its control surface.
 func newFailpoints(crash func()) (hitter, http.Handler) {
 	r := failpoint.New(crash)

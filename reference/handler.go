@@ -217,6 +217,9 @@ func (s *Server) applyErr(log *slog.Logger, ev store.Event, err error) result {
 // processOneTx is the correct design: key and business change commit together in
 // ONE transaction, and the response follows the commit.
 func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(result), log *slog.Logger) result {
+	if s.oneTrip && ev.Type == store.TypeCashBalance && s.fp.idle() {
+		return s.creditOneTrip(ctx, ev, log)
+	}
 	tx, err := s.steps.begin(ctx)
 	if err != nil {
 		return s.transient(log, ev, "begin", err)
@@ -235,6 +238,29 @@ func (s *Server) processOneTx(ctx context.Context, ev store.Event, ack func(resu
 		return s.injected(log, ev, fpAfterInsertBeforeCommit, err)
 	}
 	return s.steps.commit(ctx, tx, ev, applied, ack, log)
+}
+
+// creditOneTrip is processOneTx for a cash credit when nothing may stop it
+// between its writes and its commit (no defect, no outbox, no armed failpoint):
+// the same rows, written by one statement that is its own transaction
+// (store.CreditOneTrip). Step by step, the balance row stays locked from the
+// upsert until the COMMIT arrives a round trip later, and every credit to the
+// account queues behind that; here the commit follows the upsert inside
+// PostgreSQL, and the receiver and the backend wake once per credit, not five
+// times.
+func (s *Server) creditOneTrip(ctx context.Context, ev store.Event, log *slog.Logger) result {
+	inserted, err := store.CreditOneTrip(ctx, s.pool, ev)
+	if err != nil {
+		// Commit uncertainty included: the retry is deduplicated or applied.
+		return s.transient(log, ev, "credit", err)
+	}
+	if !inserted {
+		return duplicate
+	}
+	if err := s.fp.hit(fpAfterCommitBeforeResponse, ev.EventID); err != nil {
+		return s.injected(log, ev, fpAfterCommitBeforeResponse, err)
+	}
+	return fromApply(store.Result{Applied: true})
 }
 
 // begin starts the delivery's transaction.

@@ -138,14 +138,16 @@ var serverDefects = []serverDefect{
 
 // installServerDefects swaps in the steps of every named defect, in table order.
 // Names the server does not run (worker or outbox defects) are left to the
-// workers and the dispatcher.
-func installServerDefects(s *Server, names []string) {
+// workers and the dispatcher. It returns how many it installed.
+func installServerDefects(s *Server, names []string) (installed int) {
 	active := newDefectSet(names)
 	for _, d := range serverDefects {
 		if active.has(d.name) {
 			d.install(s)
+			installed++
 		}
 	}
+	return installed
 }
 
 // announceDroppedKeyIndex warns, after the migrations, that a defect runs without

@@ -119,6 +119,17 @@ func (s *switchHitter) hit(p fpPoint, id string) error {
 	return h.hit(p, id)
 }
 
+// idle is false: a recorder observes every point, so deliveries take the
+// step-by-step path that reaches them all.
+func (r *recorder) idle() bool { return false }
+
+func (s *switchHitter) idle() bool {
+	s.mu.Lock()
+	h := s.h
+	s.mu.Unlock()
+	return h.idle()
+}
+
 func (s *switchHitter) set(h hitter) {
 	s.mu.Lock()
 	s.h = h

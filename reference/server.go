@@ -113,6 +113,9 @@ type Server struct {
 	inbox *Workers
 	// outbox is set when a sink URL is configured.
 	outbox *Dispatcher
+	// oneTrip lets processOneTx apply a cash credit in one statement
+	// (creditOneTrip): set when no defect and no outbox is in play.
+	oneTrip bool
 }
 
 // steps are the narrow seams of the receiver, each one step of the recipe
@@ -240,7 +243,9 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	}
 	// Each defect swaps its steps (and the rules, schema or body limit it
 	// changes) now, once.
-	installServerDefects(s, opts.Defects)
+	// A credit takes one round trip only on the clean receiver without an
+	// outbox: every defect keeps the step-by-step path it was written against.
+	s.oneTrip = installServerDefects(s, opts.Defects) == 0 && opts.Outbox.SinkURL == ""
 
 	applied, err := store.MigrateSchema(ctx, pool, s.schema)
 	if err != nil {

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Reference receiver beside pgbench: deliveries/s of signed cash credits over
 # loopback HTTP against pgbench -M prepared running the reference's own credit
-# transaction (key insert ON CONFLICT, ledger entry, balance update) on the same
-# fresh database, at each client count, rounds alternating, medians and their
-# ratio printed (target >= 0.8x). The database is created on
-# $HOOKCERT_DATABASE_URL's server and dropped afterwards.
+# transaction (store.CreditSQL: key insert ON CONFLICT, ledger entry and balance
+# update in one statement) on the same fresh database, at each client count,
+# rounds alternating, medians and their ratio printed (target >= 0.9x at 8 and
+# 32 clients). The database is created on $HOOKCERT_DATABASE_URL's server and
+# dropped afterwards.
 # Usage: reference/benchmark/pgbench.sh [clients, default 1,8,32] [rounds, default 3]
 #        [round duration, default 4s]
 set -euo pipefail

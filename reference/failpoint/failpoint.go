@@ -163,6 +163,10 @@ func (r *Registry) Hit(p Point, eventID string) error {
 	return fmt.Errorf("at %s: %w", p, ErrInjected)
 }
 
+// Idle reports that nothing is armed (one atomic load): a Hit now would do
+// nothing.
+func (r *Registry) Idle() bool { return r == nil || r.armed.Load() == 0 }
+
 // take removes and returns the arming that matches (p, eventID), if any. Removal under
 // the lock makes an arming fire exactly once even when concurrent deliveries of one
 // event reach the point together.

@@ -10,15 +10,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -33,10 +34,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/reference"
+	"github.com/hookcert/hookcert/reference/store"
 )
 
 // target is the share of pgbench's transaction rate the receiver must reach.
@@ -84,24 +87,19 @@ func envOr(k, d string) string {
 }
 
 // script is the reference's transaction for customer_cash_balance_transaction.created
-// on the clean path (reference.processOneTx: store.InsertKey, then store.Apply ->
-// applyCash -> addLedger), statement for statement, with a random event key and a
-// payload of the size the receiver stores.
-const script = `\set k random(1, 1000000000000)
-BEGIN;
-INSERT INTO processed_webhook_events (source, account_id, event_id, event_type, payload)
-	VALUES (:src, :acct, 'evt_pgb_' || :client_id || '_' || :k, 'customer_cash_balance_transaction.created', convert_to(:body, 'UTF8'))
-	ON CONFLICT (source, account_id, event_id) DO NOTHING
-	RETURNING 1;
-INSERT INTO ledger_entries (source, account_id, event_id, object_id, kind, amount)
-	VALUES (:src, :acct, 'evt_pgb_' || :client_id || '_' || :k, 'ccsbtxn_' || :k, 'cash', 100)
-	ON CONFLICT (source, account_id, object_id, kind) WHERE kind IN ('payment', 'refund') DO NOTHING
-	RETURNING 1;
-INSERT INTO account_balances (source, account_id, balance) VALUES (:src, :acct, 100)
-	ON CONFLICT (source, account_id) DO UPDATE
-	SET balance = account_balances.balance + EXCLUDED.balance, updated_at = now();
-COMMIT;
-`
+// on the clean path: store.CreditSQL itself (reference.creditOneTrip), one
+// statement that is its own transaction, with a random event key and a payload
+// of the size the receiver stores in place of its parameters. pgbench -M
+// prepared sends it as the receiver's pgx does: one Bind, Execute and Sync.
+var script = "\\set k random(1, 1000000000000)\n" + strings.NewReplacer(
+	"$1", ":src",
+	"$2", ":acct",
+	"$3", "('evt_pgb_' || :client_id || '_' || :k)",
+	"$4", "'"+store.TypeCashBalance+"'",
+	"$5", "convert_to(:body, 'UTF8')",
+	"$6", "('ccsbtxn_' || :k)",
+	"$7", "100",
+).Replace(store.CreditSQL) + ";\n"
 
 func run(server, pgbench string, clients []int, rounds int, dur time.Duration) error {
 	ctx := context.Background()
@@ -119,29 +117,29 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 	eps := reference.DefaultEndpoints()
 	ep := eps[0]
 	maxC := slices.Max(clients)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: maxC * 2}, Timeout: 30 * time.Second}
-	load := &loader{client: client, secret: ep.Secret}
+	load := &loader{path: ep.Path, secret: ep.Secret}
 	// The receiver is opened for each of its rounds with a pool of c connections
 	// and closed after it, so that its idle sessions and pgbench's c never add up
 	// beyond the shared server's max_connections; each opening is warmed up first.
-	refRound := func(c int, d time.Duration) (float64, error) {
+	refRound := func(c int, d time.Duration) (round, error) {
 		q := u.Query()
 		q.Set("pool_max_conns", strconv.Itoa(c))
 		ru := *u
 		ru.RawQuery = q.Encode()
 		srv, err := reference.Open(ctx, ru.String(), reference.Options{Endpoints: eps, PurgeInterval: -1})
 		if err != nil {
-			return 0, err
+			return round{}, err
 		}
 		defer srv.Close()
 		hs := httptest.NewServer(srv.Handler())
 		defer hs.Close()
-		defer client.CloseIdleConnections()
-		load.url = hs.URL + ep.Path
+		load.addr = hs.Listener.Addr().String()
 		if _, err := load.closed(c, 500*time.Millisecond); err != nil {
-			return 0, fmt.Errorf("warm-up: %w", err)
+			return round{}, fmt.Errorf("warm-up: %w", err)
 		}
-		return load.closed(c, d)
+		cpu0, n0 := selfCPU(), load.n.Load()
+		rate, err := load.closed(c, d)
+		return round{rate, (selfCPU() - cpu0) / time.Duration(max(1, load.n.Load()-n0))}, err
 	}
 	// Migrate the schema before pgbench needs it.
 	if _, err := refRound(1, 100*time.Millisecond); err != nil {
@@ -181,8 +179,22 @@ type row struct {
 	ref, pgb []float64
 }
 
+// round is one round of the reference: deliveries/s, and this process's CPU
+// (user+sys: the loader and the receiver) per delivery.
+type round struct {
+	rate float64
+	cpu  time.Duration
+}
+
+// selfCPU is this process's user+sys CPU time (getrusage RUSAGE_SELF).
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // measure runs rounds of dur on each side for each client count, printing each.
-func measure(clients []int, rounds int, dur time.Duration, refRound func(c int, d time.Duration) (float64, error), pg *pgb) ([]row, error) {
+func measure(clients []int, rounds int, dur time.Duration, refRound func(c int, d time.Duration) (round, error), pg *pgb) ([]row, error) {
 	var rows []row
 	for _, c := range clients {
 		r := row{c: c}
@@ -195,9 +207,13 @@ func measure(clients []int, rounds int, dur time.Duration, refRound func(c int, 
 			for _, s := range sides {
 				var v float64
 				var err error
+				note := ""
 				if s == "reference" {
-					v, err = refRound(c, dur)
+					var rr round
+					rr, err = refRound(c, dur)
+					v = rr.rate
 					r.ref = append(r.ref, v)
+					note = fmt.Sprintf("  (this process, loader and receiver: %.0f µs CPU per delivery)", float64(rr.cpu.Microseconds()))
 				} else {
 					v, err = pg.run(c, dur)
 					r.pgb = append(r.pgb, v)
@@ -205,7 +221,7 @@ func measure(clients []int, rounds int, dur time.Duration, refRound func(c int, 
 				if err != nil {
 					return nil, fmt.Errorf("%s, %d clients: %w", s, c, err)
 				}
-				fmt.Printf("  clients %2d round %d %-9s %9.0f /s\n", c, i+1, s, v)
+				fmt.Printf("  clients %2d round %d %-9s %9.0f /s%s\n", c, i+1, s, v, note)
 			}
 		}
 		rows = append(rows, r)
@@ -277,11 +293,15 @@ func lastLines(s string, n int) string {
 	return strings.Join(l[max(0, len(l)-n):], " | ")
 }
 
+// loader plays the provider: each client holds one keep-alive connection and
+// writes each signed request on it whole, then reads the answer, as pgbench's
+// clients hold a session and send a statement. A raw connection rather than
+// net/http's client: that client hands every request to a writer goroutine and
+// every answer to a reader goroutine, wake-ups that belong to no receiver and
+// cost the 2 CPUs the receiver and PostgreSQL share.
 type loader struct {
-	client *http.Client
-	url    string
-	secret string
-	n      atomic.Int64
+	addr, path, secret string
+	n                  atomic.Int64
 }
 
 // closed keeps c deliveries in flight for d (each client sends its next as soon
@@ -297,8 +317,14 @@ func (l *loader) closed(c int, d time.Duration) (float64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			cl, err := l.dial()
+			if err != nil {
+				firstErr.CompareAndSwap(nil, err)
+				return
+			}
+			defer cl.conn.Close()
 			for time.Now().Before(deadline) {
-				if err := l.send(); err != nil {
+				if err := cl.send(l); err != nil {
 					firstErr.CompareAndSwap(nil, err)
 					return
 				}
@@ -314,28 +340,60 @@ func (l *loader) closed(c int, d time.Duration) (float64, error) {
 }
 
 // event is one fresh Stripe cash credit and its Stripe-Signature header
-// (docs.stripe.com/webhooks: HMAC-SHA256 of "{t}.{body}", header t=...,v1=...).
+// (docs.stripe.com/webhooks: HMAC-SHA256 of "{t}.{body}", header t=...,v1=...),
+// the body as json.Marshal writes the event (keys sorted).
 func (l *loader) event(id string) ([]byte, string) {
-	body, _ := json.Marshal(map[string]any{"id": id, "object": "event", "type": "customer_cash_balance_transaction.created",
-		"data": map[string]any{"object": map[string]any{"id": "ccsbtxn_" + id, "amount": 100, "currency": "usd"}}})
+	body := fmt.Appendf(nil, `{"data":{"object":{"amount":100,"currency":"usd","id":"ccsbtxn_%s"}},"id":"%s","object":"event","type":"customer_cash_balance_transaction.created"}`, id, id)
 	ts := strconv.FormatInt(time.Now().Unix(), 10)
 	m := hmac.New(sha256.New, []byte(l.secret))
-	m.Write([]byte(ts + "." + string(body)))
+	m.Write([]byte(ts))
+	m.Write([]byte{'.'})
+	m.Write(body)
 	return body, "t=" + ts + ",v1=" + hex.EncodeToString(m.Sum(nil))
 }
 
-func (l *loader) send() error {
-	id := fmt.Sprintf("evt_bench_%d_%d", time.Now().UnixNano(), l.n.Add(1))
+// client is one loader client's connection.
+type client struct {
+	conn net.Conn
+	br   *bufio.Reader
+	req  []byte
+}
+
+func (l *loader) dial() (*client, error) {
+	conn, err := net.Dial("tcp", l.addr)
+	if err != nil {
+		return nil, err
+	}
+	return &client{conn: conn, br: bufio.NewReader(conn)}, nil
+}
+
+// send posts one fresh signed credit and reads its answer: 200 processed, or an
+// error naming what came instead.
+func (cl *client) send(l *loader) error {
+	id := "evt_bench_" + strconv.FormatInt(time.Now().UnixNano(), 10) + "_" + strconv.FormatInt(l.n.Add(1), 10)
 	body, sig := l.event(id)
-	req, _ := http.NewRequest(http.MethodPost, l.url, bytes.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Stripe-Signature", sig)
-	resp, err := l.client.Do(req)
+	r := append(cl.req[:0], "POST "...)
+	r = append(r, l.path...)
+	r = append(r, " HTTP/1.1\r\nHost: hookcert-bench\r\nContent-Type: application/json\r\nStripe-Signature: "...)
+	r = append(r, sig...)
+	r = append(r, "\r\nContent-Length: "...)
+	r = strconv.AppendInt(r, int64(len(body)), 10)
+	r = append(r, "\r\n\r\n"...)
+	r = append(r, body...)
+	cl.req = r
+	_ = cl.conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := cl.conn.Write(r); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(cl.br, nil)
 	if err != nil {
 		return err
 	}
-	rb, _ := io.ReadAll(resp.Body)
+	rb, err := io.ReadAll(resp.Body)
 	resp.Body.Close()
+	if err != nil {
+		return err
+	}
 	if resp.StatusCode != http.StatusOK || !bytes.Contains(rb, []byte(`"processed"`)) {
 		return fmt.Errorf("status %d: %s", resp.StatusCode, bytes.TrimSpace(rb))
 	}
