@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command pgbench compares the reference receiver with pgbench running the
 // reference's own transaction for one credit event, on one database, measured
 // in one run: for each client count, rounds alternate between signed deliveries
