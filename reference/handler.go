@@ -50,14 +50,36 @@ func fromApply(r store.Result) result {
 	return result{http.StatusOK, response{StatusIgnored, r.Reason}}
 }
 
-func writeJSON(w http.ResponseWriter, code int, body response) {
+// Bodies of the two answers nearly every delivery gets, encoded once.
+var (
+	processedBody = encodeResponse(response{Status: StatusProcessed})
+	duplicateBody = encodeResponse(response{Status: StatusDuplicate})
+)
+
+// contentTypeJSON is every answer's Content-Type, shared (net/http only reads it).
+var contentTypeJSON = []string{"application/json"}
+
+func encodeResponse(body response) []byte {
 	b, _ := json.Marshal(body) // two strings: cannot fail
-	b = append(b, '\n')
-	w.Header().Set("Content-Type", "application/json")
+	return append(b, '\n')
+}
+
+func writeJSON(w http.ResponseWriter, code int, body response) {
+	var b []byte
+	switch body {
+	case response{Status: StatusProcessed}:
+		b = processedBody
+	case response{Status: StatusDuplicate}:
+		b = duplicateBody
+	default:
+		b = encodeResponse(body)
+	}
+	h := w.Header()
+	h["Content-Type"] = contentTypeJSON
 	// An explicit length lets the client read the whole answer as soon as it is
 	// flushed, even while the handler goes on (after-response failpoint, or the
 	// ack-before-commit defect).
-	w.Header().Set("Content-Length", strconv.Itoa(len(b)))
+	h["Content-Length"] = []string{strconv.Itoa(len(b))}
 	w.WriteHeader(code)
 	_, _ = w.Write(b)
 }
@@ -66,7 +88,10 @@ func writeJSON(w http.ResponseWriter, code int, body response) {
 func (s *Server) serveDelivery(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	ep, ok := s.endpoints[r.URL.Path]
-	log := s.log.With("endpoint", r.URL.Path)
+	log := s.epLog[r.URL.Path]
+	if !ok {
+		log = s.log.With("endpoint", r.URL.Path)
+	}
 	reject := func(res result, eventID string) {
 		writeJSON(w, res.code, res.response)
 		s.observe(log, res, eventID, start)

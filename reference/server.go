@@ -84,7 +84,10 @@ type Server struct {
 	pool      *pgxpool.Pool
 	ownPool   bool
 	endpoints map[string]Endpoint
-	epList    []Endpoint
+	// epLog is each endpoint's logger, built once: a logger per delivery is an
+	// allocation on the hot path for an attribute that never changes.
+	epLog  map[string]*slog.Logger
+	epList []Endpoint
 	// steps are the seams of the delivery path, the purge and the start (see
 	// steps); defects replace some of them once, in New.
 	steps steps
@@ -233,8 +236,10 @@ func New(ctx context.Context, pool *pgxpool.Pool, opts Options) (*Server, error)
 	if s.now == nil {
 		s.now = time.Now
 	}
+	s.epLog = make(map[string]*slog.Logger, len(eps))
 	for _, e := range eps {
 		s.endpoints[e.Path] = e
+		s.epLog[e.Path] = s.log.With("endpoint", e.Path)
 	}
 	s.steps = s.correctSteps()
 	if opts.Mode == ModeInbox {
