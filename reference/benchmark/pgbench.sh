@@ -3,7 +3,8 @@
 # loopback HTTP against pgbench -M prepared running the reference's own credit
 # transaction (store.CreditSQL: key insert ON CONFLICT, ledger entry and balance
 # update in one statement) on the same fresh database, at each client count,
-# rounds alternating, medians and their ratio printed (target >= 0.9x at 8 and
+# rounds rotating with the floor (the same loader and HTTP server, a handler that
+# runs only the statement), medians and ratios printed (target >= 0.9x at 8 and
 # 32 clients). The database is created on $HOOKCERT_DATABASE_URL's server and
 # dropped afterwards.
 # Usage: reference/benchmark/pgbench.sh [clients, default 1,8,32] [rounds, default 3]

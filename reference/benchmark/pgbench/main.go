@@ -2,11 +2,13 @@
 
 // Command pgbench compares the reference receiver with pgbench running the
 // reference's own transaction for one credit event, on one database, measured
-// in one run: for each client count, rounds alternate between signed deliveries
+// in one run: for each client count, rounds rotate between signed deliveries
 // over loopback HTTP to an in-process receiver (closed loop, one delivery in
-// flight per client) and pgbench -M prepared with the same transaction as a
+// flight per client), pgbench -M prepared with the same transaction as a
 // custom script (random keys, same account, so the same balance row is hot on
-// both sides). Every round is printed, then the medians and their ratio.
+// both sides), and the floor: the same loader and HTTP server with a handler
+// that runs only that statement. Every round is printed, then the medians and
+// their ratios.
 //
 //	go run ./reference/benchmark/pgbench -clients 1,8,32 -rounds 3 -duration 4s
 package main
@@ -42,6 +44,7 @@ import (
 	"github.com/hookcert/hookcert/adapters/pgprovision"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reference/store"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // target is the share of pgbench's transaction rate the receiver must reach.
@@ -143,6 +146,47 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 		rate, err := load.closed(c, d)
 		return round{rate, (selfCPU() - cpu0) / time.Duration(max(1, load.n.Load()-n0))}, err
 	}
+	// The floor: the same loader and HTTP server, but a handler that does
+	// nothing per delivery except the same statement (no signature, no JSON, no
+	// routing): what any Go HTTP receiver of this transaction pays on this
+	// machine before its own work, so the reference's gap to pgbench splits
+	// into the HTTP hop and the reference's own code.
+	floorRound := func(c int, d time.Duration) (round, error) {
+		q := u.Query()
+		q.Set("pool_max_conns", strconv.Itoa(c))
+		ru := *u
+		ru.RawQuery = q.Encode()
+		pool, err := pgxpool.New(ctx, ru.String())
+		if err != nil {
+			return round{}, err
+		}
+		defer pool.Close()
+		var seq atomic.Int64
+		src := ep.KeySource()
+		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			k := "floor_" + strconv.FormatInt(time.Now().UnixNano(), 10) + "_" + strconv.FormatInt(seq.Add(1), 10)
+			var inserted bool
+			if err := pool.QueryRow(r.Context(), store.CreditSQL, src, ep.Account, "evt_"+k, store.TypeCashBalance, body, "ccsbtxn_"+k, 100).Scan(&inserted); err != nil || !inserted {
+				http.Error(w, fmt.Sprintf("credit: inserted %v, err %v", inserted, err), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Length", strconv.Itoa(len(floorAnswer)))
+			_, _ = w.Write(floorAnswer)
+		}))
+		defer hs.Close()
+		load.addr = hs.Listener.Addr().String()
+		if _, err := load.closed(c, 500*time.Millisecond); err != nil {
+			return round{}, fmt.Errorf("warm-up: %w", err)
+		}
+		cpu0, n0 := selfCPU(), load.n.Load()
+		rate, err := load.closed(c, d)
+		return round{rate, (selfCPU() - cpu0) / time.Duration(max(1, load.n.Load()-n0))}, err
+	}
 	// Migrate the schema before pgbench needs it.
 	if _, err := refRound(1, 100*time.Millisecond); err != nil {
 		return err
@@ -166,7 +210,7 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 	if _, err := pg.run(maxC, time.Second); err != nil {
 		return fmt.Errorf("warm-up: %w", err)
 	}
-	rows, err := measure(clients, rounds, dur, refRound, pg)
+	rows, err := measure(clients, rounds, dur, refRound, floorRound, pg)
 	if err != nil {
 		return err
 	}
@@ -177,8 +221,8 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 // row is one client count's rounds: the reference's deliveries/s and
 // pgbench's transactions/s.
 type row struct {
-	c        int
-	ref, pgb []float64
+	c               int
+	ref, floor, pgb []float64
 }
 
 // round is one round of the reference: deliveries/s, and this process's CPU
@@ -196,27 +240,35 @@ func selfCPU() time.Duration {
 }
 
 // measure runs rounds of dur on each side for each client count, printing each.
-func measure(clients []int, rounds int, dur time.Duration, refRound func(c int, d time.Duration) (round, error), pg *pgb) ([]row, error) {
+func measure(clients []int, rounds int, dur time.Duration, refRound, floorRound func(c int, d time.Duration) (round, error), pg *pgb) ([]row, error) {
+	sides := []string{"reference", "pgbench", "floor"}
 	var rows []row
 	for _, c := range clients {
 		r := row{c: c}
 		for i := 0; i < rounds; i++ {
-			// Alternate which side goes first so drift favours neither.
-			sides := []string{"reference", "pgbench"}
-			if i%2 == 1 {
-				sides = []string{"pgbench", "reference"}
-			}
-			for _, s := range sides {
+			// Rotate which side goes first so drift favours none.
+			for k := range sides {
+				s := sides[(i+k)%len(sides)]
 				var v float64
 				var err error
 				note := ""
-				if s == "reference" {
+				switch s {
+				case "reference", "floor":
+					run, who := refRound, "loader and receiver"
+					if s == "floor" {
+						run, who = floorRound, "loader and statement-only handler"
+					}
 					var rr round
-					rr, err = refRound(c, dur)
-					v = rr.rate
-					r.ref = append(r.ref, v)
-					note = fmt.Sprintf("  (this process, loader and receiver: %.0f µs CPU per delivery)", float64(rr.cpu.Microseconds()))
-				} else {
+					if rr, err = run(c, dur); err == nil {
+						v = rr.rate
+						note = fmt.Sprintf("  (this process, %s: %.0f µs CPU per delivery)", who, float64(rr.cpu.Microseconds()))
+					}
+					if s == "reference" {
+						r.ref = append(r.ref, v)
+					} else {
+						r.floor = append(r.floor, v)
+					}
+				default:
 					v, err = pg.run(c, dur)
 					r.pgb = append(r.pgb, v)
 				}
@@ -234,25 +286,30 @@ func measure(clients []int, rounds int, dur time.Duration, refRound func(c int, 
 // printMedians prints each client count's medians, their ratio and whether it
 // reaches the target.
 func printMedians(rows []row, rounds int, dur time.Duration) {
-	fmt.Printf("\n%-8s %16s %16s %8s %8s\n", "clients", "deliveries/s", "pgbench tps", "ratio", "target")
+	fmt.Printf("\n%-8s %16s %16s %8s %8s %16s %8s\n", "clients", "deliveries/s", "pgbench tps", "ratio", "target", "floor /s", "floor")
 	ok := true
 	var summary []string
 	for _, r := range rows {
-		ref, pgt := median(r.ref), median(r.pgb)
+		ref, pgt, fl := median(r.ref), median(r.pgb), median(r.floor)
 		ratio := ref / pgt
 		mark := "ok"
 		if ratio < target {
 			mark, ok = "BELOW", false
 		}
-		fmt.Printf("%-8d %16.0f %16.0f %7.3fx %7.1fx %s\n", r.c, ref, pgt, ratio, target, mark)
+		fmt.Printf("%-8d %16.0f %16.0f %7.3fx %7.1fx %16.0f %7.3fx %s\n", r.c, ref, pgt, ratio, target, fl, fl/pgt, mark)
 		summary = append(summary, fmt.Sprintf("summary: reference vs pgbench, %d clients|%.0f deliveries/s vs %.0f tps|%.2fx|%s|%s",
 			r.c, ref, pgt, ratio, map[bool]string{true: ">= 0.90x", false: "(none at 1 client)"}[r.c > 1], map[bool]string{true: "ok", false: "SHORT"}[mark == "ok" || r.c == 1]))
+	}
+	for _, r := range rows {
+		fl, pgt := median(r.floor), median(r.pgb)
+		summary = append(summary, fmt.Sprintf("summary: statement-only Go handler vs pgbench, %d clients (floor)|%.0f deliveries/s vs %.0f tps|%.2fx|-|-", r.c, fl, pgt, fl/pgt))
 	}
 	for _, l := range summary {
 		fmt.Println(l)
 	}
 	if !ok {
-		fmt.Printf("(medians of %d rounds of %s; the ratio is the reference's deliveries/s over pgbench's transactions/s)\n", rounds, dur)
+		fmt.Printf("(medians of %d rounds of %s; the ratio is the reference's deliveries/s over pgbench's transactions/s;\n"+
+			" the floor is the same loader and HTTP server with a handler that runs only the statement)\n", rounds, dur)
 	}
 }
 
@@ -401,5 +458,9 @@ func (cl *client) send(l *loader) error {
 	}
 	return nil
 }
+
+// floorAnswer is the statement-only handler's answer, which the loader accepts
+// as the reference's own "processed".
+var floorAnswer = []byte(`{"status":"processed"}` + "\n")
 
 func numCPU() int { return runtime.NumCPU() }
