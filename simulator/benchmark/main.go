@@ -7,8 +7,9 @@
 //	benchmark serve                       no-op receiver; prints its URL on stdout
 //	benchmark wrkscript -out F            writes a wrk Lua script posting one signed delivery
 //	benchmark fire -url U -c 16 -d 5s -warmup 1s   signed deliveries for a duration; prints deliveries/s
+//	benchmark replay -url U -c 16 -d 5s -warmup 1s  one pre-built request over and over (Go's floor)
 //	benchmark rounds -url U -script F -c 16 -d 5s -warmup 1s -rounds 3
-//	                                      alternating fire and wrk rounds; every round and the medians
+//	                                      rotating fire, wrk and replay rounds; every round and the medians
 //	benchmark spread -url U -copies 16 -n 50   receiver-side arrival spread of barrier releases
 //	benchmark compare -sim X -wrk Y       prints the two rates side by side
 package main
@@ -27,7 +28,7 @@ const benchSecret = "whsec_hookcert_benchmark_only"
 
 func main() {
 	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: benchmark serve|wrkscript|fire|spread|compare|rounds [flags]")
+		fmt.Fprintln(os.Stderr, "usage: benchmark serve|wrkscript|fire|replay|spread|compare|rounds [flags]")
 		os.Exit(2)
 	}
 	var err error
@@ -42,10 +43,12 @@ func main() {
 		err = spread(os.Args[2:])
 	case "compare":
 		err = compare(os.Args[2:])
+	case "replay":
+		err = replay(os.Args[2:])
 	case "rounds":
 		err = rounds(os.Args[2:])
 	default:
-		err = fmt.Errorf("unknown mode %q: want serve, wrkscript, fire, spread, compare or rounds", os.Args[1])
+		err = fmt.Errorf("unknown mode %q: want serve, wrkscript, fire, replay, spread, compare or rounds", os.Args[1])
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "benchmark:", err)

@@ -162,11 +162,11 @@ func compare(args []string) error {
 	return nil
 }
 
-// rounds measures the simulator and wrk against the same receiver with the
-// same connection count, duration and warm-up, alternating which goes first,
-// and prints every round and the medians. Each measurement is its own process
-// (this binary's fire mode, or wrk) started after the other has exited, so the
-// two never share the CPUs.
+// rounds measures the simulator, wrk and the Go replay client against the same
+// receiver with the same connection count, duration and warm-up, rotating which
+// goes first, and prints every round and the medians. Each measurement is its
+// own process (this binary's fire or replay mode, or wrk) started after the
+// previous one has exited, so they never share the CPUs.
 func rounds(args []string) error {
 	fs := flag.NewFlagSet("rounds", flag.ContinueOnError)
 	url := fs.String("url", "", "receiver URL (the no-op endpoint)")
@@ -252,44 +252,65 @@ func rounds(args []string) error {
 			return rate, reqs, 0, err
 		})
 	}
-	fmt.Printf("throughput: %d rounds; each: simulator and wrk, %d connections, %v warm-up then %v measured, same receiver; order alternates\n",
-		*n, *c, *warmup, *d)
-	fmt.Println("  simulator: renders, signs (Stripe HMAC-SHA256, fresh timestamp), serialises, sends, parses and records every delivery")
-	fmt.Printf("  wrk -t%d: replays ONE pre-built, pre-signed request (no per-request signing or recording)\n", *threads)
-	var sims, wrks, ratios, simCPU, wrkCPU, simRecv, wrkRecv []float64
-	for i := 0; i < *n; i++ {
-		var sm, wm meas
-		order := "sim, wrk"
-		if i%2 == 0 {
-			if sm, err = runSim(); err == nil {
-				wm, err = runWrk()
+	runReplay := func() (meas, error) {
+		cmd := exec.Command(self, "replay", "-url", *url, "-c", strconv.Itoa(*c), "-d", d.String(), "-warmup", warmup.String())
+		return measure(cmd, func(out string) (float64, float64, float64, error) {
+			rate, err := lineValue(out, "REPLAY_RATE=")
+			if err != nil {
+				return 0, 0, 0, err
 			}
-		} else {
-			order = "wrk, sim"
-			if wm, err = runWrk(); err == nil {
-				sm, err = runSim()
+			cpu, err := lineValue(out, "REPLAY_CPU_US=")
+			if err != nil {
+				return 0, 0, 0, err
 			}
-		}
-		if err != nil {
-			return fmt.Errorf("round %d: %w", i+1, err)
-		}
-		sims, wrks, ratios = append(sims, sm.rate), append(wrks, wm.rate), append(ratios, sm.rate/wm.rate)
-		simCPU, wrkCPU = append(simCPU, sm.clientUS), append(wrkCPU, wm.clientUS)
-		simRecv, wrkRecv = append(simRecv, sm.recvUS), append(wrkRecv, wm.recvUS)
-		fmt.Printf("  round %d (%s): simulator %8.0f deliveries/s   wrk %8.0f requests/s   ratio %.2fx   %s\n",
-			i+1, order, sm.rate, wm.rate, sm.rate/wm.rate, cpuNote(sm.clientUS, wm.clientUS, sm.recvUS, wm.recvUS, *recvPID > 0))
+			sent, err := leadingValue(out, "answered requests")
+			return rate, sent, cpu, err
+		})
 	}
-	fmt.Printf("median:            simulator %8.0f deliveries/s   wrk %8.0f requests/s   ratio %.2fx (median of per-round ratios; target >= 0.90x)\n",
-		median(sims), median(wrks), median(ratios))
+	fmt.Printf("throughput: %d rounds; each: simulator, wrk and a Go replay client, %d connections, %v warm-up then %v measured, same receiver; order rotates\n",
+		*n, *c, *warmup, *d)
+	fmt.Println("  simulator: renders, signs (Stripe HMAC-SHA256, fresh timestamp), serialises, probes the idle connection, sends, parses and records every delivery")
+	fmt.Printf("  wrk -t%d: replays ONE pre-built, pre-signed request (no per-request signing or recording)\n", *threads)
+	fmt.Println("  replay: Go, one goroutine per connection, writes that same pre-built request and reads each answer, nothing else: Go's own floor")
+	sides := []struct {
+		name string
+		run  func() (meas, error)
+	}{{"sim", runSim}, {"wrk", runWrk}, {"replay", runReplay}}
+	var sims, wrks, reps, ratios, repRatios, simCPU, wrkCPU, repCPU, simRecv, wrkRecv []float64
+	for i := 0; i < *n; i++ {
+		got := map[string]meas{}
+		var order []string
+		for k := range sides {
+			s := sides[(i+k)%len(sides)]
+			m, err := s.run()
+			if err != nil {
+				return fmt.Errorf("round %d, %s: %w", i+1, s.name, err)
+			}
+			got[s.name] = m
+			order = append(order, s.name)
+		}
+		sm, wm, rm := got["sim"], got["wrk"], got["replay"]
+		sims, wrks, reps = append(sims, sm.rate), append(wrks, wm.rate), append(reps, rm.rate)
+		ratios, repRatios = append(ratios, sm.rate/wm.rate), append(repRatios, rm.rate/wm.rate)
+		simCPU, wrkCPU, repCPU = append(simCPU, sm.clientUS), append(wrkCPU, wm.clientUS), append(repCPU, rm.clientUS)
+		simRecv, wrkRecv = append(simRecv, sm.recvUS), append(wrkRecv, wm.recvUS)
+		fmt.Printf("  round %d (%s): simulator %8.0f/s  wrk %8.0f/s  replay %8.0f/s  ratio %.2fx (replay %.2fx)   %s\n",
+			i+1, strings.Join(order, ", "), sm.rate, wm.rate, rm.rate, sm.rate/wm.rate, rm.rate/wm.rate,
+			cpuNote(sm.clientUS, wm.clientUS, rm.clientUS, sm.recvUS, wm.recvUS, *recvPID > 0))
+	}
+	fmt.Printf("median:            simulator %8.0f/s  wrk %8.0f/s  replay %8.0f/s  ratio %.2fx, replay %.2fx (medians of per-round ratios; target >= 0.90x)\n",
+		median(sims), median(wrks), median(reps), median(ratios), median(repRatios))
 	fmt.Printf("summary: simulator vs wrk|%.0f deliveries/s vs %.0f requests/s|%.2fx|>= 0.90x|%s\n",
 		median(sims), median(wrks), median(ratios), okMark(median(ratios) >= 0.9))
-	fmt.Printf("median CPU per request: %s\n", cpuNote(median(simCPU), median(wrkCPU), median(simRecv), median(wrkRecv), *recvPID > 0))
+	fmt.Printf("summary: Go replay client vs wrk (floor)|%.0f requests/s vs %.0f; CPU µs/request sim %.1f, replay %.1f, wrk %.1f|%.2fx|-|-\n",
+		median(reps), median(wrks), median(simCPU), median(repCPU), median(wrkCPU), median(repRatios))
+	fmt.Printf("median CPU per request: %s\n", cpuNote(median(simCPU), median(wrkCPU), median(repCPU), median(simRecv), median(wrkRecv), *recvPID > 0))
 	return nil
 }
 
 // cpuNote formats CPU microseconds per request of the clients and the receiver.
-func cpuNote(sim, wrk, simRecv, wrkRecv float64, recv bool) string {
-	s := fmt.Sprintf("CPU µs/request: simulator %.1f, wrk %.1f", sim, wrk)
+func cpuNote(sim, wrk, rep, simRecv, wrkRecv float64, recv bool) string {
+	s := fmt.Sprintf("CPU µs/request: simulator %.1f, wrk %.1f, replay %.1f", sim, wrk, rep)
 	if recv {
 		s += fmt.Sprintf("; receiver %.1f (sim) / %.1f (wrk)", simRecv, wrkRecv)
 	}
