@@ -65,7 +65,8 @@ type Receiver struct {
 	// database, kept across incarnations.
 	amu    sync.Mutex
 	admins map[string]*pgxpool.Pool
-	// dying are the killed incarnations' pools still closing.
+	// dying are the killed incarnations still dying and their pools still
+	// closing; a kill is counted while r.mu still shows the incarnation.
 	dying sync.WaitGroup
 }
 
@@ -183,11 +184,15 @@ func (r *Receiver) Kill() error {
 	r.cur = nil
 	if inc != nil {
 		r.down = fmt.Sprintf("incarnation %d of the receiver was killed and not restarted", inc.n)
+		// Counted before it stops being current: a Close that no longer sees it
+		// still waits for its pools (and never Waits while they are Added).
+		r.dying.Add(1)
 	}
 	r.mu.Unlock()
 	if inc == nil {
 		return nil
 	}
+	defer r.dying.Done()
 	return inc.kill()
 }
 
@@ -310,7 +315,9 @@ func (inc *Incarnation) Kill() error {
 	}
 	r.cur = nil
 	r.down = fmt.Sprintf("incarnation %d of the receiver killed itself and was not restarted", inc.n)
+	r.dying.Add(1) // as in Receiver.Kill
 	r.mu.Unlock()
+	defer r.dying.Done()
 	return inc.kill()
 }
 
