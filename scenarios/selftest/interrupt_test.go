@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/hookcert/hookcert/adapters/pgprovision/pgtest"
 	"github.com/hookcert/hookcert/reports"
 	"github.com/hookcert/hookcert/scenarios"
@@ -87,19 +89,28 @@ func receiverGoesAway(t *testing.T, signal, reason, detail string) {
 	// to judge.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	// The signal goes once the first scenario (ACK-2, seeded order) has
-	// ended, so that it lands inside DEDUP-1, slow under slow-ack: a timer
-	// from the receiver's start could land in ACK-2, which slow-ack fails
-	// anyway, or before the run was under way on a loaded machine.
+	// The signal goes once DEDUP-1 (the second scenario, seeded order; slow
+	// under slow-ack) has committed its first delivery, so that it lands
+	// inside DEDUP-1: a timer could land in ACK-2, which slow-ack fails
+	// anyway, or, on a loaded machine, between the two scenarios, where the
+	// harness's readiness check before DEDUP-1 would find the receiver hung
+	// and restart it before the scenario began.
 	c := exec.CommandContext(ctx, bin, "demo", "--database-url", pgtest.ServerURL(), "--report-dir", dir, "--seed", "9",
 		"--defect", "slow-ack", "--label-filter", "ACK-2 || DEDUP-1 || ACK-6")
 	killed := false
+	dbURL := ""
+	awaitErr := make(chan error, 1)
 	out, _ := watch(t, c, func(line string) {
+		if u, ok := strings.CutPrefix(line, "database: "); ok && dbURL == "" {
+			dbURL, _, _ = strings.Cut(u, " ")
+		}
 		if !killed && strings.HasPrefix(line, "[1/") {
 			killed = true
 			go func() {
 				// Signal the receiver (the demo's child) once DEDUP-1 is under way.
-				time.Sleep(300 * time.Millisecond)
+				if err := awaitEvent(ctx, dbURL, "%dedup1%"); err != nil {
+					awaitErr <- err // reported with a failure (t.Logf may outlive the test)
+				}
 				pids, _ := exec.Command("pgrep", "-P", fmt.Sprint(c.Process.Pid)).Output()
 				for _, p := range strings.Fields(string(pids)) {
 					_ = exec.Command("kill", "-"+signal, p).Run()
@@ -123,6 +134,11 @@ func receiverGoesAway(t *testing.T, signal, reason, detail string) {
 		}
 	}
 	if !exited || !restarted || res.Summary.Verdict() == "PASSED" {
+		select {
+		case err := <-awaitErr:
+			out = fmt.Sprintf("(signalled without waiting for DEDUP-1's first delivery: %v)\n%s", err, out)
+		default:
+		}
 		t.Fatalf("exited named %v, restart noted %v, verdict %s\n%s", exited, restarted, res.Summary.Verdict(), out)
 	}
 }
@@ -146,4 +162,31 @@ func watch(t *testing.T, c *exec.Cmd, onLine func(line string)) (string, error) 
 		onLine(sc.Text())
 	}
 	return out.String(), c.Wait()
+}
+
+// awaitEvent polls the run's database (dbURL) until the reference has
+// committed an event whose ID is like pattern, or a minute passes.
+func awaitEvent(ctx context.Context, dbURL, pattern string) error {
+	if dbURL == "" {
+		return fmt.Errorf("the demo printed no database URL")
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	for {
+		var n int
+		// The table exists once the receiver has migrated; until then, wait.
+		if err := conn.QueryRow(ctx, `SELECT count(*) FROM processed_webhook_events WHERE event_id LIKE $1`, pattern).Scan(&n); err == nil && n > 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
