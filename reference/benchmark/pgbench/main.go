@@ -42,6 +42,7 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/internal/benchstat"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/reference/store"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -126,25 +127,20 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 	// The receiver is opened for each of its rounds with a pool of c connections
 	// and closed after it, so that its idle sessions and pgbench's c never add up
 	// beyond the shared server's max_connections; each opening is warmed up first.
-	refRound := func(c int, d time.Duration) (round, error) {
+	poolURL := func(c int) string {
 		q := u.Query()
 		q.Set("pool_max_conns", strconv.Itoa(c))
 		ru := *u
 		ru.RawQuery = q.Encode()
-		srv, err := reference.Open(ctx, ru.String(), reference.Options{Endpoints: eps, PurgeInterval: -1})
+		return ru.String()
+	}
+	refRound := func(c int, d time.Duration) (round, error) {
+		srv, err := reference.Open(ctx, poolURL(c), reference.Options{Endpoints: eps, PurgeInterval: -1})
 		if err != nil {
 			return round{}, err
 		}
 		defer srv.Close()
-		hs := httptest.NewServer(srv.Handler())
-		defer hs.Close()
-		load.addr = hs.Listener.Addr().String()
-		if _, err := load.closed(c, 500*time.Millisecond); err != nil {
-			return round{}, fmt.Errorf("warm-up: %w", err)
-		}
-		cpu0, n0 := selfCPU(), load.n.Load()
-		rate, err := load.closed(c, d)
-		return round{rate, (selfCPU() - cpu0) / time.Duration(max(1, load.n.Load()-n0))}, err
+		return load.serve(srv.Handler(), c, d)
 	}
 	// The floor: the same loader and HTTP server, but a handler that does
 	// nothing per delivery except the same statement (no signature, no JSON, no
@@ -152,18 +148,14 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 	// machine before its own work, so the reference's gap to pgbench splits
 	// into the HTTP hop and the reference's own code.
 	floorRound := func(c int, d time.Duration) (round, error) {
-		q := u.Query()
-		q.Set("pool_max_conns", strconv.Itoa(c))
-		ru := *u
-		ru.RawQuery = q.Encode()
-		pool, err := pgxpool.New(ctx, ru.String())
+		pool, err := pgxpool.New(ctx, poolURL(c))
 		if err != nil {
 			return round{}, err
 		}
 		defer pool.Close()
 		var seq atomic.Int64
 		src := ep.KeySource()
-		hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		return load.serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			body, err := io.ReadAll(r.Body)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
@@ -177,15 +169,7 @@ func run(server, pgbench string, clients []int, rounds int, dur time.Duration) e
 			}
 			w.Header().Set("Content-Length", strconv.Itoa(len(floorAnswer)))
 			_, _ = w.Write(floorAnswer)
-		}))
-		defer hs.Close()
-		load.addr = hs.Listener.Addr().String()
-		if _, err := load.closed(c, 500*time.Millisecond); err != nil {
-			return round{}, fmt.Errorf("warm-up: %w", err)
-		}
-		cpu0, n0 := selfCPU(), load.n.Load()
-		rate, err := load.closed(c, d)
-		return round{rate, (selfCPU() - cpu0) / time.Duration(max(1, load.n.Load()-n0))}, err
+		}), c, d)
 	}
 	// Migrate the schema before pgbench needs it.
 	if _, err := refRound(1, 100*time.Millisecond); err != nil {
@@ -290,7 +274,7 @@ func printMedians(rows []row, rounds int, dur time.Duration) {
 	ok := true
 	var summary []string
 	for _, r := range rows {
-		ref, pgt, fl := median(r.ref), median(r.pgb), median(r.floor)
+		ref, pgt, fl := benchstat.Median(r.ref), benchstat.Median(r.pgb), benchstat.Median(r.floor)
 		ratio := ref / pgt
 		mark := "ok"
 		if ratio < target {
@@ -301,7 +285,7 @@ func printMedians(rows []row, rounds int, dur time.Duration) {
 			r.c, ref, pgt, ratio, map[bool]string{true: ">= 0.90x", false: "(none at 1 client)"}[r.c > 1], map[bool]string{true: "ok", false: "SHORT"}[mark == "ok" || r.c == 1]))
 	}
 	for _, r := range rows {
-		fl, pgt := median(r.floor), median(r.pgb)
+		fl, pgt := benchstat.Median(r.floor), benchstat.Median(r.pgb)
 		summary = append(summary, fmt.Sprintf("summary: statement-only Go handler vs pgbench, %d clients (floor)|%.0f deliveries/s vs %.0f tps|%.2fx|-|-", r.c, fl, pgt, fl/pgt))
 	}
 	for _, l := range summary {
@@ -311,15 +295,6 @@ func printMedians(rows []row, rounds int, dur time.Duration) {
 		fmt.Printf("(medians of %d rounds of %s; the ratio is the reference's deliveries/s over pgbench's transactions/s;\n"+
 			" the floor is the same loader and HTTP server with a handler that runs only the statement)\n", rounds, dur)
 	}
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 type pgb struct {
@@ -361,6 +336,20 @@ func lastLines(s string, n int) string {
 type loader struct {
 	addr, path, secret string
 	n                  atomic.Int64
+}
+
+// serve serves h over loopback HTTP for one round: a warm-up, then c clients
+// for d, with this process's CPU per delivery over the measured part.
+func (l *loader) serve(h http.Handler, c int, d time.Duration) (round, error) {
+	hs := httptest.NewServer(h)
+	defer hs.Close()
+	l.addr = hs.Listener.Addr().String()
+	if _, err := l.closed(c, 500*time.Millisecond); err != nil {
+		return round{}, fmt.Errorf("warm-up: %w", err)
+	}
+	cpu0, n0 := selfCPU(), l.n.Load()
+	rate, err := l.closed(c, d)
+	return round{rate, (selfCPU() - cpu0) / time.Duration(max(1, l.n.Load()-n0))}, err
 }
 
 // closed keeps c deliveries in flight for d (each client sends its next as soon
