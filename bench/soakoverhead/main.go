@@ -28,7 +28,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +38,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/hookcert/hookcert/adapters/pgprovision"
+	"github.com/hookcert/hookcert/internal/benchstat"
 	"github.com/hookcert/hookcert/reference"
 	"github.com/hookcert/hookcert/scenarios"
 	"github.com/hookcert/hookcert/scenarios/soak"
@@ -233,7 +233,7 @@ func run(server string, rates []float64, dur time.Duration, conc, unthrottledRun
 		}
 		runs, ratios = append(runs, got), append(ratios, topRatio)
 	}
-	top, topRatio := median(runs), median(ratios)
+	top, topRatio := benchstat.Median(runs), benchstat.Median(ratios)
 	best := fmt.Sprintf("%.0f deliveries/s", bestSustained)
 	if bestSustained == 0 {
 		best = "none (the first step, " + firstShare + ")"
@@ -387,14 +387,4 @@ func (pgObserver) Payment(context.Context, string, string, string) (string, bool
 // KeyTTL: the soak reads no key expiry.
 func (pgObserver) KeyTTL(context.Context, profiles.Key) (time.Duration, bool, bool, error) {
 	return 0, false, false, errors.New("key_ttl: not read by the soak")
-}
-
-// median is the middle value of v (the mean of the two middle ones when even).
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

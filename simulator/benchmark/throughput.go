@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime/pprof"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +17,7 @@ import (
 	"time"
 
 	"github.com/hookcert/hookcert/history"
+	"github.com/hookcert/hookcert/internal/benchstat"
 	"github.com/hookcert/hookcert/simulator"
 	"github.com/hookcert/hookcert/simulator/profiles"
 )
@@ -299,12 +299,12 @@ func rounds(args []string) error {
 			cpuNote(sm.clientUS, wm.clientUS, rm.clientUS, sm.recvUS, wm.recvUS, *recvPID > 0))
 	}
 	fmt.Printf("median:            simulator %8.0f/s  wrk %8.0f/s  replay %8.0f/s  ratio %.2fx, replay %.2fx (medians of per-round ratios; target >= 0.90x)\n",
-		median(sims), median(wrks), median(reps), median(ratios), median(repRatios))
+		benchstat.Median(sims), benchstat.Median(wrks), benchstat.Median(reps), benchstat.Median(ratios), benchstat.Median(repRatios))
 	fmt.Printf("summary: simulator vs wrk|%.0f deliveries/s vs %.0f requests/s|%.2fx|>= 0.90x|%s\n",
-		median(sims), median(wrks), median(ratios), okMark(median(ratios) >= 0.9))
+		benchstat.Median(sims), benchstat.Median(wrks), benchstat.Median(ratios), okMark(benchstat.Median(ratios) >= 0.9))
 	fmt.Printf("summary: Go replay client vs wrk (floor)|%.0f requests/s vs %.0f; CPU µs/request sim %.1f, replay %.1f, wrk %.1f|%.2fx|-|-\n",
-		median(reps), median(wrks), median(simCPU), median(repCPU), median(wrkCPU), median(repRatios))
-	fmt.Printf("median CPU per request: %s\n", cpuNote(median(simCPU), median(wrkCPU), median(repCPU), median(simRecv), median(wrkRecv), *recvPID > 0))
+		benchstat.Median(reps), benchstat.Median(wrks), benchstat.Median(simCPU), benchstat.Median(repCPU), benchstat.Median(wrkCPU), benchstat.Median(repRatios))
+	fmt.Printf("median CPU per request: %s\n", cpuNote(benchstat.Median(simCPU), benchstat.Median(wrkCPU), benchstat.Median(repCPU), benchstat.Median(simRecv), benchstat.Median(wrkRecv), *recvPID > 0))
 	return nil
 }
 
@@ -366,15 +366,6 @@ func lineValue(out, key string) (float64, error) {
 		}
 	}
 	return 0, fmt.Errorf("no %q in output", key)
-}
-
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }
 
 // okMark is a summary line's verdict on its target.
